@@ -1,0 +1,134 @@
+// tx claim, claim:release, claim:renew
+
+#include <unistd.h>
+
+#include <memory>
+
+#include "cli/commands.h"
+#include "core/duration.h"
+#include "core/json.h"
+#include "core/validation.h"
+#include "service/claim_service.h"
+#include "service/worker_service.h"
+
+namespace tx::cli {
+
+namespace {
+
+std::string Hostname() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
+}
+
+// The worker a hand-run claim acts as: a registered worker id, or a name that is registered on
+// first use with a heartbeat interval as long as the lease, so it outlives the command.
+Result<Worker> ResolveWorker(Context& ctx, store::Store& store, const std::string& flag,
+                             Millis lease_ms) {
+  service::WorkerService workers(store, ctx.clock(), ctx.options());
+  if (flag.rfind("worker-", 0) == 0) return workers.Get(flag);
+  return workers.EnsureByName(flag.empty() ? "cli" : flag, lease_ms, Hostname(), getppid());
+}
+
+void PrintClaim(Context& ctx, const service::ClaimResult& r) {
+  if (ctx.json()) {
+    nlohmann::json j = ToJson(r.claim);
+    j["task"] = ToJson(r.task, {});
+    ctx.PrintJson(j);
+    return;
+  }
+  ctx.out() << "claimed " << r.task.id << " (" << r.task.title << ")\n"
+            << "  token      " << r.claim.token << "\n"
+            << "  worker     " << r.claim.worker_id << "\n"
+            << "  attempt    " << r.task.attempt << " of " << r.task.max_attempts << "\n"
+            << "  lease      until " << FormatTime(r.claim.lease_expires_at) << " ("
+            << FormatDuration(r.claim.lease_ms) << ")\n";
+}
+
+}  // namespace
+
+Handler SetupClaim(CLI::App& cmd) {
+  struct Args {
+    std::string task, lease, worker;
+    bool next = false;
+  };
+  auto a = std::make_shared<Args>();
+  cmd.add_option("task", a->task, "Task id to claim");
+  cmd.add_flag("--next", a->next, "Claim the best eligible ready task instead of a named one");
+  cmd.add_option("--lease", a->lease, "Lease duration (default 30m)");
+  cmd.add_option("--worker", a->worker,
+                 "Worker id, or a name registered on first use (default: cli)");
+  return [a](Context& ctx) -> Status {
+    if (a->next == !a->task.empty()) {
+      return Error::InvalidArgument("tx claim takes a task id or --next (one of them)");
+    }
+    Millis lease = ctx.options().default_lease_ms;
+    if (!a->lease.empty()) {
+      TX_ASSIGN_OR_RETURN(lease, ParseDuration(a->lease));
+      if (lease <= 0) return Error::InvalidArgument("invalid lease '" + a->lease + "': must be more than 0s");
+    }
+    TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
+    TX_ASSIGN_OR_RETURN(Worker worker, ResolveWorker(ctx, *store, a->worker, lease));
+    service::ClaimService claims(*store, ctx.clock(), ctx.options());
+    if (a->next) {
+      TX_ASSIGN_OR_RETURN(std::optional<service::ClaimResult> r, claims.ClaimNext(worker.id, lease));
+      if (!r) {
+        std::string queues;
+        for (const auto& q : worker.queues) queues += (queues.empty() ? "" : ",") + q;
+        return Error::NotFound("no eligible ready task in queue " + queues + " for worker " +
+                               worker.id);
+      }
+      PrintClaim(ctx, *r);
+      return Ok();
+    }
+    TX_ASSIGN_OR_RETURN(service::ClaimResult r, claims.ClaimTask(a->task, worker.id, lease));
+    PrintClaim(ctx, r);
+    return Ok();
+  };
+}
+
+Handler SetupClaimRelease(CLI::App& cmd) {
+  struct Args {
+    std::string task, token;
+  };
+  auto a = std::make_shared<Args>();
+  cmd.add_option("task", a->task, "Task id")->required();
+  cmd.add_option("--token", a->token, "The claim's fencing token (default: $TX_CLAIM_TOKEN)");
+  return [a](Context& ctx) -> Status {
+    TX_ASSIGN_OR_RETURN(std::int64_t token, ResolveToken(a->token, "tx claim:release"));
+    TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
+    service::ClaimService claims(*store, ctx.clock(), ctx.options());
+    TX_ASSIGN_OR_RETURN(Task t, claims.Release(a->task, token));
+    if (ctx.json()) {
+      ctx.PrintJson(ToJson(t, {}));
+    } else {
+      ctx.out() << "released " << t.id << ": it is " << ToString(t.status) << " again\n";
+    }
+    return Ok();
+  };
+}
+
+Handler SetupClaimRenew(CLI::App& cmd) {
+  struct Args {
+    std::string task, token;
+  };
+  auto a = std::make_shared<Args>();
+  cmd.add_option("task", a->task, "Task id")->required();
+  cmd.add_option("--token", a->token, "The claim's fencing token (default: $TX_CLAIM_TOKEN)");
+  return [a](Context& ctx) -> Status {
+    TX_ASSIGN_OR_RETURN(std::int64_t token, ResolveToken(a->token, "tx claim:renew"));
+    TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
+    service::ClaimService claims(*store, ctx.clock(), ctx.options());
+    TX_ASSIGN_OR_RETURN(Claim c, claims.Renew(a->task, token));
+    if (ctx.json()) {
+      ctx.PrintJson(ToJson(c));
+    } else {
+      ctx.out() << "renewed " << c.task_id << " (token " << c.token << "): lease until "
+                << FormatTime(c.lease_expires_at) << ", renewal " << c.renewed_count << " of "
+                << ctx.options().max_renewals << '\n';
+    }
+    return Ok();
+  };
+}
+
+}  // namespace tx::cli

@@ -1,0 +1,159 @@
+#include "cli/cli.h"
+
+#include <cstdlib>
+#include <iostream>
+#include <map>
+
+#include "cli/commands.h"
+#include "core/argv.h"
+
+namespace tx::cli {
+
+namespace {
+
+constexpr CommandSpec kCommands[] = {
+    {"init", "init", "Create the store (.tx/tx.db) and an API token (.tx/token)", SetupInit},
+    {"task add", "task.add", "Add a task to the queue", SetupTaskAdd},
+    {"task list", "task.list", "List tasks, optionally by status, queue or owner", SetupTaskList},
+    {"task show", "task.show", "Show one task with its attempts", SetupTaskShow},
+    {"task update", "task.update", "Change a task's title, priority, after[] or metadata",
+     SetupTaskUpdate},
+    {"task done", "task.done", "Report success (with the claim's token, or --force)",
+     SetupTaskDone},
+    {"task fail", "task.fail", "Report failure; retried with backoff until max attempts",
+     SetupTaskFail},
+    {"task review", "task.review", "Report success that needs review", SetupTaskReview},
+    {"task cancel", "task.cancel", "Cancel a task that has not finished", SetupTaskCancel},
+    {"task retry", "task.retry", "Send a failed or cancelled task back to the queue",
+     SetupTaskRetry},
+    {"claim", "claim", "Claim a task (or --next) with a lease; prints the fencing token",
+     SetupClaim},
+    {"claim-release", "claim.release",
+     "tx claim:release TASK: give a claimed task back to the queue (the attempt is not counted)",
+     SetupClaimRelease},
+    {"claim-renew", "claim.renew", "tx claim:renew TASK: extend a claim's lease",
+     SetupClaimRenew},
+    {"events", "events", "Print the event log; --follow to keep printing", SetupEvents},
+    {"worker list", "worker.list", "List registered workers", SetupWorkerList},
+    {"worker status", "worker.status", "Show one worker, or a summary of live workers",
+     SetupWorkerStatus},
+    {"orchestrator reconcile", "orchestrator.reconcile",
+     "Run one reconcile pass: dead workers, expired leases, orphans, inconsistencies",
+     SetupOrchestratorReconcile},
+};
+
+constexpr std::string_view kGroupHelp[][2] = {
+    {"task", "Add, list, inspect and finish tasks"},
+    {"worker", "Inspect registered workers"},
+    {"orchestrator", "Reconcile the store"},
+};
+
+int Fail(const Error& e, bool json) {
+  if (json) {
+    nlohmann::json j = {{"error", {{"code", std::string(CodeName(e.code()))}, {"message", e.message()}}}};
+    std::cout << j.dump() << '\n';
+  }
+  std::cerr << "tx: " << e.message() << '\n';
+  return ExitCode(e.code());
+}
+
+// The grammar spells these with a colon, which CLI11 does not allow in a subcommand name.
+void RewriteColonCommands(std::vector<std::string>& args) {
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    if (args[i].rfind("-", 0) == 0) continue;
+    if (args[i] == "claim:release" || args[i] == "claim:renew") args[i][5] = '-';
+    return;  // only the first word is a command name
+  }
+}
+
+int RunParsed(std::vector<std::string> args);
+
+}  // namespace
+
+std::span<const CommandSpec> Commands() { return kCommands; }
+
+int Run(int argc, char** argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  RewriteColonCommands(args);
+  try {
+    return RunParsed(std::move(args));
+  } catch (const std::exception& e) {
+    std::cerr << "tx: internal error: " << e.what() << '\n';
+    return 1;
+  }
+}
+
+namespace {
+
+int RunParsed(std::vector<std::string> args) {
+  CLI::App app{"tx — a durable task queue and supervisor for fleets of AI coding agents and "
+               "other long-running workers.\n\nStore: --db PATH, else $TX_DB, else .tx/tx.db. "
+               "Exit codes: 0 ok, 1 failure, 2 usage, 3 not found, 4 conflict, 5 backpressure.",
+               "tx"};
+  app.require_subcommand(1);
+  app.fallthrough();
+  app.set_version_flag("--version", "tx 0.1.0");
+  GlobalFlags flags;
+  app.add_option("--db", flags.db, "Store path (default .tx/tx.db, or $TX_DB)");
+  app.add_flag("--json", flags.json, "Print JSON for machines instead of tables");
+
+  std::map<std::string, CLI::App*> groups;
+  std::vector<std::pair<CLI::App*, std::pair<const CommandSpec*, Handler>>> leaves;
+  for (const auto& spec : kCommands) {
+    std::string path(spec.path);
+    CLI::App* parent = &app;
+    std::string leaf = path;
+    if (auto space = path.find(' '); space != std::string::npos) {
+      std::string group = path.substr(0, space);
+      leaf = path.substr(space + 1);
+      if (!groups.count(group)) {
+        std::string help;
+        for (const auto& g : kGroupHelp) {
+          if (g[0] == group) help = g[1];
+        }
+        CLI::App* g = app.add_subcommand(group, help);
+        g->require_subcommand(1);
+        g->fallthrough();
+        groups[group] = g;
+      }
+      parent = groups[group];
+    }
+    CLI::App* cmd = parent->add_subcommand(leaf, std::string(spec.help));
+    cmd->fallthrough();
+    leaves.push_back({cmd, {&spec, spec.setup(*cmd)}});
+  }
+
+  try {
+    std::vector<std::string> reversed(args.rbegin(), std::prev(args.rend()));
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string msg = e.what();
+    std::cerr << "tx: " << msg << " (see tx --help)\n";
+    return 2;
+  }
+
+  for (auto& [cmd, entry] : leaves) {
+    if (!cmd->parsed()) continue;
+    const CommandSpec& spec = *entry.first;
+    if (const char* allow = std::getenv("TX_ALLOWED_COMMANDS"); allow != nullptr) {
+      if (!IsAllowed(spec.name, allow)) {
+        return Fail(Error::InvalidArgument("'tx " + std::string(spec.path) +
+                                           "' is not allowed here: TX_ALLOWED_COMMANDS=" + allow),
+                    flags.json);
+      }
+    }
+    Context ctx(flags, std::cout);
+    Status s = entry.second(ctx);
+    std::cout.flush();
+    if (!s.ok()) return Fail(s.error(), flags.json);
+    return 0;
+  }
+  return Fail(Error::InvalidArgument("no command given (see tx --help)"), flags.json);
+}
+
+}  // namespace
+}  // namespace tx::cli

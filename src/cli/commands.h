@@ -1,0 +1,47 @@
+#pragma once
+// The command table: every command's path, one-line help and setup. The table drives --help,
+// dispatch and the TX_ALLOWED_COMMANDS allow-list (by the dotted name, e.g. "task.done").
+
+#include <functional>
+#include <span>
+#include <string_view>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/context.h"
+
+namespace tx::cli {
+
+using Handler = std::function<Status(Context&)>;
+// Declares a command's options and positionals on `cmd`; returns the handler that runs it.
+using Setup = Handler (*)(CLI::App& cmd);
+
+struct CommandSpec {
+  std::string_view path;   // "task add"; the first word may group several commands
+  std::string_view name;   // "task.add": for TX_ALLOWED_COMMANDS
+  std::string_view help;
+  Setup setup;
+};
+
+std::span<const CommandSpec> Commands();
+
+// Setups, one per command, defined beside their kin.
+Handler SetupInit(CLI::App& cmd);
+Handler SetupTaskAdd(CLI::App& cmd);
+Handler SetupTaskList(CLI::App& cmd);
+Handler SetupTaskShow(CLI::App& cmd);
+Handler SetupTaskUpdate(CLI::App& cmd);
+Handler SetupTaskDone(CLI::App& cmd);
+Handler SetupTaskFail(CLI::App& cmd);
+Handler SetupTaskReview(CLI::App& cmd);
+Handler SetupTaskCancel(CLI::App& cmd);
+Handler SetupTaskRetry(CLI::App& cmd);
+Handler SetupClaim(CLI::App& cmd);
+Handler SetupClaimRelease(CLI::App& cmd);
+Handler SetupClaimRenew(CLI::App& cmd);
+Handler SetupEvents(CLI::App& cmd);
+Handler SetupWorkerList(CLI::App& cmd);
+Handler SetupWorkerStatus(CLI::App& cmd);
+Handler SetupOrchestratorReconcile(CLI::App& cmd);
+
+}  // namespace tx::cli

@@ -1,0 +1,45 @@
+#include "cli/context.h"
+
+#include <cstdlib>
+
+#include "core/validation.h"
+
+namespace tx::cli {
+
+std::string Context::DbPath() const {
+  if (!flags_.db.empty()) return flags_.db;
+  if (const char* env = std::getenv("TX_DB"); env != nullptr && *env != '\0') return env;
+  return ".tx/tx.db";
+}
+
+Result<store::Store*> Context::Store(bool create) {
+  if (!store_) {
+    store::OpenOptions o;
+    o.url = DbPath();
+    o.create = create;
+    if (const char* sync = std::getenv("TX_SYNCHRONOUS"); sync != nullptr && *sync != '\0') {
+      o.synchronous = sync;
+    }
+    TX_ASSIGN_OR_RETURN(store_, store::Open(o));
+  }
+  return store_.get();
+}
+
+void Context::PrintJson(const nlohmann::json& j) {
+  out_ << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+}
+
+Result<std::int64_t> ResolveToken(const std::string& flag, const char* command) {
+  std::string text = flag;
+  if (text.empty()) {
+    if (const char* env = std::getenv("TX_CLAIM_TOKEN"); env != nullptr) text = env;
+  }
+  if (text.empty()) {
+    return Error::InvalidArgument(std::string(command) +
+                                  " needs the claim's token: pass --token N or set "
+                                  "TX_CLAIM_TOKEN (an operator may use --force instead)");
+  }
+  return ParseInteger("token", text);
+}
+
+}  // namespace tx::cli

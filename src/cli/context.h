@@ -1,0 +1,53 @@
+#pragma once
+// What every command handler gets: global flags, the store (opened on first use), the clock,
+// the service options and the output helpers.
+
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "service/options.h"
+#include "store/store.h"
+
+namespace tx::cli {
+
+struct GlobalFlags {
+  std::string db;     // --db; else TX_DB; else .tx/tx.db
+  bool json = false;  // --json
+};
+
+class Context {
+ public:
+  Context(GlobalFlags flags, std::ostream& out) : flags_(std::move(flags)), out_(out) {}
+
+  bool json() const { return flags_.json; }
+  std::ostream& out() { return out_; }
+  const Clock& clock() const { return clock_; }
+  Millis now() const { return clock_.NowMs(); }
+  const service::ServiceOptions& options() const { return options_; }
+
+  // The store path or URL this invocation uses.
+  std::string DbPath() const;
+  // Opens the store (once); `create` is for tx init.
+  Result<store::Store*> Store(bool create = false);
+
+  // Prints one JSON document (pretty) followed by a newline.
+  void PrintJson(const nlohmann::json& j);
+
+ private:
+  GlobalFlags flags_;
+  std::ostream& out_;
+  RealClock clock_;
+  service::ServiceOptions options_;
+  std::unique_ptr<store::Store> store_;
+};
+
+// Reads --token, else TX_CLAIM_TOKEN. Invalid argument when neither is set or it is not an
+// integer.
+Result<std::int64_t> ResolveToken(const std::string& flag, const char* command);
+
+}  // namespace tx::cli

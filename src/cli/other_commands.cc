@@ -1,0 +1,213 @@
+// tx init, events, worker list|status, orchestrator reconcile
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <thread>
+
+#include "cli/commands.h"
+#include "cli/print.h"
+#include "core/ids.h"
+#include "core/json.h"
+#include "core/validation.h"
+#include "service/event_log.h"
+#include "service/reconciler.h"
+#include "service/task_service.h"
+#include "service/worker_service.h"
+
+namespace tx::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+// Writes the API token beside the store, readable by its owner only. Kept if it exists.
+Status WriteToken(const fs::path& path) {
+  std::error_code ec;
+  if (fs::exists(path, ec)) return Ok();
+  std::string token = NewToken();
+  std::string tmp = path.string() + ".tmp";
+  {
+    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) return Error::Unavailable("cannot write " + tmp + ": " + std::strerror(errno));
+    std::string line = token + "\n";
+    bool ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) &&
+              ::fsync(fd) == 0;
+    ::close(fd);
+    if (!ok) return Error::Unavailable("cannot write " + tmp + ": " + std::strerror(errno));
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    return Error::Unavailable("cannot write " + path.string() + ": " + std::strerror(errno));
+  }
+  return Ok();
+}
+}  // namespace
+
+Handler SetupInit(CLI::App&) {
+  return [](Context& ctx) -> Status {
+    fs::path db = ctx.DbPath();
+    std::error_code ec;
+    bool existed = fs::exists(db, ec);
+    if (db.has_parent_path() && !fs::exists(db.parent_path(), ec)) {
+      fs::create_directories(db.parent_path(), ec);
+      if (ec) {
+        return Error::Unavailable("cannot create " + db.parent_path().string() + ": " +
+                                  ec.message());
+      }
+    }
+    TX_RETURN_IF_ERROR(ctx.Store(/*create=*/true));
+    fs::path token = (db.has_parent_path() ? db.parent_path() : fs::path(".")) / "token";
+    TX_RETURN_IF_ERROR(WriteToken(token));
+    if (ctx.json()) {
+      ctx.PrintJson({{"db", db.string()}, {"token_file", token.string()},
+                     {"schema_version", store::SchemaVersion()}, {"created", !existed}});
+    } else {
+      ctx.out() << (existed ? "store already initialised at " : "initialised store at ")
+                << db.string() << " (schema v" << store::SchemaVersion() << "); API token in "
+                << token.string() << '\n';
+    }
+    return Ok();
+  };
+}
+
+Handler SetupEvents(CLI::App& cmd) {
+  struct Args {
+    bool follow = false;
+    std::string since, limit;
+  };
+  auto a = std::make_shared<Args>();
+  cmd.add_flag("--follow,-f", a->follow, "Keep printing new events as they happen");
+  cmd.add_option("--since", a->since, "Only events after this event number");
+  cmd.add_option("--limit", a->limit, "At most this many (without --follow)");
+  return [a](Context& ctx) -> Status {
+    std::int64_t since = 0;
+    int limit = 0;
+    if (!a->since.empty()) {
+      TX_ASSIGN_OR_RETURN(since, ParseInteger("--since", a->since));
+    }
+    if (!a->limit.empty()) {
+      TX_ASSIGN_OR_RETURN(std::int64_t n, ParseInteger("--limit", a->limit));
+      limit = static_cast<int>(n);
+    }
+    TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
+    service::EventLog log(*store);
+    auto print = [&](const std::vector<Event>& events) {
+      for (const auto& e : events) {
+        if (ctx.json() && a->follow) {
+          ctx.out() << ToJson(e).dump() << '\n';
+        } else if (!ctx.json()) {
+          PrintEventLine(ctx.out(), e);
+        }
+      }
+      ctx.out().flush();
+    };
+    if (!a->follow) {
+      TX_ASSIGN_OR_RETURN(std::vector<Event> events, log.Since(since, limit));
+      if (ctx.json()) {
+        nlohmann::json arr = nlohmann::json::array();
+        for (const auto& e : events) arr.push_back(ToJson(e));
+        ctx.PrintJson(arr);
+      } else {
+        print(events);
+      }
+      return Ok();
+    }
+    // Follow: print what is there, then poll the store's change counter (cheap) for more.
+    std::int64_t seen = -1;
+    for (;;) {
+      TX_ASSIGN_OR_RETURN(std::int64_t counter, store->ChangeCounter());
+      if (counter != seen) {
+        seen = counter;
+        for (;;) {
+          TX_ASSIGN_OR_RETURN(std::vector<Event> events, log.Since(since, 1000));
+          if (events.empty()) break;
+          print(events);
+          since = events.back().id;
+        }
+      }
+      if (!ctx.out()) return Ok();  // the reader went away
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  };
+}
+
+Handler SetupWorkerList(CLI::App& cmd) {
+  auto status = std::make_shared<std::string>();
+  cmd.add_option("--status", *status, "Only workers in this state");
+  return [status](Context& ctx) -> Status {
+    std::vector<WorkerStatus> filter;
+    if (!status->empty()) {
+      TX_ASSIGN_OR_RETURN(WorkerStatus s, ParseWorkerStatus(*status));
+      filter.push_back(s);
+    }
+    TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
+    service::WorkerService workers(*store, ctx.clock(), ctx.options());
+    TX_ASSIGN_OR_RETURN(std::vector<Worker> list, workers.List(filter));
+    if (ctx.json()) {
+      nlohmann::json arr = nlohmann::json::array();
+      for (const auto& w : list) arr.push_back(ToJson(w, ctx.now()));
+      ctx.PrintJson(arr);
+    } else {
+      PrintWorkerTable(ctx.out(), list, ctx.now());
+    }
+    return Ok();
+  };
+}
+
+Handler SetupWorkerStatus(CLI::App& cmd) {
+  auto id = std::make_shared<std::string>();
+  cmd.add_option("id", *id, "Worker id, name or slot (default: every live worker)");
+  return [id](Context& ctx) -> Status {
+    TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
+    service::WorkerService workers(*store, ctx.clock(), ctx.options());
+    if (!id->empty()) {
+      TX_ASSIGN_OR_RETURN(Worker w, workers.Get(*id));
+      if (ctx.json()) {
+        ctx.PrintJson(ToJson(w, ctx.now()));
+      } else {
+        PrintWorkerDetail(ctx.out(), w, ctx.now());
+      }
+      return Ok();
+    }
+    TX_ASSIGN_OR_RETURN(std::vector<Worker> live,
+                        workers.List({WorkerStatus::kStarting, WorkerStatus::kIdle,
+                                      WorkerStatus::kBusy, WorkerStatus::kPaused,
+                                      WorkerStatus::kStopping}));
+    if (ctx.json()) {
+      nlohmann::json arr = nlohmann::json::array();
+      for (const auto& w : live) arr.push_back(ToJson(w, ctx.now()));
+      ctx.PrintJson({{"workers", arr}});
+      return Ok();
+    }
+    int busy = 0, stale = 0;
+    for (const auto& w : live) {
+      busy += w.status == WorkerStatus::kBusy;
+      stale += IsStale(w, ctx.now());
+    }
+    ctx.out() << live.size() << " live worker(s): " << busy << " busy, " << stale << " stale\n";
+    if (!live.empty()) PrintWorkerTable(ctx.out(), live, ctx.now());
+    return Ok();
+  };
+}
+
+Handler SetupOrchestratorReconcile(CLI::App&) {
+  return [](Context& ctx) -> Status {
+    TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
+    service::Reconciler reconciler(*store, ctx.options());
+    TX_ASSIGN_OR_RETURN(ReconcileReport report, reconciler.RunOnce(ctx.now()));
+    if (ctx.json()) {
+      ctx.PrintJson(ToJson(report));
+    } else {
+      PrintReport(ctx.out(), report);
+    }
+    return Ok();
+  };
+}
+
+}  // namespace tx::cli

@@ -1,0 +1,140 @@
+#include "cli/print.h"
+
+#include "cli/table.h"
+#include "core/duration.h"
+
+namespace tx::cli {
+
+std::string Age(Millis since, Millis now) {
+  if (since <= 0) return "never";
+  Millis d = now - since;
+  if (d < 0) return "in " + FormatDuration(-(d / 1000) * 1000);
+  return FormatDuration(d >= 1000 ? d / 1000 * 1000 : d) + " ago";
+}
+
+namespace {
+std::string Join(const std::vector<std::string>& v, const char* sep = ", ") {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
+  return out;
+}
+
+std::string Time(Millis t) { return t > 0 ? FormatTime(t) : "-"; }
+}  // namespace
+
+void PrintTaskTable(std::ostream& out, const std::vector<Task>& tasks) {
+  if (tasks.empty()) {
+    out << "no tasks\n";
+    return;
+  }
+  Table table({"ID", "STATUS", "PRI", "QUEUE", "ATTEMPT", "TITLE"});
+  for (const auto& t : tasks) {
+    table.Add({t.id, std::string(ToString(t.status)), std::to_string(t.priority), t.queue,
+               std::to_string(t.attempt) + "/" + std::to_string(t.max_attempts), t.title});
+  }
+  table.Print(out);
+}
+
+void PrintTaskDetail(std::ostream& out, const Task& t, const std::vector<Claim>& attempts,
+                     Millis now) {
+  auto line = [&](const char* k, const std::string& v) {
+    if (!v.empty()) out << k << std::string(14 - std::string(k).size(), ' ') << v << '\n';
+  };
+  line("id", t.id);
+  line("title", t.title);
+  line("status", std::string(ToString(t.status)));
+  line("priority", std::to_string(t.priority));
+  line("queue", t.queue);
+  line("attempt", std::to_string(t.attempt) + " of " + std::to_string(t.max_attempts));
+  line("requires", Join(t.requires_caps));
+  line("after", Join(t.after));
+  line("owner", t.owner);
+  line("workdir", t.workdir);
+  line("command", Join(t.command, " "));
+  line("agent", t.agent);
+  line("timeout", FormatDuration(t.timeout_ms));
+  if (t.review) line("review", "yes");
+  line("repo", t.repo);
+  line("base", t.base_branch);
+  line("created", Time(t.created_at));
+  if (t.status == TaskStatus::kReady && t.run_after > now) line("runs after", Time(t.run_after));
+  if (t.started_at > 0) line("started", Time(t.started_at));
+  if (t.finished_at > 0) line("finished", Time(t.finished_at));
+  line("description", t.description);
+  line("instructions", t.instructions);
+  line("deliverables", t.deliverables);
+  for (std::size_t i = 0; i < t.steps.size(); ++i) {
+    line(i == 0 ? "steps" : "", std::to_string(i + 1) + ". " + t.steps[i]);
+  }
+  if (!t.metadata.empty()) line("metadata", t.metadata.dump());
+  line("result", t.result);
+  line("error", t.error);
+  if (attempts.empty()) return;
+  out << "\nattempts\n";
+  Table table({"N", "TOKEN", "WORKER", "STARTED", "DURATION", "STATUS", "END REASON", "EXIT"});
+  for (const auto& c : attempts) {
+    Millis end = c.ended_at > 0 ? c.ended_at : now;
+    table.Add({std::to_string(c.attempt), std::to_string(c.token), c.worker_id,
+               Time(c.claimed_at), FormatDuration(end - c.claimed_at),
+               std::string(ToString(c.status)),
+               c.end_reason == EndReason::kNone ? "-" : std::string(ToString(c.end_reason)),
+               c.exit_code ? std::to_string(*c.exit_code) : "-"});
+  }
+  table.Print(out);
+}
+
+void PrintWorkerTable(std::ostream& out, const std::vector<Worker>& workers, Millis now) {
+  if (workers.empty()) {
+    out << "no workers\n";
+    return;
+  }
+  Table table({"ID", "NAME", "SLOT", "STATUS", "TASK", "HEARTBEAT", "HOST", "PID"});
+  for (const auto& w : workers) {
+    std::string status(ToString(w.status));
+    if (IsLive(w.status) && IsStale(w, now)) status += " (stale)";
+    table.Add({w.id, w.name, w.slot.empty() ? "-" : w.slot, status,
+               w.current_task_id.empty() ? "-" : w.current_task_id, Age(w.last_heartbeat_at, now),
+               w.hostname, std::to_string(w.pid)});
+  }
+  table.Print(out);
+}
+
+void PrintWorkerDetail(std::ostream& out, const Worker& w, Millis now) {
+  auto line = [&](const char* k, const std::string& v) {
+    if (!v.empty()) out << k << std::string(16 - std::string(k).size(), ' ') << v << '\n';
+  };
+  line("id", w.id);
+  line("name", w.name);
+  line("slot", w.slot);
+  std::string status(ToString(w.status));
+  if (IsLive(w.status) && IsStale(w, now)) status += " (stale)";
+  line("status", status);
+  line("reason", w.reason);
+  line("task", w.current_task_id);
+  line("host", w.hostname);
+  line("pid", std::to_string(w.pid));
+  line("capabilities", Join(w.capabilities));
+  line("queues", Join(w.queues));
+  line("heartbeat", "every " + FormatDuration(w.heartbeat_interval_ms) + ", last " +
+                        Age(w.last_heartbeat_at, now));
+  line("registered", FormatTime(w.registered_at));
+  if (!w.metadata.empty()) line("metadata", w.metadata.dump());
+}
+
+void PrintEventLine(std::ostream& out, const Event& e) {
+  out << e.id << "  " << FormatTime(e.at) << "  " << e.type;
+  if (!e.task_id.empty()) out << "  " << e.task_id;
+  if (!e.worker_id.empty()) out << "  " << e.worker_id;
+  if (!e.data.empty()) out << "  " << e.data.dump();
+  out << '\n';
+}
+
+void PrintReport(std::ostream& out, const ReconcileReport& r) {
+  out << "reconciled at " << FormatTime(r.at) << "\n"
+      << "  dead workers           " << r.dead_workers << "\n"
+      << "  expired leases         " << r.expired_leases << "\n"
+      << "  orphaned tasks         " << r.orphaned_tasks << "\n"
+      << "  inconsistencies fixed  " << r.inconsistencies_fixed << "\n";
+}
+
+}  // namespace tx::cli

@@ -1,0 +1,292 @@
+// tx task add|list|show|update|done|fail|review|cancel|retry
+
+#include <memory>
+
+#include "cli/commands.h"
+#include "cli/print.h"
+#include "core/argv.h"
+#include "core/duration.h"
+#include "core/json.h"
+#include "core/validation.h"
+#include "service/claim_service.h"
+#include "service/task_service.h"
+
+namespace tx::cli {
+
+namespace {
+
+// Splits repeated and comma-separated values: --requires a,b --requires c.
+std::vector<std::string> SplitCommas(const std::vector<std::string>& values) {
+  std::vector<std::string> out;
+  for (const auto& v : values) {
+    std::size_t start = 0;
+    while (start <= v.size()) {
+      std::size_t comma = v.find(',', start);
+      std::string item = v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      if (!item.empty()) out.push_back(item);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  return out;
+}
+
+Status PrintTask(Context& ctx, const service::TaskDetail& d) {
+  if (ctx.json()) {
+    ctx.PrintJson(ToJson(d.task, d.attempts));
+  } else {
+    PrintTaskDetail(ctx.out(), d.task, d.attempts, ctx.now());
+  }
+  return Ok();
+}
+
+// Re-reads a task with its attempts so every command prints the same full view.
+Status ShowTask(Context& ctx, store::Store& store, const std::string& id) {
+  service::TaskService tasks(store, ctx.clock(), ctx.options());
+  TX_ASSIGN_OR_RETURN(service::TaskDetail d, tasks.Show(id));
+  return PrintTask(ctx, d);
+}
+
+struct AddArgs {
+  std::string title, description, instructions, deliverables, priority, queue = "default", owner,
+      workdir, command, agent, timeout, max_attempts, repo, base, metadata;
+  std::vector<std::string> steps, requires_caps, after;
+  bool review = false;
+};
+
+}  // namespace
+
+Handler SetupTaskAdd(CLI::App& cmd) {
+  auto a = std::make_shared<AddArgs>();
+  cmd.add_option("title", a->title, "What the task is, in a line")->required();
+  cmd.add_option("--description", a->description, "Longer description");
+  cmd.add_option("--instructions", a->instructions, "Instructions for the agent");
+  cmd.add_option("--deliverables", a->deliverables, "What must exist when it is done");
+  cmd.add_option("--step", a->steps, "A step (repeatable, in order)");
+  cmd.add_option("--priority", a->priority, "Integer; higher runs first (default 0)");
+  cmd.add_option("--queue", a->queue, "Queue name (default: default)");
+  cmd.add_option("--requires", a->requires_caps, "Capability a worker must have (repeatable)");
+  cmd.add_option("--after", a->after, "Task that must be done first (repeatable)");
+  cmd.add_option("--owner", a->owner, "Pin to a worker name or slot");
+  cmd.add_option("--workdir", a->workdir, "Working directory for the run");
+  cmd.add_option("--command", a->command, "Command line of a plain job (run without a shell)");
+  cmd.add_option("--agent", a->agent, "Agent profile name");
+  cmd.add_option("--timeout", a->timeout, "Run timeout, e.g. 30m (default 30m, at most 2h)");
+  cmd.add_option("--max-attempts", a->max_attempts, "Attempts before failing (default 3)");
+  cmd.add_flag("--review", a->review, "Success goes to review instead of done");
+  cmd.add_option("--repo", a->repo, "Git repository to work in");
+  cmd.add_option("--base", a->base, "Base branch (with --repo)");
+  cmd.add_option("--metadata", a->metadata, "JSON object stored with the task");
+  return [a](Context& ctx) -> Status {
+    Task t;
+    t.title = a->title;
+    t.description = a->description;
+    t.instructions = a->instructions;
+    t.deliverables = a->deliverables;
+    t.steps = a->steps;
+    if (!a->priority.empty()) {
+      TX_ASSIGN_OR_RETURN(t.priority, ParseInteger("priority", a->priority));
+    }
+    t.queue = a->queue;
+    t.requires_caps = SplitCommas(a->requires_caps);
+    t.after = SplitCommas(a->after);
+    t.owner = a->owner;
+    t.workdir = a->workdir;
+    if (!a->command.empty()) {
+      TX_ASSIGN_OR_RETURN(t.command, SplitArgv(a->command));
+    }
+    t.agent = a->agent;
+    t.timeout_ms = 0;
+    if (!a->timeout.empty()) {
+      TX_ASSIGN_OR_RETURN(t.timeout_ms, ParseDuration(a->timeout));
+    }
+    if (!a->timeout.empty() && t.timeout_ms == 0) {
+      return Error::InvalidArgument("invalid timeout '" + a->timeout + "': must be more than 0s");
+    }
+    if (!a->max_attempts.empty()) {
+      TX_ASSIGN_OR_RETURN(std::int64_t n, ParseInteger("max attempts", a->max_attempts));
+      if (n < 1 || n > 100) {
+        return Error::InvalidArgument("invalid max attempts " + a->max_attempts +
+                                      ": must be between 1 and 100");
+      }
+      t.max_attempts = static_cast<int>(n);
+    }
+    t.review = a->review;
+    if (!a->base.empty() && a->repo.empty()) {
+      return Error::InvalidArgument("--base needs --repo");
+    }
+    t.repo = a->repo;
+    t.base_branch = a->base;
+    if (!a->metadata.empty()) {
+      TX_ASSIGN_OR_RETURN(t.metadata, ParseJsonObject("metadata", a->metadata));
+    }
+    TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
+    service::TaskService tasks(*store, ctx.clock(), ctx.options());
+    TX_ASSIGN_OR_RETURN(Task added, tasks.Add(std::move(t)));
+    if (ctx.json()) {
+      ctx.PrintJson(ToJson(added, {}));
+    } else {
+      ctx.out() << added.id << "  " << ToString(added.status) << "  " << added.title << '\n';
+    }
+    return Ok();
+  };
+}
+
+Handler SetupTaskList(CLI::App& cmd) {
+  struct Args {
+    std::string status, queue, owner, limit;
+  };
+  auto a = std::make_shared<Args>();
+  cmd.add_option("--status", a->status, "blocked|ready|running|review|approved|done|failed|"
+                                        "cancelled (or todo, in-progress, completed, ...)");
+  cmd.add_option("--queue", a->queue, "Only this queue");
+  cmd.add_option("--owner", a->owner, "Only tasks pinned to this worker name or slot");
+  cmd.add_option("--limit", a->limit, "At most this many");
+  return [a](Context& ctx) -> Status {
+    store::TaskFilter f;
+    if (!a->status.empty()) {
+      TX_ASSIGN_OR_RETURN(f.status, ParseTaskStatus(a->status));
+    }
+    if (!a->queue.empty()) f.queue = a->queue;
+    if (!a->owner.empty()) f.owner = a->owner;
+    if (!a->limit.empty()) {
+      TX_ASSIGN_OR_RETURN(std::int64_t n, ParseInteger("limit", a->limit));
+      f.limit = static_cast<int>(n);
+    }
+    TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
+    service::TaskService tasks(*store, ctx.clock(), ctx.options());
+    TX_ASSIGN_OR_RETURN(std::vector<Task> list, tasks.List(f));
+    if (ctx.json()) {
+      nlohmann::json arr = nlohmann::json::array();
+      for (const auto& t : list) arr.push_back(ToJson(t, {}));
+      ctx.PrintJson(arr);
+    } else {
+      PrintTaskTable(ctx.out(), list);
+    }
+    return Ok();
+  };
+}
+
+Handler SetupTaskShow(CLI::App& cmd) {
+  auto id = std::make_shared<std::string>();
+  cmd.add_option("id", *id, "Task id")->required();
+  return [id](Context& ctx) -> Status {
+    TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
+    return ShowTask(ctx, *store, *id);
+  };
+}
+
+Handler SetupTaskUpdate(CLI::App& cmd) {
+  struct Args {
+    std::string id, title, priority, metadata;
+    std::vector<std::string> after;
+    bool no_after = false;
+  };
+  auto a = std::make_shared<Args>();
+  cmd.add_option("id", a->id, "Task id")->required();
+  cmd.add_option("--title", a->title, "New title");
+  cmd.add_option("--priority", a->priority, "New priority (integer)");
+  cmd.add_option("--after", a->after, "Replace after[] with these tasks (repeatable)");
+  cmd.add_flag("--no-after", a->no_after, "Clear after[]");
+  cmd.add_option("--metadata", a->metadata, "JSON object merged into the metadata");
+  return [a](Context& ctx) -> Status {
+    service::TaskPatch p;
+    if (!a->title.empty()) p.title = a->title;
+    if (!a->priority.empty()) {
+      TX_ASSIGN_OR_RETURN(p.priority, ParseInteger("priority", a->priority));
+    }
+    if (a->no_after && !a->after.empty()) {
+      return Error::InvalidArgument("--after and --no-after cannot be used together");
+    }
+    if (a->no_after) p.after = std::vector<std::string>{};
+    if (!a->after.empty()) p.after = SplitCommas(a->after);
+    if (!a->metadata.empty()) {
+      TX_ASSIGN_OR_RETURN(p.metadata_merge, ParseJsonObject("metadata", a->metadata));
+    }
+    if (!p.title && !p.priority && !p.after && !p.metadata_merge) {
+      return Error::InvalidArgument("nothing to update: pass --title, --priority, --after, "
+                                    "--no-after or --metadata");
+    }
+    TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
+    service::TaskService tasks(*store, ctx.clock(), ctx.options());
+    TX_RETURN_IF_ERROR(tasks.Update(a->id, p));
+    return ShowTask(ctx, *store, a->id);
+  };
+}
+
+namespace {
+
+struct OutcomeArgs {
+  std::string id, token, result, error;
+  bool force = false;
+};
+
+Handler SetupOutcome(CLI::App& cmd, service::Outcome outcome, const char* name) {
+  auto a = std::make_shared<OutcomeArgs>();
+  cmd.add_option("id", a->id, "Task id")->required();
+  cmd.add_option("--token", a->token, "The claim's fencing token (default: $TX_CLAIM_TOKEN)");
+  cmd.add_option("--result", a->result, "Result text");
+  cmd.add_option("--error", a->error, "Error text");
+  cmd.add_flag("--force", a->force,
+               "Operator override without a token: revokes the claim, recorded as forced");
+  return [a, outcome, name](Context& ctx) -> Status {
+    std::string text = outcome == service::Outcome::kFail
+                           ? (a->error.empty() ? a->result : a->error)
+                           : (a->result.empty() ? a->error : a->result);
+    TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
+    if (a->force) {
+      if (!a->token.empty()) return Error::InvalidArgument("--force and --token exclude each other");
+      service::TaskService tasks(*store, ctx.clock(), ctx.options());
+      TX_RETURN_IF_ERROR(tasks.ForceOutcome(a->id, outcome, text));
+    } else {
+      TX_ASSIGN_OR_RETURN(std::int64_t token, ResolveToken(a->token, name));
+      service::ClaimService claims(*store, ctx.clock(), ctx.options());
+      TX_RETURN_IF_ERROR(claims.Report(a->id, token, outcome, text));
+    }
+    return ShowTask(ctx, *store, a->id);
+  };
+}
+
+}  // namespace
+
+Handler SetupTaskDone(CLI::App& cmd) {
+  return SetupOutcome(cmd, service::Outcome::kDone, "tx task done");
+}
+Handler SetupTaskFail(CLI::App& cmd) {
+  return SetupOutcome(cmd, service::Outcome::kFail, "tx task fail");
+}
+Handler SetupTaskReview(CLI::App& cmd) {
+  return SetupOutcome(cmd, service::Outcome::kReview, "tx task review");
+}
+
+Handler SetupTaskCancel(CLI::App& cmd) {
+  struct Args {
+    std::string id, note;
+  };
+  auto a = std::make_shared<Args>();
+  cmd.add_option("id", a->id, "Task id")->required();
+  cmd.add_option("--note", a->note, "Why");
+  return [a](Context& ctx) -> Status {
+    TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
+    service::TaskService tasks(*store, ctx.clock(), ctx.options());
+    TX_RETURN_IF_ERROR(tasks.Cancel(a->id, a->note));
+    return ShowTask(ctx, *store, a->id);
+  };
+}
+
+Handler SetupTaskRetry(CLI::App& cmd) {
+  struct Args {
+    std::string id, note;
+  };
+  auto a = std::make_shared<Args>();
+  cmd.add_option("id", a->id, "Task id")->required();
+  cmd.add_option("--note", a->note, "Why (recorded in the event)");
+  return [a](Context& ctx) -> Status {
+    TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
+    service::TaskService tasks(*store, ctx.clock(), ctx.options());
+    TX_RETURN_IF_ERROR(tasks.Retry(a->id, a->note));
+    return ShowTask(ctx, *store, a->id);
+  };
+}
+
+}  // namespace tx::cli

@@ -1,0 +1,56 @@
+#pragma once
+// Claim: a lease on a task by a worker. The token is the fencing token: a monotonically increasing
+// integer. Invariant: at most one active claim per task; a stale token changes nothing.
+
+#include <cstdint>
+#include <string>
+#include <optional>
+#include <string_view>
+
+#include "core/clock.h"
+#include "core/error.h"
+
+namespace tx {
+
+enum class ClaimStatus { kActive, kReleased, kExpired, kCompleted };
+
+std::string_view ToString(ClaimStatus s);
+Result<ClaimStatus> ParseClaimStatus(std::string_view name);
+
+// Why an attempt (a claim) ended. Recorded on the claim; listed as the task's attempts[].
+enum class EndReason {
+  kNone,        // still running
+  kExited,      // success reported (done or review)
+  kFailed,      // failure reported
+  kTimedOut,    // task timeout
+  kStalled,     // no output for the stall timeout
+  kLeaseLost,   // lease expired or renewal refused
+  kWorkerDied,  // the holding worker died
+  kCancelled,   // the task was cancelled
+  kShutdown,    // released by a graceful shutdown (does not count as an attempt)
+  kReleased,    // released by hand (does not count as an attempt)
+  kForced,      // an operator ended the task without the token
+  kOrphaned,    // the reconciler found the claim on a task that had already moved on
+};
+
+std::string_view ToString(EndReason r);
+Result<EndReason> ParseEndReason(std::string_view name);
+
+struct Claim {
+  std::int64_t token = 0;
+  std::string task_id;
+  std::string worker_id;
+  int attempt = 0;  // n of this attempt, 1-based, across the task's whole history
+  Millis claimed_at = 0;
+  Millis lease_ms = 0;  // the duration each renewal extends the lease by
+  Millis lease_expires_at = 0;
+  int renewed_count = 0;
+  ClaimStatus status = ClaimStatus::kActive;
+  Millis ended_at = 0;
+  EndReason end_reason = EndReason::kNone;
+  std::optional<int> exit_code;
+};
+
+inline bool IsExpired(const Claim& c, Millis now) { return now >= c.lease_expires_at; }
+
+}  // namespace tx

@@ -1,0 +1,38 @@
+#include "core/ids.h"
+
+#include <random>
+
+namespace tx {
+
+namespace {
+constexpr std::string_view kBase32 = "abcdefghijklmnopqrstuvwxyz234567";
+
+std::mt19937_64& Rng() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  return rng;
+}
+
+std::string Random(std::string_view prefix, std::string_view alphabet, int n) {
+  std::string out(prefix);
+  std::uniform_int_distribution<std::size_t> pick(0, alphabet.size() - 1);
+  for (int i = 0; i < n; ++i) out += alphabet[pick(Rng())];
+  return out;
+}
+
+bool HasShape(std::string_view s, std::string_view prefix) {
+  if (s.size() != prefix.size() + 8 || s.substr(0, prefix.size()) != prefix) return false;
+  for (char c : s.substr(prefix.size())) {
+    if (kBase32.find(c) == std::string_view::npos && !(c >= '0' && c <= '9')) return false;
+  }
+  return true;
+}
+}  // namespace
+
+std::string NewTaskId() { return Random("task-", kBase32, 8); }
+std::string NewWorkerId() { return Random("worker-", kBase32, 8); }
+std::string NewToken() { return Random("", "0123456789abcdef", 32); }
+
+bool LooksLikeTaskId(std::string_view s) { return HasShape(s, "task-"); }
+bool LooksLikeWorkerId(std::string_view s) { return HasShape(s, "worker-"); }
+
+}  // namespace tx

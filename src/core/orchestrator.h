@@ -1,0 +1,33 @@
+#pragma once
+// The orchestrator's singleton record and the reconciler's report.
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/clock.h"
+
+namespace tx {
+
+struct ReconcileReport {
+  int dead_workers = 0;           // live workers whose heartbeats stopped, declared dead
+  int expired_leases = 0;         // active claims past their lease, released
+  int orphaned_tasks = 0;         // running tasks without an active claim, requeued
+  int inconsistencies_fixed = 0;  // busy without task, held by a dead worker, claim on terminal
+  Millis at = 0;
+
+  int Total() const { return dead_workers + expired_leases + orphaned_tasks + inconsistencies_fixed; }
+};
+
+struct OrchestratorState {
+  std::string status = "stopped";  // stopped, starting, running, stopping
+  std::int64_t pid = 0;
+  std::string hostname;
+  Millis started_at = 0;
+  Millis last_reconcile_at = 0;
+  nlohmann::json last_report = nlohmann::json::object();
+  nlohmann::json config = nlohmann::json::object();
+};
+
+}  // namespace tx

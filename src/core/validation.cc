@@ -1,0 +1,89 @@
+#include "core/validation.h"
+
+#include <charconv>
+
+#include "core/duration.h"
+#include "core/ids.h"
+
+namespace tx {
+
+namespace {
+bool IsNameChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '.' || c == ':' || c == '-';
+}
+
+Status CheckText(std::string_view field, const std::string& value, std::size_t max) {
+  if (value.size() > max) {
+    return Error::InvalidArgument(std::string(field) + " is too long (" +
+                                  std::to_string(value.size()) + " bytes; at most " +
+                                  std::to_string(max) + ")");
+  }
+  return Ok();
+}
+}  // namespace
+
+Status ValidateName(std::string_view field, std::string_view value) {
+  bool ok = !value.empty() && value.size() <= 64;
+  for (char c : value) ok = ok && IsNameChar(c);
+  if (ok) return Ok();
+  return Error::InvalidArgument("invalid " + std::string(field) + " '" + std::string(value) +
+                                "': use 1-64 letters, digits, '_', '.', ':' or '-'");
+}
+
+Result<nlohmann::json> ParseJsonObject(std::string_view field, std::string_view text) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    return Error::InvalidArgument("invalid " + std::string(field) + ": '" + std::string(text) +
+                                  "' is not valid JSON");
+  }
+  if (!j.is_object()) {
+    return Error::InvalidArgument("invalid " + std::string(field) + ": '" + std::string(text) +
+                                  "' is not a JSON object");
+  }
+  return j;
+}
+
+Result<std::int64_t> ParseInteger(std::string_view field, std::string_view text) {
+  std::int64_t v = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (text.empty() || ec != std::errc() || ptr != end) {
+    return Error::InvalidArgument("invalid " + std::string(field) + " '" + std::string(text) +
+                                  "': expected an integer");
+  }
+  return v;
+}
+
+Status ValidateNewTask(const Task& t, const Limits& limits) {
+  if (t.title.empty()) return Error::InvalidArgument("a task needs a title");
+  TX_RETURN_IF_ERROR(CheckText("title", t.title, limits.max_title));
+  TX_RETURN_IF_ERROR(CheckText("description", t.description, limits.max_text));
+  TX_RETURN_IF_ERROR(CheckText("instructions", t.instructions, limits.max_text));
+  TX_RETURN_IF_ERROR(CheckText("deliverables", t.deliverables, limits.max_text));
+  TX_RETURN_IF_ERROR(ValidateName("queue", t.queue));
+  for (const auto& cap : t.requires_caps) TX_RETURN_IF_ERROR(ValidateName("capability", cap));
+  if (!t.owner.empty()) TX_RETURN_IF_ERROR(ValidateName("owner", t.owner));
+  for (const auto& dep : t.after) {
+    if (!LooksLikeTaskId(dep)) {
+      return Error::InvalidArgument("invalid task id '" + dep + "' in --after");
+    }
+  }
+  if (t.timeout_ms <= 0 || t.timeout_ms > limits.max_task_timeout_ms) {
+    return Error::InvalidArgument("invalid timeout " + FormatDuration(t.timeout_ms) +
+                                  ": must be more than 0s and at most " +
+                                  FormatDuration(limits.max_task_timeout_ms));
+  }
+  if (t.max_attempts < 1 || t.max_attempts > limits.max_attempts_cap) {
+    return Error::InvalidArgument("invalid max attempts " + std::to_string(t.max_attempts) +
+                                  ": must be between 1 and " +
+                                  std::to_string(limits.max_attempts_cap));
+  }
+  if (!t.command.empty() && !t.agent.empty()) {
+    return Error::InvalidArgument("a task takes --command or --agent, not both");
+  }
+  if (!t.metadata.is_object()) return Error::InvalidArgument("metadata must be a JSON object");
+  return Ok();
+}
+
+}  // namespace tx

@@ -1,0 +1,32 @@
+#pragma once
+// Input validation shared by the CLI and the API. Each check returns an invalid-argument error
+// that names the field and quotes the offending value.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/task.h"
+
+namespace tx {
+
+struct Limits {
+  Millis max_task_timeout_ms = 2 * 3'600'000;
+  int max_attempts_cap = 100;
+  std::size_t max_title = 500;
+  std::size_t max_text = 256 * 1024;  // description, instructions, deliverables, result, error
+};
+
+// A name for a queue, capability, worker name or slot: 1-64 of [A-Za-z0-9_.:-].
+Status ValidateName(std::string_view field, std::string_view value);
+// Parses a JSON object (metadata). Anything but an object is refused.
+Result<nlohmann::json> ParseJsonObject(std::string_view field, std::string_view text);
+// Parses a decimal integer; "3x", "", "1.5" are refused.
+Result<std::int64_t> ParseInteger(std::string_view field, std::string_view text);
+// Checks every field of a new task (ids of after[] are checked against the store by the service).
+Status ValidateNewTask(const Task& t, const Limits& limits);
+
+}  // namespace tx

@@ -1,0 +1,41 @@
+#include "core/worker.h"
+
+namespace tx {
+
+namespace {
+struct Name {
+  WorkerStatus status;
+  std::string_view name;
+};
+constexpr Name kNames[] = {
+    {WorkerStatus::kStarting, "starting"}, {WorkerStatus::kIdle, "idle"},
+    {WorkerStatus::kBusy, "busy"},         {WorkerStatus::kPaused, "paused"},
+    {WorkerStatus::kStopping, "stopping"}, {WorkerStatus::kStopped, "stopped"},
+    {WorkerStatus::kDead, "dead"},
+};
+}  // namespace
+
+std::string_view ToString(WorkerStatus s) {
+  for (const auto& n : kNames) {
+    if (n.status == s) return n.name;
+  }
+  return "unknown";
+}
+
+Result<WorkerStatus> ParseWorkerStatus(std::string_view name) {
+  for (const auto& n : kNames) {
+    if (n.name == name) return n.status;
+  }
+  return Error::InvalidArgument("unknown worker status '" + std::string(name) +
+                                "': expected starting, idle, busy, paused, stopping, stopped "
+                                "or dead");
+}
+
+bool IsLive(WorkerStatus s) { return s != WorkerStatus::kStopped && s != WorkerStatus::kDead; }
+
+bool IsStale(const Worker& w, Millis now) {
+  if (w.last_heartbeat_at <= 0) return true;
+  return now - w.last_heartbeat_at >= 2 * w.heartbeat_interval_ms;
+}
+
+}  // namespace tx

@@ -1,0 +1,43 @@
+#pragma once
+// Worker: a process that claims and runs tasks, one at a time (design.md §1).
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/clock.h"
+#include "core/error.h"
+
+namespace tx {
+
+enum class WorkerStatus { kStarting, kIdle, kBusy, kPaused, kStopping, kStopped, kDead };
+
+std::string_view ToString(WorkerStatus s);
+Result<WorkerStatus> ParseWorkerStatus(std::string_view name);
+bool IsLive(WorkerStatus s);  // starting, idle, busy, paused, stopping
+
+struct Worker {
+  std::string id;
+  std::string name;
+  std::string slot;
+  std::string hostname;
+  std::int64_t pid = 0;
+  std::vector<std::string> capabilities;
+  std::vector<std::string> queues = {"default"};
+  WorkerStatus status = WorkerStatus::kIdle;
+  Millis heartbeat_interval_ms = 30'000;  // the interval this worker promises
+  Millis registered_at = 0;
+  Millis last_heartbeat_at = 0;  // 0 = never heartbeated
+  std::string current_task_id;
+  std::string reason;  // why it stopped or died
+  nlohmann::json metadata = nlohmann::json::object();
+};
+
+// A worker is stale once two promised intervals pass without a heartbeat, or when it has never
+// heartbeated at all. Stale workers may not claim; the reconciler declares them dead.
+bool IsStale(const Worker& w, Millis now);
+
+}  // namespace tx

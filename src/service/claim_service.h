@@ -1,0 +1,67 @@
+#pragma once
+// ClaimService: leases with fencing tokens (docs/leases.md).
+//
+// Every method is one store transaction. A token check refuses an unknown, stale (no longer
+// active), expired or foreign token with `conflict` and changes nothing. Claiming counts an
+// attempt against max_attempts; a release gives it back.
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/claim.h"
+#include "core/clock.h"
+#include "core/task.h"
+#include "service/options.h"
+#include "store/store.h"
+
+namespace tx::service {
+
+struct ClaimResult {
+  Claim claim;
+  Task task;
+};
+
+enum class Outcome { kDone, kReview, kFail };
+std::string_view ToString(Outcome o);
+
+class ClaimService {
+ public:
+  ClaimService(store::Store& store, const Clock& clock, ServiceOptions options = {});
+
+  // Claims the best eligible ready task for a live, fresh worker: its queues, capabilities ⊇
+  // requires, run_after reached, owner empty or the worker's name or slot; priority desc, then
+  // FIFO. Returns nullopt when nothing is eligible. `lease_ms` 0 = the default lease.
+  // not_found: unknown worker. conflict: the worker is dead, stopped, stopping, paused or stale.
+  Result<std::optional<ClaimResult>> ClaimNext(std::string_view worker_id, Millis lease_ms = 0);
+
+  // Claims one named task. conflict: not ready (blocked, running, ...), pinned to another owner,
+  // or requiring a capability the worker lacks.
+  Result<ClaimResult> ClaimTask(std::string_view task_id, std::string_view worker_id,
+                                Millis lease_ms = 0);
+
+  // Extends the lease by the claim's lease duration from now. conflict: a bad token, an expired
+  // lease, or the renewal cap reached.
+  Result<Claim> Renew(std::string_view task_id, std::int64_t token);
+
+  // Gives the task back to `ready`; the attempt is not counted. `reason` is kReleased (by hand)
+  // or kShutdown (graceful shutdown).
+  Result<Task> Release(std::string_view task_id, std::int64_t token,
+                       EndReason reason = EndReason::kReleased);
+
+  // Records the holder's outcome. kDone goes to `review` instead when the task asks for review.
+  // A failure retries with backoff until max_attempts, then fails the task.
+  // `task_id` may be empty to skip the check that the token belongs to it.
+  Result<Task> Report(std::string_view task_id, std::int64_t token, Outcome outcome,
+                      const std::string& text, std::optional<int> exit_code = std::nullopt);
+
+ private:
+  Result<ClaimResult> ClaimLocked(store::Txn& txn, Task task, Worker worker, Millis lease_ms,
+                                  Millis now);
+
+  store::Store& store_;
+  const Clock& clock_;
+  ServiceOptions options_;
+};
+
+}  // namespace tx::service

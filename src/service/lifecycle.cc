@@ -1,0 +1,134 @@
+#include "service/lifecycle.h"
+
+#include "core/duration.h"
+
+namespace tx::service::detail {
+
+Status Emit(Txn& txn, Millis now, std::string type, const std::string& task_id,
+            const std::string& worker_id, nlohmann::json data) {
+  Event e{0, std::move(type), now, task_id, worker_id, std::move(data)};
+  return txn.AppendEvent(e);
+}
+
+Result<Task> LoadTask(Txn& txn, std::string_view id) {
+  TX_ASSIGN_OR_RETURN(std::optional<Task> t, txn.GetTask(id));
+  if (!t) return Error::NotFound("task " + std::string(id) + " not found");
+  return std::move(*t);
+}
+
+Result<Worker> LoadWorker(Txn& txn, std::string_view id) {
+  TX_ASSIGN_OR_RETURN(std::optional<Worker> w, txn.GetWorker(id));
+  if (!w) return Error::NotFound("worker " + std::string(id) + " not found");
+  return std::move(*w);
+}
+
+Status EndClaim(Txn& txn, Claim& claim, ClaimStatus status, EndReason reason, Millis now,
+                std::optional<int> exit_code) {
+  claim.status = status;
+  claim.end_reason = reason;
+  claim.ended_at = now;
+  claim.exit_code = exit_code;
+  TX_RETURN_IF_ERROR(txn.UpdateClaim(claim));
+  TX_ASSIGN_OR_RETURN(std::optional<Worker> w, txn.GetWorker(claim.worker_id));
+  if (w && w->current_task_id == claim.task_id) {
+    w->current_task_id.clear();
+    if (w->status == WorkerStatus::kBusy) w->status = WorkerStatus::kIdle;
+    TX_RETURN_IF_ERROR(txn.UpdateWorker(*w));
+  }
+  return Ok();
+}
+
+Status RequeueTask(Txn& txn, Task& task, EndReason why, bool counts, Millis now) {
+  if (!counts && task.attempt > 0) --task.attempt;
+  task.updated_at = now;
+  if (counts && task.attempt >= task.max_attempts) {
+    TX_RETURN_IF_ERROR(CheckTransition(task.id, task.status, TaskEvent::kRequeue, TaskStatus::kFailed));
+    task.status = TaskStatus::kFailed;
+    task.finished_at = now;
+    task.error = "attempts exhausted: attempt " + std::to_string(task.attempt) + " of " +
+                 std::to_string(task.max_attempts) + " ended " + std::string(ToString(why));
+    TX_RETURN_IF_ERROR(txn.UpdateTask(task));
+    return Emit(txn, now, "task.failed", task.id, "",
+                {{"reason", ToString(why)}, {"attempt", task.attempt}, {"error", task.error}});
+  }
+  TX_RETURN_IF_ERROR(CheckTransition(task.id, task.status, TaskEvent::kRequeue, TaskStatus::kReady));
+  task.status = TaskStatus::kReady;
+  task.run_after = now;
+  TX_RETURN_IF_ERROR(txn.UpdateTask(task));
+  return Emit(txn, now, "task.requeued", task.id, "",
+              {{"reason", ToString(why)}, {"attempt", task.attempt}, {"counted", counts}});
+}
+
+Status FailAttempt(Txn& txn, Task& task, const std::string& error, Millis now,
+                   const ServiceOptions& options) {
+  task.error = error;
+  task.updated_at = now;
+  if (task.attempt >= task.max_attempts) {
+    TX_RETURN_IF_ERROR(
+        CheckTransition(task.id, task.status, TaskEvent::kAttemptFailed, TaskStatus::kFailed));
+    task.status = TaskStatus::kFailed;
+    task.finished_at = now;
+    TX_RETURN_IF_ERROR(txn.UpdateTask(task));
+    return Emit(txn, now, "task.failed", task.id, "",
+                {{"attempt", task.attempt}, {"error", error}});
+  }
+  TX_RETURN_IF_ERROR(
+      CheckTransition(task.id, task.status, TaskEvent::kAttemptFailed, TaskStatus::kReady));
+  Millis delay = RetryDelay(options.backoff, task.attempt, options.unit_random());
+  task.status = TaskStatus::kReady;
+  task.run_after = now + delay;
+  TX_RETURN_IF_ERROR(txn.UpdateTask(task));
+  return Emit(txn, now, "task.retry_scheduled", task.id, "",
+              {{"attempt", task.attempt}, {"delay", FormatDuration(delay)}, {"error", error}});
+}
+
+Result<bool> DependenciesDone(Txn& txn, const std::vector<std::string>& after) {
+  for (const auto& dep : after) {
+    TX_ASSIGN_OR_RETURN(std::optional<Task> d, txn.GetTask(dep));
+    if (!d || d->status != TaskStatus::kDone) return false;
+  }
+  return true;
+}
+
+Status FinishDone(Txn& txn, Task& task, const std::string& result, Millis now,
+                  const std::string& worker_id) {
+  task.status = TaskStatus::kDone;
+  task.result = result;
+  task.finished_at = now;
+  task.updated_at = now;
+  TX_RETURN_IF_ERROR(txn.UpdateTask(task));
+  TX_RETURN_IF_ERROR(Emit(txn, now, "task.done", task.id, worker_id, {{"attempt", task.attempt}}));
+  TX_ASSIGN_OR_RETURN(std::vector<std::string> dependents, txn.ListDependents(task.id));
+  for (const auto& id : dependents) {
+    TX_ASSIGN_OR_RETURN(std::optional<Task> d, txn.GetTask(id));
+    if (!d || d->status != TaskStatus::kBlocked) continue;
+    TX_ASSIGN_OR_RETURN(bool ready, DependenciesDone(txn, d->after));
+    if (!ready) continue;
+    d->status = TaskStatus::kReady;
+    d->run_after = now;
+    d->updated_at = now;
+    TX_RETURN_IF_ERROR(txn.UpdateTask(*d));
+    TX_RETURN_IF_ERROR(Emit(txn, now, "task.unblocked", d->id, "", {{"after", task.id}}));
+  }
+  return Ok();
+}
+
+Status MarkDead(Txn& txn, Worker& worker, const std::string& reason, Millis now) {
+  worker.status = WorkerStatus::kDead;
+  worker.reason = reason;
+  worker.current_task_id.clear();
+  TX_RETURN_IF_ERROR(txn.UpdateWorker(worker));
+  TX_RETURN_IF_ERROR(Emit(txn, now, "worker.dead", "", worker.id, {{"reason", reason}}));
+  TX_ASSIGN_OR_RETURN(std::vector<Claim> active, txn.ListActiveClaims());
+  for (auto& claim : active) {
+    if (claim.worker_id != worker.id) continue;
+    TX_RETURN_IF_ERROR(EndClaim(txn, claim, ClaimStatus::kReleased, EndReason::kWorkerDied, now));
+    TX_ASSIGN_OR_RETURN(Task task, LoadTask(txn, claim.task_id));
+    if (task.status == TaskStatus::kRunning) {
+      TX_RETURN_IF_ERROR(RequeueTask(txn, task, EndReason::kWorkerDied, /*counts=*/true, now));
+    }
+  }
+  return Ok();
+}
+
+}  // namespace tx::service::detail

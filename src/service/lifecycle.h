@@ -1,0 +1,50 @@
+#pragma once
+// The state changes that several services share (internal to service/). Each runs inside the
+// caller's transaction and appends its events there, so a change and its event commit together.
+// Contract and invariants: docs/leases.md and docs/reconcile.md.
+
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "service/options.h"
+#include "store/store.h"
+
+namespace tx::service::detail {
+
+using store::Txn;
+
+Status Emit(Txn& txn, Millis now, std::string type, const std::string& task_id,
+            const std::string& worker_id, nlohmann::json data = nlohmann::json::object());
+
+Result<Task> LoadTask(Txn& txn, std::string_view id);
+Result<Worker> LoadWorker(Txn& txn, std::string_view id);
+
+// Ends an active claim with `status` and `reason`, and frees its worker if that worker's current
+// task is this claim's task.
+Status EndClaim(Txn& txn, Claim& claim, ClaimStatus status, EndReason reason, Millis now,
+                std::optional<int> exit_code = std::nullopt);
+
+// Sends a running task back to `ready` after an attempt that ended without an outcome (lease
+// lost, worker died, released, orphaned). When `counts` is false the attempt is given back (a
+// release, a graceful shutdown). A counted attempt that exhausts max_attempts fails the task.
+Status RequeueTask(Txn& txn, Task& task, EndReason why, bool counts, Millis now);
+
+// After a failed attempt: back to `ready` with exponential backoff and jitter, or `failed` once
+// max_attempts is reached.
+Status FailAttempt(Txn& txn, Task& task, const std::string& error, Millis now,
+                   const ServiceOptions& options);
+
+// Marks a task done and moves every blocked dependent whose after[] is now all done to `ready`.
+Status FinishDone(Txn& txn, Task& task, const std::string& result, Millis now,
+                  const std::string& worker_id);
+
+// True when every task in `after` is done. Unknown ids count as not done.
+Result<bool> DependenciesDone(Txn& txn, const std::vector<std::string>& after);
+
+// Marks a live worker dead: every active claim it holds ends `worker_died` and its task is
+// requeued (the attempt counts).
+Status MarkDead(Txn& txn, Worker& worker, const std::string& reason, Millis now);
+
+}  // namespace tx::service::detail

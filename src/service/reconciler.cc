@@ -1,0 +1,113 @@
+#include "service/reconciler.h"
+
+#include "core/duration.h"
+#include "core/json.h"
+#include "service/lifecycle.h"
+
+namespace tx::service {
+
+using detail::Emit;
+
+Reconciler::Reconciler(store::Store& store, ServiceOptions options)
+    : store_(store), options_(WithDefaults(std::move(options))) {}
+
+Status Reconciler::DeclareDeadWorkers(Millis now, ReconcileReport& report) {
+  return store_.Write([&](store::Txn& txn) -> Status {
+    TX_ASSIGN_OR_RETURN(std::vector<Worker> workers, txn.ListWorkers({}));
+    for (auto& w : workers) {
+      if (!IsLive(w.status) || !IsStale(w, now)) continue;
+      std::string age = w.last_heartbeat_at > 0 ? FormatDuration(now - w.last_heartbeat_at)
+                                                : std::string("ever");
+      TX_RETURN_IF_ERROR(detail::MarkDead(txn, w, "no heartbeat for " + age, now));
+      ++report.dead_workers;
+    }
+    return Ok();
+  });
+}
+
+Status Reconciler::ReleaseExpiredLeases(Millis now, ReconcileReport& report) {
+  return store_.Write([&](store::Txn& txn) -> Status {
+    TX_ASSIGN_OR_RETURN(std::vector<Claim> expired, txn.ListActiveClaimsExpiredAt(now));
+    for (auto& claim : expired) {
+      TX_RETURN_IF_ERROR(
+          detail::EndClaim(txn, claim, ClaimStatus::kExpired, EndReason::kLeaseLost, now));
+      TX_RETURN_IF_ERROR(Emit(txn, now, "lease.expired", claim.task_id, claim.worker_id,
+                              {{"token", claim.token}}));
+      TX_ASSIGN_OR_RETURN(Task task, detail::LoadTask(txn, claim.task_id));
+      if (task.status == TaskStatus::kRunning) {
+        TX_RETURN_IF_ERROR(detail::RequeueTask(txn, task, EndReason::kLeaseLost, true, now));
+      }
+      ++report.expired_leases;
+    }
+    return Ok();
+  });
+}
+
+Status Reconciler::RequeueOrphanedTasks(Millis now, ReconcileReport& report) {
+  return store_.Write([&](store::Txn& txn) -> Status {
+    TX_ASSIGN_OR_RETURN(std::vector<std::string> ids, txn.ListRunningTasksWithoutActiveClaim());
+    for (const auto& id : ids) {
+      TX_ASSIGN_OR_RETURN(Task task, detail::LoadTask(txn, id));
+      // Its claim vanished without an outcome: the attempt is given back, not held against it.
+      TX_RETURN_IF_ERROR(detail::RequeueTask(txn, task, EndReason::kOrphaned, false, now));
+      ++report.orphaned_tasks;
+    }
+    return Ok();
+  });
+}
+
+Status Reconciler::FixInconsistencies(Millis now, ReconcileReport& report) {
+  return store_.Write([&](store::Txn& txn) -> Status {
+    TX_ASSIGN_OR_RETURN(std::vector<Claim> active, txn.ListActiveClaims());
+    for (auto& claim : active) {
+      TX_ASSIGN_OR_RETURN(std::optional<Worker> w, txn.GetWorker(claim.worker_id));
+      TX_ASSIGN_OR_RETURN(Task task, detail::LoadTask(txn, claim.task_id));
+      if (task.status != TaskStatus::kRunning) {
+        TX_RETURN_IF_ERROR(
+            detail::EndClaim(txn, claim, ClaimStatus::kReleased, EndReason::kOrphaned, now));
+        TX_RETURN_IF_ERROR(Emit(txn, now, "claim.orphaned", task.id, claim.worker_id,
+                                {{"token", claim.token}, {"task_status", ToString(task.status)}}));
+        ++report.inconsistencies_fixed;
+      } else if (!w || !IsLive(w->status)) {
+        TX_RETURN_IF_ERROR(
+            detail::EndClaim(txn, claim, ClaimStatus::kReleased, EndReason::kWorkerDied, now));
+        TX_RETURN_IF_ERROR(detail::RequeueTask(txn, task, EndReason::kWorkerDied, true, now));
+        ++report.inconsistencies_fixed;
+      }
+    }
+    TX_ASSIGN_OR_RETURN(std::vector<Worker> busy, txn.ListWorkers({WorkerStatus::kBusy}));
+    TX_ASSIGN_OR_RETURN(active, txn.ListActiveClaims());
+    for (auto& w : busy) {
+      bool holds = false;
+      for (const auto& c : active) holds = holds || c.worker_id == w.id;
+      if (holds) continue;
+      w.status = WorkerStatus::kIdle;
+      w.current_task_id.clear();
+      TX_RETURN_IF_ERROR(txn.UpdateWorker(w));
+      TX_RETURN_IF_ERROR(Emit(txn, now, "worker.status", "", w.id,
+                              {{"from", "busy"}, {"to", "idle"}, {"reason", "no active claim"}}));
+      ++report.inconsistencies_fixed;
+    }
+    return Ok();
+  });
+}
+
+Result<ReconcileReport> Reconciler::RunOnce(Millis now) {
+  ReconcileReport report;
+  report.at = now;
+  TX_RETURN_IF_ERROR(DeclareDeadWorkers(now, report));
+  TX_RETURN_IF_ERROR(ReleaseExpiredLeases(now, report));
+  TX_RETURN_IF_ERROR(RequeueOrphanedTasks(now, report));
+  TX_RETURN_IF_ERROR(FixInconsistencies(now, report));
+  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+    TX_ASSIGN_OR_RETURN(OrchestratorState o, txn.GetOrchestrator());
+    o.last_reconcile_at = now;
+    o.last_report = ToJson(report);
+    TX_RETURN_IF_ERROR(txn.PutOrchestrator(o));
+    if (report.Total() > 0) return Emit(txn, now, "reconcile.repaired", "", "", ToJson(report));
+    return Ok();
+  }));
+  return report;
+}
+
+}  // namespace tx::service

@@ -1,0 +1,38 @@
+#pragma once
+// Reconciler: the repair loop's body (docs/reconcile.md). RunOnce(now) takes the four steps of the
+// source PRD, each as one store transaction, and returns what it did:
+//   1. dead workers: live workers stale for two heartbeat intervals are marked dead, their
+//      claims end `worker_died`, their tasks go back to ready (the attempt counts);
+//   2. expired leases: active claims past lease_expires_at end `lease_lost` (status expired),
+//      their tasks go back to ready (the attempt counts);
+//   3. orphaned tasks: `running` tasks with no active claim go back to ready;
+//   4. inconsistencies: busy workers without an active claim become idle; active claims held by
+//      a dead or stopped worker end `worker_died` with a requeue; active claims on a task that
+//      is no longer running end `orphaned`.
+// Finally it records last_reconcile_at and the report on the orchestrator row. Running it twice
+// in a row finds nothing the second time. The loop around it lives in orchestrator/.
+
+#include "core/clock.h"
+#include "core/orchestrator.h"
+#include "service/options.h"
+#include "store/store.h"
+
+namespace tx::service {
+
+class Reconciler {
+ public:
+  explicit Reconciler(store::Store& store, ServiceOptions options = {});
+
+  Result<ReconcileReport> RunOnce(Millis now);
+
+ private:
+  Status DeclareDeadWorkers(Millis now, ReconcileReport& report);
+  Status ReleaseExpiredLeases(Millis now, ReconcileReport& report);
+  Status RequeueOrphanedTasks(Millis now, ReconcileReport& report);
+  Status FixInconsistencies(Millis now, ReconcileReport& report);
+
+  store::Store& store_;
+  ServiceOptions options_;
+};
+
+}  // namespace tx::service

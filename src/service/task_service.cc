@@ -1,0 +1,259 @@
+#include "service/task_service.h"
+
+#include <functional>
+#include <set>
+
+#include "core/ids.h"
+#include "core/validation.h"
+#include "service/lifecycle.h"
+
+namespace tx::service {
+
+using detail::Emit;
+using detail::LoadTask;
+
+TaskService::TaskService(store::Store& store, const Clock& clock, ServiceOptions options)
+    : store_(store), clock_(clock), options_(WithDefaults(std::move(options))) {}
+
+Status TaskService::Insert(store::Txn& txn, Task& t, Millis now) {
+  TX_RETURN_IF_ERROR(ValidateNewTask(t, options_.limits));
+  std::set<std::string> seen;
+  for (const auto& dep : t.after) {
+    if (!seen.insert(dep).second) {
+      return Error::InvalidArgument("task " + dep + " appears twice in --after");
+    }
+    TX_ASSIGN_OR_RETURN(std::optional<Task> d, txn.GetTask(dep));
+    if (!d) return Error::NotFound("task " + dep + " (in --after) not found");
+  }
+  for (int tries = 0;; ++tries) {
+    t.id = NewTaskId();
+    TX_ASSIGN_OR_RETURN(std::optional<Task> clash, txn.GetTask(t.id));
+    if (!clash) break;
+    if (tries > 8) return Error::Internal("could not find a free task id");
+  }
+  TX_ASSIGN_OR_RETURN(bool deps_done, detail::DependenciesDone(txn, t.after));
+  t.status = deps_done ? TaskStatus::kReady : TaskStatus::kBlocked;
+  t.attempt = 0;
+  t.created_at = t.updated_at = t.run_after = now;
+  t.started_at = t.finished_at = 0;
+  t.result.clear();
+  t.error.clear();
+  TX_RETURN_IF_ERROR(txn.InsertTask(t));
+  return Emit(txn, now, "task.created", t.id, "",
+              {{"title", t.title}, {"status", ToString(t.status)}, {"queue", t.queue},
+               {"priority", t.priority}});
+}
+
+Result<Task> TaskService::Add(Task draft) {
+  Millis now = clock_.NowMs();
+  if (draft.timeout_ms <= 0) draft.timeout_ms = options_.default_task_timeout_ms;
+  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) { return Insert(txn, draft, now); }));
+  return draft;
+}
+
+Result<std::vector<Task>> TaskService::AddMany(std::vector<Task> drafts) {
+  Millis now = clock_.NowMs();
+  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+    for (auto& t : drafts) {
+      if (t.timeout_ms <= 0) t.timeout_ms = options_.default_task_timeout_ms;
+      TX_RETURN_IF_ERROR(Insert(txn, t, now));
+    }
+    return Ok();
+  }));
+  return drafts;
+}
+
+Result<std::vector<Task>> TaskService::List(const store::TaskFilter& filter) {
+  std::vector<Task> out;
+  TX_RETURN_IF_ERROR(store_.Read([&](store::Txn& txn) -> Status {
+    TX_ASSIGN_OR_RETURN(out, txn.ListTasks(filter));
+    return Ok();
+  }));
+  return out;
+}
+
+Result<TaskDetail> TaskService::Show(std::string_view id) {
+  TaskDetail out;
+  TX_RETURN_IF_ERROR(store_.Read([&](store::Txn& txn) -> Status {
+    TX_ASSIGN_OR_RETURN(out.task, LoadTask(txn, id));
+    TX_ASSIGN_OR_RETURN(out.attempts, txn.ListClaimsForTask(id));
+    return Ok();
+  }));
+  return out;
+}
+
+Result<std::vector<store::StatusCount>> TaskService::Counts() {
+  std::vector<store::StatusCount> out;
+  TX_RETURN_IF_ERROR(store_.Read([&](store::Txn& txn) -> Status {
+    TX_ASSIGN_OR_RETURN(out, txn.CountTasks());
+    return Ok();
+  }));
+  return out;
+}
+
+namespace {
+// Refuses an after[] that would make `id` (transitively) depend on itself.
+Status CheckNoCycle(store::Txn& txn, const std::string& id, const std::vector<std::string>& after) {
+  std::set<std::string> visited;
+  std::vector<std::string> stack(after.begin(), after.end());
+  while (!stack.empty()) {
+    std::string cur = stack.back();
+    stack.pop_back();
+    if (cur == id) {
+      return Error::InvalidArgument("dependency cycle: task " + id +
+                                    " would (transitively) wait on itself");
+    }
+    if (!visited.insert(cur).second) continue;
+    TX_ASSIGN_OR_RETURN(std::optional<Task> t, txn.GetTask(cur));
+    if (t) stack.insert(stack.end(), t->after.begin(), t->after.end());
+  }
+  return Ok();
+}
+}  // namespace
+
+Result<Task> TaskService::Update(std::string_view id, const TaskPatch& patch) {
+  std::optional<Task> out;
+  Millis now = clock_.NowMs();
+  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+    TX_ASSIGN_OR_RETURN(Task task, LoadTask(txn, id));
+    nlohmann::json changed = nlohmann::json::object();
+    if (patch.title) {
+      task.title = *patch.title;
+      changed["title"] = task.title;
+    }
+    if (patch.priority) {
+      task.priority = *patch.priority;
+      changed["priority"] = task.priority;
+    }
+    if (patch.metadata_merge) {
+      task.metadata.merge_patch(*patch.metadata_merge);
+      if (!task.metadata.is_object()) task.metadata = nlohmann::json::object();
+      changed["metadata"] = *patch.metadata_merge;
+    }
+    if (patch.after) {
+      std::set<std::string> seen;
+      for (const auto& dep : *patch.after) {
+        if (!LooksLikeTaskId(dep)) {
+          return Error::InvalidArgument("invalid task id '" + dep + "' in --after");
+        }
+        if (!seen.insert(dep).second) {
+          return Error::InvalidArgument("task " + dep + " appears twice in --after");
+        }
+        TX_ASSIGN_OR_RETURN(std::optional<Task> d, txn.GetTask(dep));
+        if (!d) return Error::NotFound("task " + dep + " (in --after) not found");
+      }
+      TX_RETURN_IF_ERROR(CheckNoCycle(txn, task.id, *patch.after));
+      task.after = *patch.after;
+      TX_RETURN_IF_ERROR(txn.ReplaceDependencies(task.id, task.after));
+      changed["after"] = task.after;
+      TX_ASSIGN_OR_RETURN(bool done, detail::DependenciesDone(txn, task.after));
+      if (task.status == TaskStatus::kReady && !done) {
+        task.status = TaskStatus::kBlocked;
+      } else if (task.status == TaskStatus::kBlocked && done) {
+        task.status = TaskStatus::kReady;
+        task.run_after = now;
+      }
+    }
+    TX_RETURN_IF_ERROR(ValidateNewTask(task, options_.limits));
+    task.updated_at = now;
+    TX_RETURN_IF_ERROR(txn.UpdateTask(task));
+    TX_RETURN_IF_ERROR(Emit(txn, now, "task.updated", task.id, "", changed));
+    out = std::move(task);
+    return Ok();
+  }));
+  return std::move(*out);
+}
+
+Result<Task> TaskService::Cancel(std::string_view id, const std::string& note) {
+  std::optional<Task> out;
+  Millis now = clock_.NowMs();
+  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+    TX_ASSIGN_OR_RETURN(Task task, LoadTask(txn, id));
+    TX_RETURN_IF_ERROR(
+        CheckTransition(task.id, task.status, TaskEvent::kCancel, TaskStatus::kCancelled));
+    TX_ASSIGN_OR_RETURN(std::optional<Claim> claim, txn.GetActiveClaimForTask(task.id));
+    if (claim) {
+      TX_RETURN_IF_ERROR(detail::EndClaim(txn, *claim, ClaimStatus::kReleased,
+                                          EndReason::kCancelled, now));
+    }
+    task.status = TaskStatus::kCancelled;
+    task.finished_at = now;
+    task.updated_at = now;
+    if (!note.empty()) task.error = note;
+    TX_RETURN_IF_ERROR(txn.UpdateTask(task));
+    TX_RETURN_IF_ERROR(Emit(txn, now, "task.cancelled", task.id, claim ? claim->worker_id : "",
+                            {{"note", note}}));
+    out = std::move(task);
+    return Ok();
+  }));
+  return std::move(*out);
+}
+
+Result<Task> TaskService::Retry(std::string_view id, const std::string& note) {
+  std::optional<Task> out;
+  Millis now = clock_.NowMs();
+  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+    TX_ASSIGN_OR_RETURN(Task task, LoadTask(txn, id));
+    TX_ASSIGN_OR_RETURN(bool done, detail::DependenciesDone(txn, task.after));
+    TaskStatus to = done ? TaskStatus::kReady : TaskStatus::kBlocked;
+    TX_RETURN_IF_ERROR(CheckTransition(task.id, task.status, TaskEvent::kRetry, to));
+    task.status = to;
+    task.attempt = 0;
+    task.run_after = now;
+    task.finished_at = 0;
+    task.error.clear();
+    task.updated_at = now;
+    TX_RETURN_IF_ERROR(txn.UpdateTask(task));
+    TX_RETURN_IF_ERROR(Emit(txn, now, "task.retried", task.id, "",
+                            {{"status", ToString(to)}, {"note", note}}));
+    out = std::move(task);
+    return Ok();
+  }));
+  return std::move(*out);
+}
+
+Result<Task> TaskService::ForceOutcome(std::string_view id, Outcome outcome,
+                                       const std::string& text) {
+  std::optional<Task> out;
+  Millis now = clock_.NowMs();
+  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+    TX_ASSIGN_OR_RETURN(Task task, LoadTask(txn, id));
+    TaskEvent event = outcome == Outcome::kDone     ? TaskEvent::kForceDone
+                      : outcome == Outcome::kReview ? TaskEvent::kForceReview
+                                                    : TaskEvent::kForceFail;
+    TaskStatus to = outcome == Outcome::kDone     ? TaskStatus::kDone
+                    : outcome == Outcome::kReview ? TaskStatus::kReview
+                                                  : TaskStatus::kFailed;
+    TX_RETURN_IF_ERROR(CheckTransition(task.id, task.status, event, to));
+    TX_ASSIGN_OR_RETURN(std::optional<Claim> claim, txn.GetActiveClaimForTask(task.id));
+    std::string worker_id;
+    if (claim) {
+      worker_id = claim->worker_id;
+      TX_RETURN_IF_ERROR(
+          detail::EndClaim(txn, *claim, ClaimStatus::kReleased, EndReason::kForced, now));
+    }
+    TX_RETURN_IF_ERROR(Emit(txn, now, "task.forced", task.id, worker_id,
+                            {{"outcome", ToString(outcome)},
+                             {"revoked_token", claim ? nlohmann::json(claim->token) : nlohmann::json()}}));
+    if (to == TaskStatus::kDone) {
+      TX_RETURN_IF_ERROR(detail::FinishDone(txn, task, text, now, worker_id));
+    } else {
+      task.status = to;
+      task.updated_at = now;
+      if (to == TaskStatus::kFailed) {
+        task.error = text;
+        task.finished_at = now;
+      } else {
+        task.result = text;
+      }
+      TX_RETURN_IF_ERROR(txn.UpdateTask(task));
+      TX_RETURN_IF_ERROR(Emit(txn, now, to == TaskStatus::kFailed ? "task.failed" : "task.review",
+                              task.id, worker_id, {{"forced", true}}));
+    }
+    out = std::move(task);
+    return Ok();
+  }));
+  return std::move(*out);
+}
+
+}  // namespace tx::service

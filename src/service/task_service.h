@@ -1,0 +1,69 @@
+#pragma once
+// TaskService: adding, listing, showing, editing, cancelling and retrying tasks, and the
+// operator's forced outcomes. Every method is one store transaction; a refused call writes
+// nothing.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/claim.h"
+#include "core/clock.h"
+#include "core/task.h"
+#include "service/claim_service.h"
+#include "service/options.h"
+#include "store/store.h"
+
+namespace tx::service {
+
+struct TaskDetail {
+  Task task;
+  std::vector<Claim> attempts;
+};
+
+// Fields an update may change; unset fields stay as they are.
+struct TaskPatch {
+  std::optional<std::string> title;
+  std::optional<std::int64_t> priority;
+  std::optional<std::vector<std::string>> after;
+  std::optional<nlohmann::json> metadata_merge;  // merged into metadata (RFC 7386)
+};
+
+class TaskService {
+ public:
+  TaskService(store::Store& store, const Clock& clock, ServiceOptions options = {});
+
+  // Adds a task: validates every field, checks that each after[] id exists (not_found), assigns
+  // a fresh id, and starts it `ready`, or `blocked` while an after[] task is not done.
+  Result<Task> Add(Task draft);
+  // Adds many tasks in one transaction (all or nothing).
+  Result<std::vector<Task>> AddMany(std::vector<Task> drafts);
+
+  Result<std::vector<Task>> List(const store::TaskFilter& filter);
+  Result<TaskDetail> Show(std::string_view id);
+  Result<std::vector<store::StatusCount>> Counts();
+
+  // Changes title, priority, after[] (refusing unknown ids and cycles) or merges metadata. A
+  // task whose after[] changes moves between `ready` and `blocked` accordingly.
+  Result<Task> Update(std::string_view id, const TaskPatch& patch);
+
+  // Any non-terminal task -> cancelled; an active claim ends `cancelled`, so its holder's next
+  // renewal or report is refused.
+  Result<Task> Cancel(std::string_view id, const std::string& note);
+
+  // failed / cancelled -> ready (or blocked while after[] is not done), with a fresh attempt budget.
+  Result<Task> Retry(std::string_view id, const std::string& note = "");
+
+  // The operator's override (--force): records the outcome without the token, ending any active
+  // claim as `forced` so its holder is refused from then on. Recorded in the event as forced.
+  Result<Task> ForceOutcome(std::string_view id, Outcome outcome, const std::string& text);
+
+ private:
+  Status Insert(store::Txn& txn, Task& task, Millis now);
+
+  store::Store& store_;
+  const Clock& clock_;
+  ServiceOptions options_;
+};
+
+}  // namespace tx::service

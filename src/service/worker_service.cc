@@ -1,0 +1,198 @@
+#include "service/worker_service.h"
+
+#include "core/duration.h"
+#include "core/ids.h"
+#include "core/validation.h"
+#include "service/lifecycle.h"
+
+namespace tx::service {
+
+using detail::Emit;
+using detail::LoadWorker;
+
+WorkerService::WorkerService(store::Store& store, const Clock& clock, ServiceOptions options)
+    : store_(store), clock_(clock), options_(WithDefaults(std::move(options))) {}
+
+namespace {
+Status ValidateRegistration(const Registration& r) {
+  if (!r.name.empty()) TX_RETURN_IF_ERROR(ValidateName("worker name", r.name));
+  if (!r.slot.empty()) TX_RETURN_IF_ERROR(ValidateName("slot", r.slot));
+  for (const auto& c : r.capabilities) TX_RETURN_IF_ERROR(ValidateName("capability", c));
+  for (const auto& q : r.queues) TX_RETURN_IF_ERROR(ValidateName("queue", q));
+  if (r.heartbeat_interval_ms < 0) return Error::InvalidArgument("negative heartbeat interval");
+  return Ok();
+}
+
+Result<Worker> InsertWorker(store::Txn& txn, Registration r, Millis now, Millis default_interval) {
+  Worker w;
+  for (int tries = 0;; ++tries) {
+    w.id = NewWorkerId();
+    TX_ASSIGN_OR_RETURN(std::optional<Worker> clash, txn.GetWorker(w.id));
+    if (!clash) break;
+    if (tries > 8) return Error::Internal("could not find a free worker id");
+  }
+  w.name = !r.name.empty() ? r.name : !r.slot.empty() ? r.slot : w.id;
+  w.slot = r.slot;
+  w.hostname = r.hostname;
+  w.pid = r.pid;
+  w.capabilities = r.capabilities;
+  w.queues = r.queues.empty() ? std::vector<std::string>{"default"} : r.queues;
+  w.status = WorkerStatus::kIdle;
+  w.heartbeat_interval_ms = r.heartbeat_interval_ms > 0 ? r.heartbeat_interval_ms : default_interval;
+  w.registered_at = w.last_heartbeat_at = now;
+  w.metadata = r.metadata.is_object() ? r.metadata : nlohmann::json::object();
+  TX_RETURN_IF_ERROR(txn.InsertWorker(w));
+  TX_RETURN_IF_ERROR(Emit(txn, now, "worker.registered", "", w.id,
+                          {{"name", w.name}, {"slot", w.slot}, {"hostname", w.hostname},
+                           {"pid", w.pid}, {"heartbeat_interval", FormatDuration(w.heartbeat_interval_ms)}}));
+  return w;
+}
+}  // namespace
+
+Result<Worker> WorkerService::Register(Registration r) {
+  TX_RETURN_IF_ERROR(ValidateRegistration(r));
+  std::optional<Worker> out;
+  Millis now = clock_.NowMs();
+  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+    if (!r.slot.empty()) {
+      TX_ASSIGN_OR_RETURN(std::vector<Worker> live, txn.ListWorkers({}));
+      for (auto& old : live) {
+        if (old.slot == r.slot && IsLive(old.status)) {
+          TX_RETURN_IF_ERROR(detail::MarkDead(txn, old, "replaced by a new registration", now));
+        }
+      }
+    }
+    TX_ASSIGN_OR_RETURN(Worker w, InsertWorker(txn, r, now, options_.default_heartbeat_interval_ms));
+    out = std::move(w);
+    return Ok();
+  }));
+  return std::move(*out);
+}
+
+Result<Worker> WorkerService::Heartbeat(std::string_view id, const HeartbeatUpdate& update) {
+  std::optional<Worker> out;
+  Millis now = clock_.NowMs();
+  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+    TX_ASSIGN_OR_RETURN(Worker w, LoadWorker(txn, id));
+    if (!IsLive(w.status)) {
+      return Error::Conflict("worker " + w.id + " is " + std::string(ToString(w.status)) +
+                             "; register again");
+    }
+    w.last_heartbeat_at = now;
+    if (update.status && *update.status != w.status) {
+      TX_RETURN_IF_ERROR(Emit(txn, now, "worker.status", "", w.id,
+                              {{"from", ToString(w.status)}, {"to", ToString(*update.status)}}));
+      w.status = *update.status;
+    }
+    if (update.metadata.is_object() && !update.metadata.empty()) w.metadata.merge_patch(update.metadata);
+    TX_RETURN_IF_ERROR(txn.UpdateWorker(w));
+    out = std::move(w);
+    return Ok();
+  }));
+  return std::move(*out);
+}
+
+Result<Worker> WorkerService::Deregister(std::string_view id, const std::string& reason) {
+  std::optional<Worker> out;
+  Millis now = clock_.NowMs();
+  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+    TX_ASSIGN_OR_RETURN(Worker w, LoadWorker(txn, id));
+    if (!IsLive(w.status)) {
+      return Error::Conflict("worker " + w.id + " is already " + std::string(ToString(w.status)));
+    }
+    TX_ASSIGN_OR_RETURN(std::vector<Claim> active, txn.ListActiveClaims());
+    for (auto& claim : active) {
+      if (claim.worker_id != w.id) continue;
+      TX_RETURN_IF_ERROR(
+          detail::EndClaim(txn, claim, ClaimStatus::kReleased, EndReason::kShutdown, now));
+      TX_ASSIGN_OR_RETURN(Task task, detail::LoadTask(txn, claim.task_id));
+      if (task.status == TaskStatus::kRunning) {
+        TX_RETURN_IF_ERROR(detail::RequeueTask(txn, task, EndReason::kShutdown, false, now));
+      }
+    }
+    TX_ASSIGN_OR_RETURN(w, LoadWorker(txn, id));
+    w.status = WorkerStatus::kStopped;
+    w.reason = reason;
+    w.current_task_id.clear();
+    TX_RETURN_IF_ERROR(txn.UpdateWorker(w));
+    TX_RETURN_IF_ERROR(Emit(txn, now, "worker.stopped", "", w.id, {{"reason", reason}}));
+    out = std::move(w);
+    return Ok();
+  }));
+  return std::move(*out);
+}
+
+Result<Worker> WorkerService::MarkDead(std::string_view id, const std::string& reason) {
+  std::optional<Worker> out;
+  Millis now = clock_.NowMs();
+  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+    TX_ASSIGN_OR_RETURN(Worker w, LoadWorker(txn, id));
+    if (!IsLive(w.status)) {
+      return Error::Conflict("worker " + w.id + " is already " + std::string(ToString(w.status)));
+    }
+    TX_RETURN_IF_ERROR(detail::MarkDead(txn, w, reason, now));
+    out = std::move(w);
+    return Ok();
+  }));
+  return std::move(*out);
+}
+
+Result<std::vector<Worker>> WorkerService::List(const std::vector<WorkerStatus>& statuses) {
+  std::vector<Worker> out;
+  TX_RETURN_IF_ERROR(store_.Read([&](store::Txn& txn) -> Status {
+    TX_ASSIGN_OR_RETURN(out, txn.ListWorkers(statuses));
+    return Ok();
+  }));
+  return out;
+}
+
+Result<Worker> WorkerService::Get(std::string_view id_or_name) {
+  std::optional<Worker> out;
+  TX_RETURN_IF_ERROR(store_.Read([&](store::Txn& txn) -> Status {
+    TX_ASSIGN_OR_RETURN(std::optional<Worker> w, txn.GetWorker(id_or_name));
+    if (!w) {
+      TX_ASSIGN_OR_RETURN(std::vector<Worker> all, txn.ListWorkers({}));
+      for (auto& cand : all) {  // newest first
+        if (cand.name == id_or_name || cand.slot == id_or_name) {
+          w = std::move(cand);
+          break;
+        }
+      }
+    }
+    if (!w) return Error::NotFound("worker " + std::string(id_or_name) + " not found");
+    out = std::move(w);
+    return Ok();
+  }));
+  return std::move(*out);
+}
+
+Result<Worker> WorkerService::EnsureByName(const std::string& name, Millis heartbeat_interval_ms,
+                                           const std::string& hostname, std::int64_t pid) {
+  TX_RETURN_IF_ERROR(ValidateName("worker name", name));
+  std::optional<Worker> out;
+  Millis now = clock_.NowMs();
+  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+    TX_ASSIGN_OR_RETURN(std::vector<Worker> live,
+                        txn.ListWorkers({WorkerStatus::kIdle, WorkerStatus::kBusy}));
+    for (auto& w : live) {
+      if (w.name == name && !IsStale(w, now)) {
+        w.last_heartbeat_at = now;
+        TX_RETURN_IF_ERROR(txn.UpdateWorker(w));
+        out = std::move(w);
+        return Ok();
+      }
+    }
+    Registration r;
+    r.name = name;
+    r.hostname = hostname;
+    r.pid = pid;
+    r.heartbeat_interval_ms = heartbeat_interval_ms;
+    r.metadata = {{"manual", true}};
+    TX_ASSIGN_OR_RETURN(Worker w, InsertWorker(txn, r, now, heartbeat_interval_ms));
+    out = std::move(w);
+    return Ok();
+  }));
+  return std::move(*out);
+}
+
+}  // namespace tx::service

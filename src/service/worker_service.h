@@ -1,0 +1,66 @@
+#pragma once
+// WorkerService: registration, heartbeats, deregistration and death. Every method is one store
+// transaction. A worker gets a fresh id at each registration; its slot is what persists, and a
+// new registration for a slot retires the slot's previous live incarnation.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/worker.h"
+#include "service/options.h"
+#include "store/store.h"
+
+namespace tx::service {
+
+struct Registration {
+  std::string name;  // defaults to the slot, else to the new id
+  std::string slot;
+  std::string hostname;
+  std::int64_t pid = 0;
+  std::vector<std::string> capabilities;
+  std::vector<std::string> queues = {"default"};
+  Millis heartbeat_interval_ms = 0;  // 0 = the default
+  nlohmann::json metadata = nlohmann::json::object();
+};
+
+struct HeartbeatUpdate {
+  std::optional<WorkerStatus> status;  // idle, busy or paused
+  nlohmann::json metadata = nlohmann::json::object();  // merged into the worker's metadata
+};
+
+class WorkerService {
+ public:
+  WorkerService(store::Store& store, const Clock& clock, ServiceOptions options = {});
+
+  // Registers a worker `idle` with a fresh id; registration counts as its first heartbeat.
+  // A previous live worker in the same slot is marked dead ("replaced") and its claims recovered.
+  Result<Worker> Register(Registration r);
+
+  // Records a heartbeat. conflict: the worker is dead or stopped (it must register again).
+  Result<Worker> Heartbeat(std::string_view id, const HeartbeatUpdate& update);
+
+  // Marks the worker stopped with `reason`; any claim it still holds is released without
+  // counting the attempt (a graceful exit).
+  Result<Worker> Deregister(std::string_view id, const std::string& reason);
+
+  // Marks a live worker dead; its claims end `worker_died` and their tasks are requeued.
+  Result<Worker> MarkDead(std::string_view id, const std::string& reason);
+
+  Result<std::vector<Worker>> List(const std::vector<WorkerStatus>& statuses = {});
+  // By id, or by name or slot (the newest registration with it).
+  Result<Worker> Get(std::string_view id_or_name);
+
+  // The worker a hand-run command acts as: the newest live worker with this name, or a new one
+  // registered with `heartbeat_interval_ms` so it is not declared dead between commands.
+  Result<Worker> EnsureByName(const std::string& name, Millis heartbeat_interval_ms,
+                              const std::string& hostname, std::int64_t pid);
+
+ private:
+  store::Store& store_;
+  const Clock& clock_;
+  ServiceOptions options_;
+};
+
+}  // namespace tx::service

@@ -1,0 +1,81 @@
+#pragma once
+// A thin RAII layer over one sqlite3 connection: cached prepared statements (keyed by the SQL
+// literal's address, so SQL passed here must be a string literal), binding, stepping and error
+// conversion. Not thread-safe: one Db per thread.
+
+#include <sqlite3.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "core/error.h"
+
+namespace tx::store::sqlite {
+
+class Db;
+
+// A cached statement, borrowed for one use: reset and unbound when it goes out of scope.
+class Stmt {
+ public:
+  Stmt(Db* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
+  Stmt(Stmt&& other) noexcept : db_(other.db_), stmt_(other.stmt_) { other.stmt_ = nullptr; }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+  Stmt& operator=(Stmt&&) = delete;
+  ~Stmt();
+
+  Stmt& Bind(int index, std::int64_t value);
+  Stmt& Bind(int index, int value) { return Bind(index, static_cast<std::int64_t>(value)); }
+  Stmt& Bind(int index, std::string_view value);
+  Stmt& Bind(int index, const std::string& value) { return Bind(index, std::string_view(value)); }
+  Stmt& Bind(int index, const char* value) { return Bind(index, std::string_view(value)); }
+  Stmt& Bind(int index, std::optional<int> value);
+
+  // Steps once: true when a row is ready, false when done.
+  Result<bool> Step();
+  // Steps to completion, for statements that return no rows.
+  Status Run();
+
+  std::int64_t Int(int col) const { return sqlite3_column_int64(stmt_, col); }
+  std::string Text(int col) const;
+  bool IsNull(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+
+ private:
+  Db* db_;
+  sqlite3_stmt* stmt_;
+};
+
+class Db {
+ public:
+  // Opens (or creates) the database file; `path` may be ":memory:".
+  static Result<std::unique_ptr<Db>> Open(const std::string& path, bool create,
+                                          std::chrono::milliseconds busy_timeout);
+  ~Db();
+  Db(const Db&) = delete;
+  Db& operator=(const Db&) = delete;
+
+  Status Exec(const char* sql);      // one or more statements, no results
+  Result<Stmt> Prepare(const char* sql);  // `sql` must be a string literal (cached by address)
+  Result<std::int64_t> QueryInt(const char* sql);  // first column of the first row
+  std::int64_t LastInsertRowid() const { return sqlite3_last_insert_rowid(db_); }
+  sqlite3* raw() const { return db_; }
+
+  // Converts a SQLite result code into our Error, with context.
+  Error ToError(int rc, std::string_view context) const;
+
+ private:
+  explicit Db(sqlite3* db, std::chrono::milliseconds busy_timeout);
+  static int BusyHandler(void* self, int count);
+
+  sqlite3* db_;
+  std::chrono::milliseconds busy_timeout_;
+  std::chrono::steady_clock::time_point busy_since_;
+  std::unordered_map<const char*, sqlite3_stmt*> cache_;
+};
+
+}  // namespace tx::store::sqlite

@@ -1,0 +1,158 @@
+#include "store/sqlite/migrations.h"
+
+#include <iterator>
+
+namespace tx::store::sqlite {
+
+namespace {
+struct Migration {
+  int version;
+  const char* sql;
+};
+
+constexpr Migration kMigrations[] = {
+    {1, R"sql(
+CREATE TABLE tasks (
+  seq INTEGER PRIMARY KEY,
+  id TEXT NOT NULL UNIQUE,
+  title TEXT NOT NULL,
+  description TEXT NOT NULL DEFAULT '',
+  instructions TEXT NOT NULL DEFAULT '',
+  deliverables TEXT NOT NULL DEFAULT '',
+  steps TEXT NOT NULL DEFAULT '[]',
+  priority INTEGER NOT NULL DEFAULT 0,
+  queue TEXT NOT NULL DEFAULT 'default',
+  requires TEXT NOT NULL DEFAULT '[]',
+  after TEXT NOT NULL DEFAULT '[]',
+  owner TEXT NOT NULL DEFAULT '',
+  workdir TEXT NOT NULL DEFAULT '',
+  command TEXT NOT NULL DEFAULT '[]',
+  agent TEXT NOT NULL DEFAULT '',
+  timeout_ms INTEGER NOT NULL,
+  max_attempts INTEGER NOT NULL,
+  review INTEGER NOT NULL DEFAULT 0,
+  repo TEXT NOT NULL DEFAULT '',
+  base_branch TEXT NOT NULL DEFAULT '',
+  metadata TEXT NOT NULL DEFAULT '{}',
+  result TEXT NOT NULL DEFAULT '',
+  error TEXT NOT NULL DEFAULT '',
+  status TEXT NOT NULL CHECK (status IN ('blocked','ready','running','review','approved','done',
+                                         'failed','cancelled')),
+  attempt INTEGER NOT NULL DEFAULT 0,
+  run_after INTEGER NOT NULL DEFAULT 0,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  started_at INTEGER NOT NULL DEFAULT 0,
+  finished_at INTEGER NOT NULL DEFAULT 0
+);
+-- The claim path walks this partial index in (priority desc, seq) order: flat in queue size.
+CREATE INDEX tasks_ready ON tasks(queue, priority DESC, seq) WHERE status = 'ready';
+CREATE INDEX tasks_status ON tasks(status, queue);
+
+CREATE TABLE task_deps (
+  task_id TEXT NOT NULL,
+  depends_on TEXT NOT NULL,
+  PRIMARY KEY (task_id, depends_on)
+) WITHOUT ROWID;
+CREATE INDEX task_deps_reverse ON task_deps(depends_on, task_id);
+
+CREATE TABLE workers (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  slot TEXT NOT NULL DEFAULT '',
+  hostname TEXT NOT NULL DEFAULT '',
+  pid INTEGER NOT NULL DEFAULT 0,
+  capabilities TEXT NOT NULL DEFAULT '[]',
+  queues TEXT NOT NULL DEFAULT '["default"]',
+  status TEXT NOT NULL CHECK (status IN ('starting','idle','busy','paused','stopping','stopped',
+                                         'dead')),
+  heartbeat_interval_ms INTEGER NOT NULL,
+  registered_at INTEGER NOT NULL,
+  last_heartbeat_at INTEGER NOT NULL DEFAULT 0,
+  current_task_id TEXT NOT NULL DEFAULT '',
+  reason TEXT NOT NULL DEFAULT '',
+  metadata TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX workers_status ON workers(status);
+
+-- token is the fencing token: AUTOINCREMENT never reuses a value, even after deletes.
+CREATE TABLE claims (
+  token INTEGER PRIMARY KEY AUTOINCREMENT,
+  task_id TEXT NOT NULL REFERENCES tasks(id),
+  worker_id TEXT NOT NULL REFERENCES workers(id),
+  attempt INTEGER NOT NULL,
+  claimed_at INTEGER NOT NULL,
+  lease_ms INTEGER NOT NULL,
+  lease_expires_at INTEGER NOT NULL,
+  renewed_count INTEGER NOT NULL DEFAULT 0,
+  status TEXT NOT NULL CHECK (status IN ('active','released','expired','completed')),
+  ended_at INTEGER NOT NULL DEFAULT 0,
+  end_reason TEXT NOT NULL DEFAULT '',
+  exit_code INTEGER
+);
+-- At most one active claim per task.
+CREATE UNIQUE INDEX claims_one_active ON claims(task_id) WHERE status = 'active';
+CREATE INDEX claims_task ON claims(task_id, token);
+CREATE INDEX claims_worker ON claims(worker_id);
+CREATE INDEX claims_active_expiry ON claims(lease_expires_at) WHERE status = 'active';
+
+CREATE TABLE events (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  type TEXT NOT NULL,
+  at INTEGER NOT NULL,
+  task_id TEXT NOT NULL DEFAULT '',
+  worker_id TEXT NOT NULL DEFAULT '',
+  data TEXT NOT NULL DEFAULT '{}'
+);
+
+CREATE TABLE orchestrator (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  status TEXT NOT NULL DEFAULT 'stopped'
+    CHECK (status IN ('stopped','starting','running','stopping')),
+  pid INTEGER NOT NULL DEFAULT 0,
+  hostname TEXT NOT NULL DEFAULT '',
+  started_at INTEGER NOT NULL DEFAULT 0,
+  last_reconcile_at INTEGER NOT NULL DEFAULT 0,
+  last_report TEXT NOT NULL DEFAULT '{}',
+  config TEXT NOT NULL DEFAULT '{}'
+);
+INSERT INTO orchestrator (id) VALUES (1);
+)sql"},
+};
+}  // namespace
+
+int LatestSchemaVersion() { return std::prev(std::end(kMigrations))->version; }
+
+Status Migrate(Db& db, const std::string& path) {
+  TX_ASSIGN_OR_RETURN(std::int64_t current, db.QueryInt("PRAGMA user_version"));
+  if (current > LatestSchemaVersion()) {
+    return Error::Unavailable("the store at " + path + " has schema version " +
+                              std::to_string(current) + ", newer than this tx knows (" +
+                              std::to_string(LatestSchemaVersion()) + "); upgrade tx");
+  }
+  for (const auto& m : kMigrations) {
+    if (m.version <= current) continue;
+    TX_RETURN_IF_ERROR(db.Exec("BEGIN IMMEDIATE"));
+    // Another process may have migrated while we waited for the write lock.
+    auto again = db.QueryInt("PRAGMA user_version");
+    if (!again.ok() || *again >= m.version) {
+      TX_RETURN_IF_ERROR(db.Exec("ROLLBACK"));
+      if (!again.ok()) return again.error();
+      continue;
+    }
+    Status s = db.Exec(m.sql);
+    if (s.ok()) {
+      std::string bump = "PRAGMA user_version = " + std::to_string(m.version);
+      s = db.Exec(bump.c_str());
+    }
+    if (!s.ok()) {
+      (void)db.Exec("ROLLBACK");
+      return Error(s.error().code(), "migration " + std::to_string(m.version) + " of " + path +
+                                         " failed: " + s.error().message());
+    }
+    TX_RETURN_IF_ERROR(db.Exec("COMMIT"));
+  }
+  return Ok();
+}
+
+}  // namespace tx::store::sqlite

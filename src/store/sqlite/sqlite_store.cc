@@ -1,0 +1,533 @@
+#include "store/sqlite/sqlite_store.h"
+
+#include <algorithm>
+
+#include "store/sqlite/db.h"
+#include "store/sqlite/migrations.h"
+
+namespace tx::store::sqlite {
+
+namespace {
+
+using nlohmann::json;
+
+std::vector<std::string> StringList(const std::string& text) {
+  if (text.empty() || text == "[]") return {};
+  json j = json::parse(text, nullptr, false);
+  std::vector<std::string> out;
+  if (j.is_array()) {
+    for (const auto& v : j) {
+      if (v.is_string()) out.push_back(v.get<std::string>());
+    }
+  }
+  return out;
+}
+
+std::string ListText(const std::vector<std::string>& v) {
+  if (v.empty()) return "[]";
+  return json(v).dump();
+}
+
+json Object(const std::string& text) {
+  if (text.empty() || text == "{}") return json::object();
+  json j = json::parse(text, nullptr, false);
+  return j.is_object() ? j : json::object();
+}
+
+#define TASK_COLS                                                                            \
+  "seq, id, title, description, instructions, deliverables, steps, priority, queue, requires, " \
+  "after, owner, workdir, command, agent, timeout_ms, max_attempts, review, repo, base_branch, " \
+  "metadata, result, error, status, attempt, run_after, created_at, updated_at, started_at, "   \
+  "finished_at"
+
+Result<Task> ReadTask(const Stmt& s) {
+  Task t;
+  t.seq = s.Int(0);
+  t.id = s.Text(1);
+  t.title = s.Text(2);
+  t.description = s.Text(3);
+  t.instructions = s.Text(4);
+  t.deliverables = s.Text(5);
+  t.steps = StringList(s.Text(6));
+  t.priority = s.Int(7);
+  t.queue = s.Text(8);
+  t.requires_caps = StringList(s.Text(9));
+  t.after = StringList(s.Text(10));
+  t.owner = s.Text(11);
+  t.workdir = s.Text(12);
+  t.command = StringList(s.Text(13));
+  t.agent = s.Text(14);
+  t.timeout_ms = s.Int(15);
+  t.max_attempts = static_cast<int>(s.Int(16));
+  t.review = s.Int(17) != 0;
+  t.repo = s.Text(18);
+  t.base_branch = s.Text(19);
+  t.metadata = Object(s.Text(20));
+  t.result = s.Text(21);
+  t.error = s.Text(22);
+  TX_ASSIGN_OR_RETURN(t.status, ParseTaskStatus(s.Text(23)));
+  t.attempt = static_cast<int>(s.Int(24));
+  t.run_after = s.Int(25);
+  t.created_at = s.Int(26);
+  t.updated_at = s.Int(27);
+  t.started_at = s.Int(28);
+  t.finished_at = s.Int(29);
+  return t;
+}
+
+// Binds every task column but seq, starting at parameter 1 with id.
+void BindTask(Stmt& s, const Task& t) {
+  s.Bind(1, t.id)
+      .Bind(2, t.title)
+      .Bind(3, t.description)
+      .Bind(4, t.instructions)
+      .Bind(5, t.deliverables)
+      .Bind(6, ListText(t.steps))
+      .Bind(7, t.priority)
+      .Bind(8, t.queue)
+      .Bind(9, ListText(t.requires_caps))
+      .Bind(10, ListText(t.after))
+      .Bind(11, t.owner)
+      .Bind(12, t.workdir)
+      .Bind(13, ListText(t.command))
+      .Bind(14, t.agent)
+      .Bind(15, t.timeout_ms)
+      .Bind(16, t.max_attempts)
+      .Bind(17, t.review ? 1 : 0)
+      .Bind(18, t.repo)
+      .Bind(19, t.base_branch)
+      .Bind(20, t.metadata.dump())
+      .Bind(21, t.result)
+      .Bind(22, t.error)
+      .Bind(23, ToString(t.status))
+      .Bind(24, t.attempt)
+      .Bind(25, t.run_after)
+      .Bind(26, t.created_at)
+      .Bind(27, t.updated_at)
+      .Bind(28, t.started_at)
+      .Bind(29, t.finished_at);
+}
+
+#define CLAIM_COLS                                                                     \
+  "token, task_id, worker_id, attempt, claimed_at, lease_ms, lease_expires_at, "       \
+  "renewed_count, status, ended_at, end_reason, exit_code"
+
+Result<Claim> ReadClaim(const Stmt& s) {
+  Claim c;
+  c.token = s.Int(0);
+  c.task_id = s.Text(1);
+  c.worker_id = s.Text(2);
+  c.attempt = static_cast<int>(s.Int(3));
+  c.claimed_at = s.Int(4);
+  c.lease_ms = s.Int(5);
+  c.lease_expires_at = s.Int(6);
+  c.renewed_count = static_cast<int>(s.Int(7));
+  TX_ASSIGN_OR_RETURN(c.status, ParseClaimStatus(s.Text(8)));
+  c.ended_at = s.Int(9);
+  TX_ASSIGN_OR_RETURN(c.end_reason, ParseEndReason(s.Text(10)));
+  if (!s.IsNull(11)) c.exit_code = static_cast<int>(s.Int(11));
+  return c;
+}
+
+#define WORKER_COLS                                                                        \
+  "id, name, slot, hostname, pid, capabilities, queues, status, heartbeat_interval_ms, "   \
+  "registered_at, last_heartbeat_at, current_task_id, reason, metadata"
+
+Result<Worker> ReadWorker(const Stmt& s) {
+  Worker w;
+  w.id = s.Text(0);
+  w.name = s.Text(1);
+  w.slot = s.Text(2);
+  w.hostname = s.Text(3);
+  w.pid = s.Int(4);
+  w.capabilities = StringList(s.Text(5));
+  w.queues = StringList(s.Text(6));
+  TX_ASSIGN_OR_RETURN(w.status, ParseWorkerStatus(s.Text(7)));
+  w.heartbeat_interval_ms = s.Int(8);
+  w.registered_at = s.Int(9);
+  w.last_heartbeat_at = s.Int(10);
+  w.current_task_id = s.Text(11);
+  w.reason = s.Text(12);
+  w.metadata = Object(s.Text(13));
+  return w;
+}
+
+void BindWorker(Stmt& s, const Worker& w) {
+  s.Bind(1, w.id)
+      .Bind(2, w.name)
+      .Bind(3, w.slot)
+      .Bind(4, w.hostname)
+      .Bind(5, w.pid)
+      .Bind(6, ListText(w.capabilities))
+      .Bind(7, ListText(w.queues))
+      .Bind(8, ToString(w.status))
+      .Bind(9, w.heartbeat_interval_ms)
+      .Bind(10, w.registered_at)
+      .Bind(11, w.last_heartbeat_at)
+      .Bind(12, w.current_task_id)
+      .Bind(13, w.reason)
+      .Bind(14, w.metadata.dump());
+}
+
+template <typename T, typename Reader>
+Result<std::vector<T>> ReadAll(Stmt& s, Reader read) {
+  std::vector<T> out;
+  for (;;) {
+    TX_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) return out;
+    TX_ASSIGN_OR_RETURN(T item, read(s));
+    out.push_back(std::move(item));
+  }
+}
+
+template <typename T, typename Reader>
+Result<std::optional<T>> ReadOne(Stmt& s, Reader read) {
+  TX_ASSIGN_OR_RETURN(bool row, s.Step());
+  if (!row) return std::optional<T>();
+  TX_ASSIGN_OR_RETURN(T item, read(s));
+  return std::optional<T>(std::move(item));
+}
+
+Status ExpectChange(Db& db, std::string_view what) {
+  if (sqlite3_changes(db.raw()) == 1) return Ok();
+  return Error::NotFound(std::string(what) + " not found");
+}
+
+class SqliteTxn final : public Txn {
+ public:
+  explicit SqliteTxn(Db& db) : db_(db) {}
+
+  Result<std::optional<Task>> GetTask(std::string_view id) override {
+    TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("SELECT " TASK_COLS " FROM tasks WHERE id = ?1"));
+    s.Bind(1, id);
+    return ReadOne<Task>(s, ReadTask);
+  }
+
+  Result<std::vector<Task>> ListTasks(const TaskFilter& f) override {
+    TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("SELECT " TASK_COLS " FROM tasks "
+                                            "WHERE (?1 = '' OR status = ?1) "
+                                            "AND (?2 = '' OR queue = ?2) "
+                                            "AND (?3 = '' OR owner = ?3) "
+                                            "ORDER BY seq LIMIT ?4"));
+    s.Bind(1, f.status ? ToString(*f.status) : std::string_view())
+        .Bind(2, f.queue.value_or(""))
+        .Bind(3, f.owner.value_or(""))
+        .Bind(4, f.limit > 0 ? std::int64_t{f.limit} : std::int64_t{-1});
+    return ReadAll<Task>(s, ReadTask);
+  }
+
+  Status InsertTask(Task& t) override {
+    TX_ASSIGN_OR_RETURN(
+        Stmt s, db_.Prepare("INSERT INTO tasks (" TASK_COLS ") VALUES (NULL, ?1, ?2, ?3, ?4, ?5, "
+                            "?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, "
+                            "?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29)"));
+    BindTask(s, t);
+    TX_RETURN_IF_ERROR(s.Run());
+    t.seq = db_.LastInsertRowid();
+    if (t.after.empty()) return Ok();
+    return ReplaceDependencies(t.id, t.after);
+  }
+
+  Status UpdateTask(const Task& t) override {
+    TX_ASSIGN_OR_RETURN(
+        Stmt s, db_.Prepare("UPDATE tasks SET title = ?2, description = ?3, instructions = ?4, "
+                            "deliverables = ?5, steps = ?6, priority = ?7, queue = ?8, "
+                            "requires = ?9, after = ?10, owner = ?11, workdir = ?12, "
+                            "command = ?13, agent = ?14, timeout_ms = ?15, max_attempts = ?16, "
+                            "review = ?17, repo = ?18, base_branch = ?19, metadata = ?20, "
+                            "result = ?21, error = ?22, status = ?23, attempt = ?24, "
+                            "run_after = ?25, created_at = ?26, updated_at = ?27, "
+                            "started_at = ?28, finished_at = ?29 WHERE id = ?1"));
+    BindTask(s, t);
+    TX_RETURN_IF_ERROR(s.Run());
+    return ExpectChange(db_, "task " + t.id);
+  }
+
+  Status ReplaceDependencies(const std::string& task_id,
+                             const std::vector<std::string>& after) override {
+    {
+      TX_ASSIGN_OR_RETURN(Stmt del, db_.Prepare("DELETE FROM task_deps WHERE task_id = ?1"));
+      del.Bind(1, task_id);
+      TX_RETURN_IF_ERROR(del.Run());
+    }
+    for (const auto& dep : after) {
+      TX_ASSIGN_OR_RETURN(
+          Stmt ins, db_.Prepare("INSERT OR IGNORE INTO task_deps (task_id, depends_on) "
+                                "VALUES (?1, ?2)"));
+      ins.Bind(1, task_id).Bind(2, dep);
+      TX_RETURN_IF_ERROR(ins.Run());
+    }
+    return Ok();
+  }
+
+  Result<std::optional<Task>> PickNextReady(const PickCriteria& c) override {
+    std::string caps = ListText(c.capabilities);
+    std::optional<Task> best;
+    for (const auto& queue : c.queues) {
+      // Walks tasks_ready in (priority desc, seq) order and stops at the first eligible row.
+      TX_ASSIGN_OR_RETURN(
+          Stmt s,
+          db_.Prepare("SELECT " TASK_COLS " FROM tasks INDEXED BY tasks_ready "
+                      "WHERE status = 'ready' AND queue = ?1 AND run_after <= ?2 "
+                      "AND (owner = '' OR owner = ?3 OR owner = ?4) "
+                      "AND (requires = '[]' OR NOT EXISTS (SELECT 1 FROM json_each(requires) r "
+                      "     WHERE r.value NOT IN (SELECT value FROM json_each(?5)))) "
+                      "ORDER BY priority DESC, seq LIMIT 1"));
+      s.Bind(1, queue)
+          .Bind(2, c.now)
+          .Bind(3, c.worker_name.empty() ? std::string("\x01") : c.worker_name)
+          .Bind(4, c.worker_slot.empty() ? std::string("\x01") : c.worker_slot)
+          .Bind(5, caps);
+      TX_ASSIGN_OR_RETURN(std::optional<Task> t, ReadOne<Task>(s, ReadTask));
+      if (!t) continue;
+      if (!best || t->priority > best->priority ||
+          (t->priority == best->priority && t->seq < best->seq)) {
+        best = std::move(t);
+      }
+    }
+    return best;
+  }
+
+  Result<std::vector<std::string>> ListDependents(std::string_view task_id) override {
+    TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("SELECT task_id FROM task_deps WHERE depends_on = ?1 "
+                                            "ORDER BY task_id"));
+    s.Bind(1, task_id);
+    return ReadAll<std::string>(s, [](const Stmt& st) -> Result<std::string> { return st.Text(0); });
+  }
+
+  Result<std::vector<std::string>> ListRunningTasksWithoutActiveClaim() override {
+    TX_ASSIGN_OR_RETURN(
+        Stmt s, db_.Prepare("SELECT id FROM tasks t WHERE status = 'running' AND NOT EXISTS "
+                            "(SELECT 1 FROM claims c WHERE c.task_id = t.id AND "
+                            "c.status = 'active') ORDER BY seq"));
+    return ReadAll<std::string>(s, [](const Stmt& st) -> Result<std::string> { return st.Text(0); });
+  }
+
+  Result<std::vector<StatusCount>> CountTasks() override {
+    TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("SELECT status, queue, count(*) FROM tasks "
+                                            "GROUP BY status, queue ORDER BY queue, status"));
+    return ReadAll<StatusCount>(s, [](const Stmt& st) -> Result<StatusCount> {
+      TX_ASSIGN_OR_RETURN(TaskStatus status, ParseTaskStatus(st.Text(0)));
+      return StatusCount{status, st.Text(1), st.Int(2)};
+    });
+  }
+
+  Status InsertClaim(Claim& c) override {
+    TX_ASSIGN_OR_RETURN(
+        Stmt s, db_.Prepare("INSERT INTO claims (task_id, worker_id, attempt, claimed_at, "
+                            "lease_ms, lease_expires_at, renewed_count, status, ended_at, "
+                            "end_reason, exit_code) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
+                            "?10, ?11)"));
+    s.Bind(1, c.task_id)
+        .Bind(2, c.worker_id)
+        .Bind(3, c.attempt)
+        .Bind(4, c.claimed_at)
+        .Bind(5, c.lease_ms)
+        .Bind(6, c.lease_expires_at)
+        .Bind(7, c.renewed_count)
+        .Bind(8, ToString(c.status))
+        .Bind(9, c.ended_at)
+        .Bind(10, ToString(c.end_reason))
+        .Bind(11, c.exit_code);
+    TX_RETURN_IF_ERROR(s.Run());
+    c.token = db_.LastInsertRowid();
+    return Ok();
+  }
+
+  Status UpdateClaim(const Claim& c) override {
+    TX_ASSIGN_OR_RETURN(
+        Stmt s, db_.Prepare("UPDATE claims SET lease_ms = ?2, lease_expires_at = ?3, "
+                            "renewed_count = ?4, status = ?5, ended_at = ?6, end_reason = ?7, "
+                            "exit_code = ?8 WHERE token = ?1"));
+    s.Bind(1, c.token)
+        .Bind(2, c.lease_ms)
+        .Bind(3, c.lease_expires_at)
+        .Bind(4, c.renewed_count)
+        .Bind(5, ToString(c.status))
+        .Bind(6, c.ended_at)
+        .Bind(7, ToString(c.end_reason))
+        .Bind(8, c.exit_code);
+    TX_RETURN_IF_ERROR(s.Run());
+    return ExpectChange(db_, "claim " + std::to_string(c.token));
+  }
+
+  Result<std::optional<Claim>> GetClaim(std::int64_t token) override {
+    TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("SELECT " CLAIM_COLS " FROM claims WHERE token = ?1"));
+    s.Bind(1, token);
+    return ReadOne<Claim>(s, ReadClaim);
+  }
+
+  Result<std::optional<Claim>> GetActiveClaimForTask(std::string_view task_id) override {
+    TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("SELECT " CLAIM_COLS " FROM claims "
+                                            "WHERE task_id = ?1 AND status = 'active'"));
+    s.Bind(1, task_id);
+    return ReadOne<Claim>(s, ReadClaim);
+  }
+
+  Result<std::vector<Claim>> ListClaimsForTask(std::string_view task_id) override {
+    TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("SELECT " CLAIM_COLS " FROM claims "
+                                            "WHERE task_id = ?1 ORDER BY token"));
+    s.Bind(1, task_id);
+    return ReadAll<Claim>(s, ReadClaim);
+  }
+
+  Result<std::vector<Claim>> ListActiveClaims() override {
+    TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("SELECT " CLAIM_COLS " FROM claims "
+                                            "WHERE status = 'active' ORDER BY token"));
+    return ReadAll<Claim>(s, ReadClaim);
+  }
+
+  Result<std::vector<Claim>> ListActiveClaimsExpiredAt(Millis now) override {
+    TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("SELECT " CLAIM_COLS " FROM claims "
+                                            "WHERE status = 'active' AND lease_expires_at <= ?1 "
+                                            "ORDER BY token"));
+    s.Bind(1, now);
+    return ReadAll<Claim>(s, ReadClaim);
+  }
+
+  Result<int> CountClaimsForTask(std::string_view task_id) override {
+    TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("SELECT count(*) FROM claims WHERE task_id = ?1"));
+    s.Bind(1, task_id);
+    TX_ASSIGN_OR_RETURN(bool row, s.Step());
+    return row ? static_cast<int>(s.Int(0)) : 0;
+  }
+
+  Status InsertWorker(const Worker& w) override {
+    TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("INSERT INTO workers (" WORKER_COLS ") VALUES (?1, ?2, "
+                                            "?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"));
+    BindWorker(s, w);
+    return s.Run();
+  }
+
+  Status UpdateWorker(const Worker& w) override {
+    TX_ASSIGN_OR_RETURN(
+        Stmt s, db_.Prepare("UPDATE workers SET name = ?2, slot = ?3, hostname = ?4, pid = ?5, "
+                            "capabilities = ?6, queues = ?7, status = ?8, "
+                            "heartbeat_interval_ms = ?9, registered_at = ?10, "
+                            "last_heartbeat_at = ?11, current_task_id = ?12, reason = ?13, "
+                            "metadata = ?14 WHERE id = ?1"));
+    BindWorker(s, w);
+    TX_RETURN_IF_ERROR(s.Run());
+    return ExpectChange(db_, "worker " + w.id);
+  }
+
+  Result<std::optional<Worker>> GetWorker(std::string_view id) override {
+    TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("SELECT " WORKER_COLS " FROM workers WHERE id = ?1"));
+    s.Bind(1, id);
+    return ReadOne<Worker>(s, ReadWorker);
+  }
+
+  Result<std::vector<Worker>> ListWorkers(const std::vector<WorkerStatus>& statuses) override {
+    std::vector<std::string> names;
+    for (auto st : statuses) names.emplace_back(ToString(st));
+    TX_ASSIGN_OR_RETURN(
+        Stmt s, db_.Prepare("SELECT " WORKER_COLS " FROM workers WHERE ?1 = '[]' OR status IN "
+                            "(SELECT value FROM json_each(?1)) "
+                            "ORDER BY registered_at DESC, rowid DESC"));
+    s.Bind(1, ListText(names));
+    return ReadAll<Worker>(s, ReadWorker);
+  }
+
+  Status AppendEvent(Event& e) override {
+    TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("INSERT INTO events (type, at, task_id, worker_id, "
+                                            "data) VALUES (?1, ?2, ?3, ?4, ?5)"));
+    s.Bind(1, e.type).Bind(2, e.at).Bind(3, e.task_id).Bind(4, e.worker_id).Bind(5, e.data.dump());
+    TX_RETURN_IF_ERROR(s.Run());
+    e.id = db_.LastInsertRowid();
+    return Ok();
+  }
+
+  Result<std::vector<Event>> ListEvents(std::int64_t after_id, int limit) override {
+    TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("SELECT id, type, at, task_id, worker_id, data "
+                                            "FROM events WHERE id > ?1 ORDER BY id LIMIT ?2"));
+    s.Bind(1, after_id).Bind(2, limit > 0 ? std::int64_t{limit} : std::int64_t{-1});
+    return ReadAll<Event>(s, [](const Stmt& st) -> Result<Event> {
+      return Event{st.Int(0), st.Text(1), st.Int(2), st.Text(3), st.Text(4), Object(st.Text(5))};
+    });
+  }
+
+  Result<std::int64_t> LastEventId() override {
+    return db_.QueryInt("SELECT coalesce(max(id), 0) FROM events");
+  }
+
+  Result<OrchestratorState> GetOrchestrator() override {
+    TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("SELECT status, pid, hostname, started_at, "
+                                            "last_reconcile_at, last_report, config "
+                                            "FROM orchestrator WHERE id = 1"));
+    TX_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) return Error::Internal("the orchestrator row is missing");
+    return OrchestratorState{s.Text(0), s.Int(1),           s.Text(2),
+                             s.Int(3),  s.Int(4),           Object(s.Text(5)),
+                             Object(s.Text(6))};
+  }
+
+  Status PutOrchestrator(const OrchestratorState& o) override {
+    TX_ASSIGN_OR_RETURN(
+        Stmt s, db_.Prepare("UPDATE orchestrator SET status = ?1, pid = ?2, hostname = ?3, "
+                            "started_at = ?4, last_reconcile_at = ?5, last_report = ?6, "
+                            "config = ?7 WHERE id = 1"));
+    s.Bind(1, o.status)
+        .Bind(2, o.pid)
+        .Bind(3, o.hostname)
+        .Bind(4, o.started_at)
+        .Bind(5, o.last_reconcile_at)
+        .Bind(6, o.last_report.dump())
+        .Bind(7, o.config.dump());
+    return s.Run();
+  }
+
+ private:
+  Db& db_;
+};
+
+class SqliteStore final : public Store {
+ public:
+  SqliteStore(std::unique_ptr<Db> db, std::string path) : db_(std::move(db)), path_(std::move(path)) {}
+
+  Status Write(const TxnFn& fn) override { return Run(fn, "BEGIN IMMEDIATE"); }
+  Status Read(const TxnFn& fn) override { return Run(fn, "BEGIN"); }
+
+  Result<std::int64_t> ChangeCounter() override { return db_->QueryInt("PRAGMA data_version"); }
+  std::string Describe() const override { return path_; }
+
+ private:
+  Status Run(const TxnFn& fn, const char* begin) {
+    TX_RETURN_IF_ERROR(db_->Exec(begin));
+    SqliteTxn txn(*db_);
+    Status s = fn(txn);
+    if (!s.ok()) {
+      (void)db_->Exec("ROLLBACK");
+      return s;
+    }
+    Status c = db_->Exec("COMMIT");
+    if (!c.ok()) (void)db_->Exec("ROLLBACK");
+    return c;
+  }
+
+  std::unique_ptr<Db> db_;
+  std::string path_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> OpenSqlite(const OpenOptions& o) {
+  if (o.synchronous != "NORMAL" && o.synchronous != "FULL") {
+    return Error::InvalidArgument("invalid synchronous '" + o.synchronous +
+                                  "': expected NORMAL or FULL");
+  }
+  bool memory = o.url == ":memory:";
+  TX_ASSIGN_OR_RETURN(std::unique_ptr<Db> db,
+                      Db::Open(o.url, o.create || memory, std::chrono::milliseconds(o.busy_timeout_ms)));
+  if (!memory) {
+    TX_ASSIGN_OR_RETURN(std::int64_t wal_ok, db->QueryInt("PRAGMA journal_mode = WAL"));
+    (void)wal_ok;
+  }
+  std::string sync = "PRAGMA synchronous = " + o.synchronous;
+  TX_RETURN_IF_ERROR(db->Exec(sync.c_str()));
+  TX_RETURN_IF_ERROR(db->Exec("PRAGMA foreign_keys = ON; PRAGMA temp_store = MEMORY; "
+                              "PRAGMA cache_size = -16000"));
+  TX_RETURN_IF_ERROR(Migrate(*db, o.url));
+  return std::unique_ptr<Store>(new SqliteStore(std::move(db), o.url));
+}
+
+}  // namespace tx::store::sqlite

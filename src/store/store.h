@@ -1,0 +1,125 @@
+#pragma once
+// Store: durable state of tasks, claims, workers, events and the orchestrator.
+//
+// A Store runs each call of Write() or Read() as ONE transaction: the function receives a Txn,
+// performs reads and writes through it, and returns a Status. On ok, Write commits; on an error,
+// it rolls back and returns that error, so a failed operation leaves no partial write. Services
+// keep every read-modify-write inside one Write (design.md §2.3).
+//
+// Backends: SQLite (BEGIN IMMEDIATE serialises writers; busy waits are absorbed up to the busy
+// timeout) and, later, PostgreSQL (PickNextReady uses FOR UPDATE SKIP LOCKED; Write retries on a
+// serialization failure, so the function must have no effect outside the Txn).
+//
+// A Store object is one connection: use it from one thread at a time, and open one per thread.
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/claim.h"
+#include "core/error.h"
+#include "core/event.h"
+#include "core/orchestrator.h"
+#include "core/task.h"
+#include "core/worker.h"
+
+namespace tx::store {
+
+struct TaskFilter {
+  std::optional<TaskStatus> status;
+  std::optional<std::string> queue;
+  std::optional<std::string> owner;
+  int limit = 0;  // 0 = no limit
+};
+
+// What a worker can take: used to pick the best eligible ready task.
+struct PickCriteria {
+  std::vector<std::string> queues;        // at least one
+  std::vector<std::string> capabilities;  // task.requires must be a subset
+  std::string worker_name;                // an owner pin matches the name ...
+  std::string worker_slot;                // ... or the slot
+  Millis now = 0;                         // run_after <= now
+};
+
+struct StatusCount {
+  TaskStatus status;
+  std::string queue;
+  std::int64_t count;
+};
+
+class Txn {
+ public:
+  virtual ~Txn() = default;
+
+  // Tasks.
+  virtual Result<std::optional<Task>> GetTask(std::string_view id) = 0;
+  virtual Result<std::vector<Task>> ListTasks(const TaskFilter& filter) = 0;
+  virtual Status InsertTask(Task& task) = 0;  // sets task.seq
+  virtual Status UpdateTask(const Task& task) = 0;
+  // Rewrites the dependency index of a task (InsertTask already indexes task.after).
+  virtual Status ReplaceDependencies(const std::string& task_id,
+                                     const std::vector<std::string>& after) = 0;
+  // The best ready task for the criteria: priority desc, then FIFO. Locks it on backends that
+  // lock rows (skipping rows other transactions hold).
+  virtual Result<std::optional<Task>> PickNextReady(const PickCriteria& criteria) = 0;
+  virtual Result<std::vector<std::string>> ListDependents(std::string_view task_id) = 0;
+  virtual Result<std::vector<std::string>> ListRunningTasksWithoutActiveClaim() = 0;
+  virtual Result<std::vector<StatusCount>> CountTasks() = 0;
+
+  // Claims. InsertClaim assigns the next fencing token.
+  virtual Status InsertClaim(Claim& claim) = 0;
+  virtual Status UpdateClaim(const Claim& claim) = 0;
+  virtual Result<std::optional<Claim>> GetClaim(std::int64_t token) = 0;
+  virtual Result<std::optional<Claim>> GetActiveClaimForTask(std::string_view task_id) = 0;
+  virtual Result<std::vector<Claim>> ListClaimsForTask(std::string_view task_id) = 0;
+  virtual Result<std::vector<Claim>> ListActiveClaims() = 0;
+  virtual Result<std::vector<Claim>> ListActiveClaimsExpiredAt(Millis now) = 0;
+  virtual Result<int> CountClaimsForTask(std::string_view task_id) = 0;
+
+  // Workers.
+  virtual Status InsertWorker(const Worker& worker) = 0;
+  virtual Status UpdateWorker(const Worker& worker) = 0;
+  virtual Result<std::optional<Worker>> GetWorker(std::string_view id) = 0;
+  // Workers in the given states (all when empty), newest registration first.
+  virtual Result<std::vector<Worker>> ListWorkers(const std::vector<WorkerStatus>& statuses) = 0;
+
+  // Events.
+  virtual Status AppendEvent(Event& event) = 0;  // sets event.id
+  virtual Result<std::vector<Event>> ListEvents(std::int64_t after_id, int limit) = 0;
+  virtual Result<std::int64_t> LastEventId() = 0;  // 0 when the log is empty
+
+  // The orchestrator's singleton row.
+  virtual Result<OrchestratorState> GetOrchestrator() = 0;
+  virtual Status PutOrchestrator(const OrchestratorState& state) = 0;
+};
+
+using TxnFn = std::function<Status(Txn&)>;
+
+class Store {
+ public:
+  virtual ~Store() = default;
+  virtual Status Write(const TxnFn& fn) = 0;
+  virtual Status Read(const TxnFn& fn) = 0;
+  // A cheap number that changes whenever another connection commits (for --follow loops).
+  virtual Result<std::int64_t> ChangeCounter() = 0;
+  // What the store is, for messages: the file path or the URL without credentials.
+  virtual std::string Describe() const = 0;
+};
+
+struct OpenOptions {
+  std::string url;  // a file path, ":memory:", or (later) postgresql://...
+  bool create = false;  // create the database if missing (tx init); otherwise it must exist
+  std::string synchronous = "NORMAL";  // SQLite: NORMAL or FULL
+  Millis busy_timeout_ms = 10'000;
+};
+
+// Opens a store and applies pending migrations. A schema newer than this binary knows is refused.
+Result<std::unique_ptr<Store>> Open(const OpenOptions& options);
+
+// The schema version this binary writes.
+int SchemaVersion();
+
+}  // namespace tx::store
