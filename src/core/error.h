@@ -51,7 +51,8 @@ class [[nodiscard]] Result {
   bool ok() const { return v_.index() == 0; }
   T& value() & { return std::get<0>(v_); }
   const T& value() const& { return std::get<0>(v_); }
-  T&& value() && { return std::get<0>(std::move(v_)); }
+  // By value, so `for (auto& x : F().value())` does not dangle.
+  T value() && { return std::get<0>(std::move(v_)); }
   const Error& error() const { return std::get<1>(v_); }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }

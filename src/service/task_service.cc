@@ -22,6 +22,8 @@ Status TaskService::Insert(store::Txn& txn, Task& t, Millis now) {
     if (!seen.insert(dep).second) {
       return Error::InvalidArgument("task " + dep + " appears twice in --after");
     }
+  }
+  for (const auto& dep : t.after) {
     TX_ASSIGN_OR_RETURN(std::optional<Task> d, txn.GetTask(dep));
     if (!d) return Error::NotFound("task " + dep + " (in --after) not found");
   }
@@ -139,6 +141,8 @@ Result<Task> TaskService::Update(std::string_view id, const TaskPatch& patch) {
         if (!seen.insert(dep).second) {
           return Error::InvalidArgument("task " + dep + " appears twice in --after");
         }
+      }
+      for (const auto& dep : *patch.after) {
         TX_ASSIGN_OR_RETURN(std::optional<Task> d, txn.GetTask(dep));
         if (!d) return Error::NotFound("task " + dep + " (in --after) not found");
       }

@@ -1,0 +1,314 @@
+// tx_drain: the throughput driver. K claimer processes drain N no-op tasks from one SQLite store,
+// each claiming (ClaimService::ClaimNext) and completing (ClaimService::Report(kDone)) one task
+// at a time, the way K `tx worker` processes would with an instant agent.
+//
+//   tx_drain --claimers K --tasks N [--runs R] [--sync NORMAL|FULL] [--queued Q] [--batch B]
+//
+// Each run: a fresh temp dir and store; N ready tasks seeded with TaskService::AddMany (B per
+// transaction), plus Q lower-priority tasks that stay queued (a backlog the claim path must not
+// notice); the store is closed; then K children are forked, each opening the store itself,
+// registering a worker and claiming until the queue is empty (with a backlog: until N claims in
+// all). The clock runs from just before the first fork to the last child's exit, so it includes
+// process start-up, opening the store and registering, as the peers' figures do. Afterwards the
+// parent checks that all N tasks are done and none is running.
+//
+// Output: one line per run, `median X tasks/s (min..max, ±S%)` (S = half the min..max range
+// relative to the median), and a final `JSON {...}` line for scripts.
+
+#include <sqlite3.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "bench_util.h"
+#include "service/claim_service.h"
+#include "service/worker_service.h"
+
+namespace tx::bench {
+namespace {
+
+constexpr int kMaxClaimers = 256;
+
+struct Options {
+  int claimers = 4;
+  std::int64_t tasks = 20'000;
+  int runs = 3;
+  std::string sync = "NORMAL";
+  std::int64_t queued = 0;
+  std::int64_t batch = 10'000;
+};
+
+// Shared between the parent and its forked claimers (MAP_SHARED | MAP_ANONYMOUS).
+struct Shared {
+  std::atomic<std::int64_t> budget;  // claims left when a backlog is present
+  std::int64_t completed[kMaxClaimers];
+  std::int64_t ready_ns[kMaxClaimers];  // CLOCK_MONOTONIC when registered
+  std::int64_t last_ns[kMaxClaimers];   // CLOCK_MONOTONIC of the last completion
+};
+
+std::int64_t MonoNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+[[noreturn]] void Usage(const char* msg) {
+  std::fprintf(stderr,
+               "tx_drain: %s\nusage: tx_drain [--claimers K] [--tasks N] [--runs R] "
+               "[--sync NORMAL|FULL] [--queued Q] [--batch B]\n",
+               msg);
+  std::exit(2);
+}
+
+std::int64_t ParseInt(const char* flag, const char* text, std::int64_t min) {
+  char* end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || v < min) {
+    Usage((std::string("invalid value for ") + flag + ": '" + text + "'").c_str());
+  }
+  return v;
+}
+
+Options ParseArgs(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> const char* {
+      if (i + 1 >= argc) Usage((a + " needs a value").c_str());
+      return argv[++i];
+    };
+    if (a == "--claimers") {
+      o.claimers = static_cast<int>(ParseInt("--claimers", value(), 1));
+      if (o.claimers > kMaxClaimers) Usage("at most 256 claimers");
+    } else if (a == "--tasks") {
+      o.tasks = ParseInt("--tasks", value(), 1);
+    } else if (a == "--runs") {
+      o.runs = static_cast<int>(ParseInt("--runs", value(), 1));
+    } else if (a == "--sync") {
+      o.sync = value();
+      if (o.sync != "NORMAL" && o.sync != "FULL") Usage("--sync takes NORMAL or FULL");
+    } else if (a == "--queued") {
+      o.queued = ParseInt("--queued", value(), 0);
+    } else if (a == "--batch") {
+      o.batch = ParseInt("--batch", value(), 1);
+    } else if (a == "-h" || a == "--help") {
+      Usage("help");
+    } else {
+      Usage(("unknown argument '" + a + "'").c_str());
+    }
+  }
+  return o;
+}
+
+// The body of one claimer process. Returns the exit code.
+int Claimer(const Options& o, const std::string& path, int index, Shared* shared) {
+  RealClock clock;
+  auto opened = OpenStore(path, o.sync, /*create=*/false);
+  if (!opened.ok()) {
+    std::fprintf(stderr, "claimer %d: open %s: %s\n", index, path.c_str(),
+                 opened.error().message().c_str());
+    return 1;
+  }
+  std::unique_ptr<store::Store> store = std::move(opened).value();
+  service::WorkerService workers(*store, clock);
+  service::Registration r;
+  r.name = "bench-" + std::to_string(index);
+  r.hostname = "localhost";
+  r.pid = getpid();
+  auto worker = workers.Register(r);
+  if (!worker.ok()) {
+    std::fprintf(stderr, "claimer %d: register: %s\n", index, worker.error().message().c_str());
+    return 1;
+  }
+  shared->ready_ns[index] = MonoNs();
+  service::ClaimService claims(*store, clock);
+  bool budgeted = o.queued > 0;
+  std::int64_t done = 0;
+  for (;;) {
+    if (budgeted && shared->budget.fetch_sub(1) <= 0) break;
+    auto c = claims.ClaimNext(worker->id);
+    if (!c.ok()) {
+      std::fprintf(stderr, "claimer %d: claim: %s\n", index, c.error().message().c_str());
+      return 1;
+    }
+    if (!c->has_value()) break;
+    const service::ClaimResult& cr = **c;
+    auto t = claims.Report(cr.task.id, cr.claim.token, service::Outcome::kDone, "");
+    if (!t.ok()) {
+      std::fprintf(stderr, "claimer %d: report %s: %s\n", index, cr.task.id.c_str(),
+                   t.error().message().c_str());
+      return 1;
+    }
+    ++done;
+    shared->completed[index] = done;
+    shared->last_ns[index] = MonoNs();
+  }
+  return 0;
+}
+
+struct RunResult {
+  double seconds = 0;
+  double tasks_per_s = 0;
+  double after_ready_per_s = 0;
+  std::vector<std::int64_t> per_claimer;
+};
+
+RunResult OneRun(const Options& o, Shared* shared) {
+  TempDir dir;
+  std::string path = dir.File("tx.db");
+  RealClock clock;
+  {
+    auto store = CheckOk(OpenStore(path, o.sync, /*create=*/true), "create store");
+    CheckOk(SeedTasks(*store, clock, o.tasks, /*priority=*/0, o.batch), "seed tasks");
+    if (o.queued > 0) {
+      CheckOk(SeedTasks(*store, clock, o.queued, /*priority=*/-1, o.batch), "seed backlog");
+    }
+  }  // closed: the children open the store after fork
+
+  shared->budget.store(o.tasks);
+  for (int i = 0; i < o.claimers; ++i) {
+    shared->completed[i] = 0;
+    shared->ready_ns[i] = 0;
+    shared->last_ns[i] = 0;
+  }
+  std::fflush(nullptr);
+
+  std::vector<pid_t> pids;
+  std::int64_t t0 = MonoNs();
+  for (int i = 0; i < o.claimers; ++i) {
+    pid_t pid = fork();
+    if (pid < 0) {
+      std::perror("fork");
+      std::exit(1);
+    }
+    if (pid == 0) {
+      int rc = Claimer(o, path, i, shared);
+      std::fflush(nullptr);
+      _exit(rc);
+    }
+    pids.push_back(pid);
+  }
+  bool failed = false;
+  for (std::size_t left = pids.size(); left > 0; --left) {
+    int status = 0;
+    pid_t pid = wait(&status);
+    if (pid < 0) {
+      std::perror("wait");
+      std::exit(1);
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      std::fprintf(stderr, "claimer pid %d failed (%s %d)\n", pid,
+                   WIFEXITED(status) ? "exit" : "signal",
+                   WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+      failed = true;
+    }
+  }
+  std::int64_t t1 = MonoNs();
+  if (failed) std::exit(1);
+
+  auto store = CheckOk(OpenStore(path, o.sync, /*create=*/false), "reopen store");
+  auto counts = CheckOk(CountByStatus(*store, clock), "count tasks");
+  std::int64_t done = counts[TaskStatus::kDone];
+  std::int64_t running = counts[TaskStatus::kRunning];
+  std::int64_t ready = counts[TaskStatus::kReady];
+  if (done != o.tasks || running != 0 || ready != o.queued) {
+    std::fprintf(stderr, "verification failed: done %lld (want %lld), running %lld (want 0), "
+                 "ready %lld (want %lld)\n",
+                 static_cast<long long>(done), static_cast<long long>(o.tasks),
+                 static_cast<long long>(running), static_cast<long long>(ready),
+                 static_cast<long long>(o.queued));
+    std::exit(1);
+  }
+
+  RunResult r;
+  r.seconds = static_cast<double>(t1 - t0) / 1e9;
+  r.tasks_per_s = static_cast<double>(o.tasks) / r.seconds;
+  std::int64_t first_ready = INT64_MAX;
+  std::int64_t last_done = 0;
+  for (int i = 0; i < o.claimers; ++i) {
+    r.per_claimer.push_back(shared->completed[i]);
+    if (shared->ready_ns[i] > 0) first_ready = std::min(first_ready, shared->ready_ns[i]);
+    last_done = std::max(last_done, shared->last_ns[i]);
+  }
+  if (last_done > first_ready) {
+    r.after_ready_per_s = static_cast<double>(o.tasks) / (static_cast<double>(last_done - first_ready) / 1e9);
+  }
+  return r;
+}
+
+std::string Json(const Options& o, const std::vector<RunResult>& results, const RunStats& s,
+                 const RunStats& ready) {
+  std::string runs;
+  for (const auto& r : results) {
+    if (!runs.empty()) runs += ",";
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.1f", r.tasks_per_s);
+    runs += buf;
+  }
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "{\"bench\":\"drain\",\"claimers\":%d,\"tasks\":%lld,\"queued\":%lld,"
+                "\"sync\":\"%s\",\"runs\":[%s],\"median\":%.1f,\"min\":%.1f,\"max\":%.1f,"
+                "\"spread_pct\":%.1f,\"after_ready_median\":%.1f,\"sqlite\":\"%s\"}",
+                o.claimers, static_cast<long long>(o.tasks), static_cast<long long>(o.queued),
+                o.sync.c_str(), runs.c_str(), s.median, s.min, s.max, s.spread_pct, ready.median,
+                sqlite3_libversion());
+  return buf;
+}
+
+int Main(int argc, char** argv) {
+  Options o = ParseArgs(argc, argv);
+  void* mem = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                   -1, 0);
+  if (mem == MAP_FAILED) {
+    std::perror("mmap");
+    return 1;
+  }
+  auto* shared = new (mem) Shared();
+
+  std::printf("drain: %d claimers, %lld tasks + %lld queued backlog, sync %s, %d runs "
+              "(sqlite %s, %ld cpus)\n",
+              o.claimers, static_cast<long long>(o.tasks), static_cast<long long>(o.queued),
+              o.sync.c_str(), o.runs, sqlite3_libversion(), sysconf(_SC_NPROCESSORS_ONLN));
+  std::vector<RunResult> results;
+  std::vector<double> rates;
+  std::vector<double> ready_rates;
+  for (int run = 1; run <= o.runs; ++run) {
+    RunResult r = OneRun(o, shared);
+    std::string per;
+    for (auto n : r.per_claimer) {
+      per += ' ';
+      per += std::to_string(n);
+    }
+    std::printf("run %d/%d: %lld tasks in %.3f s = %.0f tasks/s (after ready %.0f/s; per claimer:%s)\n",
+                run, o.runs, static_cast<long long>(o.tasks), r.seconds, r.tasks_per_s,
+                r.after_ready_per_s, per.c_str());
+    std::fflush(stdout);
+    rates.push_back(r.tasks_per_s);
+    ready_rates.push_back(r.after_ready_per_s);
+    results.push_back(std::move(r));
+  }
+  RunStats s = Summarize(rates);
+  RunStats ready = Summarize(ready_rates);
+  std::printf("median %.0f tasks/s (%.0f..%.0f, ±%.1f%%)\n", s.median, s.min, s.max, s.spread_pct);
+  std::printf("JSON %s\n", Json(o, results, s, ready).c_str());
+  return 0;
+}
+
+}  // namespace
+}  // namespace tx::bench
+
+int main(int argc, char** argv) { return tx::bench::Main(argc, argv); }

@@ -1,0 +1,176 @@
+// tx_micro_bench: single-connection latencies of the claim path on a real SQLite file (WAL,
+// synchronous=NORMAL) in a temp dir, with the real clock.
+//
+//   BM_Claim                 ClaimService::ClaimNext
+//   BM_ClaimComplete         ClaimNext, then ClaimService::Report(kDone)
+//   BM_Renew                 ClaimService::Renew of one claim (renewal cap lifted)
+//   BM_Heartbeat             WorkerService::Heartbeat
+//   BM_ClaimCompleteDepth/Q  claim + complete with Q ready tasks queued (kept within
+//                            kTopUp of Q by refilling outside the timed region): the claim path
+//                            should be flat in Q.
+//
+// Time per iteration is one operation (one or two transactions); items/s counts operations.
+
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "bench_util.h"
+#include "service/claim_service.h"
+#include "service/task_service.h"
+#include "service/worker_service.h"
+
+namespace tx::bench {
+namespace {
+
+constexpr std::int64_t kSeedBatch = 10'000;
+constexpr std::int64_t kTopUp = 100;
+
+// One store file with one registered worker and the three services over it.
+class Env {
+ public:
+  explicit Env(const std::string& sync = "NORMAL") {
+    store_ = CheckOk(OpenStore(dir_.File("tx.db"), sync, /*create=*/true), "open store");
+    service::ServiceOptions opts;
+    opts.max_renewals = INT_MAX;  // BM_Renew renews one claim over and over
+    tasks_ = std::make_unique<service::TaskService>(*store_, clock_, opts);
+    claims_ = std::make_unique<service::ClaimService>(*store_, clock_, opts);
+    workers_ = std::make_unique<service::WorkerService>(*store_, clock_, opts);
+    service::Registration r;
+    r.name = "bench";
+    r.hostname = "localhost";
+    r.heartbeat_interval_ms = 3'600'000;
+    worker_id_ = CheckOk(workers_->Register(r), "register").id;
+  }
+
+  void Seed(std::int64_t n) {
+    CheckOk(SeedTasks(*store_, clock_, n, 0, kSeedBatch), "seed");
+    ready_ += n;
+  }
+
+  service::ClaimResult Claim() {
+    auto c = CheckOk(claims_->ClaimNext(worker_id_), "claim");
+    if (!c) CheckOk(Status(Error::Internal("queue unexpectedly empty")), "claim");
+    --ready_;
+    return std::move(*c);
+  }
+
+  void Complete(const service::ClaimResult& c) {
+    CheckOk(claims_->Report(c.task.id, c.claim.token, service::Outcome::kDone, ""), "report");
+  }
+
+  std::int64_t ready() const { return ready_; }
+  service::ClaimService& claims() { return *claims_; }
+  service::WorkerService& workers() { return *workers_; }
+  const std::string& worker_id() const { return worker_id_; }
+
+ private:
+  TempDir dir_;
+  RealClock clock_;
+  std::unique_ptr<store::Store> store_;
+  std::unique_ptr<service::TaskService> tasks_;
+  std::unique_ptr<service::ClaimService> claims_;
+  std::unique_ptr<service::WorkerService> workers_;
+  std::string worker_id_;
+  std::int64_t ready_ = 0;
+};
+
+void BM_Claim(benchmark::State& state) {
+  Env env;
+  env.Seed(kSeedBatch);
+  for (auto _ : state) {
+    if (env.ready() == 0) {
+      state.PauseTiming();
+      env.Seed(kSeedBatch);
+      state.ResumeTiming();
+    }
+    benchmark::DoNotOptimize(env.Claim());
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_Claim)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+void BM_ClaimComplete(benchmark::State& state) {
+  Env env;
+  env.Seed(kSeedBatch);
+  for (auto _ : state) {
+    if (env.ready() == 0) {
+      state.PauseTiming();
+      env.Seed(kSeedBatch);
+      state.ResumeTiming();
+    }
+    env.Complete(env.Claim());
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_ClaimComplete)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+void BM_Renew(benchmark::State& state) {
+  Env env;
+  env.Seed(1);
+  service::ClaimResult c = env.Claim();
+  for (auto _ : state) {
+    CheckOk(env.claims().Renew(c.task.id, c.claim.token), "renew");
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_Renew)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+void BM_Heartbeat(benchmark::State& state) {
+  Env env;
+  service::HeartbeatUpdate update;
+  for (auto _ : state) {
+    CheckOk(env.workers().Heartbeat(env.worker_id(), update), "heartbeat");
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_Heartbeat)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+// Seeding a million tasks takes a while, so each depth's store is built once and reused by the
+// library's repeated calls for that argument; a new depth replaces it.
+Env& DepthEnv(std::int64_t depth) {
+  static std::int64_t current = -1;
+  static std::unique_ptr<Env> env;
+  if (current != depth) {
+    env.reset();
+    auto t0 = std::chrono::steady_clock::now();
+    env = std::make_unique<Env>();
+    env->Seed(depth);
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::fprintf(stderr, "[seeded %lld ready tasks in %.1f s]\n", static_cast<long long>(depth), s);
+    current = depth;
+  }
+  return *env;
+}
+
+void BM_ClaimCompleteDepth(benchmark::State& state) {
+  const std::int64_t depth = state.range(0);
+  Env& env = DepthEnv(depth);
+  if (env.ready() < depth) env.Seed(depth - env.ready());
+  for (auto _ : state) {
+    if (env.ready() <= depth - kTopUp) {
+      state.PauseTiming();
+      env.Seed(depth - env.ready());
+      state.ResumeTiming();
+    }
+    env.Complete(env.Claim());
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.counters["queued"] = static_cast<double>(depth);
+}
+BENCHMARK(BM_ClaimCompleteDepth)
+    ->Arg(1'000)
+    ->Arg(100'000)
+    ->Arg(1'000'000)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace tx::bench
+
+BENCHMARK_MAIN();

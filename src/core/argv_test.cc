@@ -1,0 +1,39 @@
+#include "core/argv.h"
+
+#include <gtest/gtest.h>
+
+namespace tx {
+namespace {
+
+using V = std::vector<std::string>;
+
+TEST(SplitArgv, SplitsOnWhitespaceAndHonoursQuotes) {
+  EXPECT_EQ(*SplitArgv("claude -p  'fix the bug'"), (V{"claude", "-p", "fix the bug"}));
+  EXPECT_EQ(*SplitArgv(R"(echo "a \"b\" c" d\ e)"), (V{"echo", R"(a "b" c)", "d e"}));
+  EXPECT_EQ(*SplitArgv("x ''"), (V{"x", ""}));
+}
+
+TEST(SplitArgv, ExpandsNothingSoNothingCanBeInjected) {
+  EXPECT_EQ(*SplitArgv("echo $HOME; rm -rf / `id` *"),
+            (V{"echo", "$HOME;", "rm", "-rf", "/", "`id`", "*"}));
+}
+
+TEST(SplitArgv, RefusesUnclosedQuotesAndEmptyLines) {
+  EXPECT_FALSE(SplitArgv("echo 'oops").ok());
+  EXPECT_FALSE(SplitArgv("echo \"oops").ok());
+  EXPECT_FALSE(SplitArgv("   ").ok());
+  EXPECT_FALSE(SplitArgv("trailing\\").ok());
+}
+
+TEST(AllowList, MatchesExactNamesAndWildcards) {
+  EXPECT_TRUE(IsAllowed("task.show", "task.show,task.done"));
+  EXPECT_TRUE(IsAllowed("task.done", "task.show, task.done"));
+  EXPECT_FALSE(IsAllowed("task.add", "task.show,task.done"));
+  EXPECT_TRUE(IsAllowed("claim.renew", "claim.*"));
+  EXPECT_FALSE(IsAllowed("claim", "claim.*"));
+  EXPECT_TRUE(IsAllowed("anything", "*"));
+  EXPECT_FALSE(IsAllowed("task.show", ""));
+}
+
+}  // namespace
+}  // namespace tx

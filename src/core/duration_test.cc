@@ -1,0 +1,47 @@
+#include "core/duration.h"
+
+#include <gtest/gtest.h>
+
+namespace tx {
+namespace {
+
+TEST(Duration, ParsesEveryUnit) {
+  EXPECT_EQ(*ParseDuration("250ms"), 250);
+  EXPECT_EQ(*ParseDuration("30s"), 30'000);
+  EXPECT_EQ(*ParseDuration("5m"), 300'000);
+  EXPECT_EQ(*ParseDuration("1h"), 3'600'000);
+  EXPECT_EQ(*ParseDuration("2d"), 172'800'000);
+  EXPECT_EQ(*ParseDuration("0s"), 0);
+}
+
+TEST(Duration, ParsesCompoundDurations) { EXPECT_EQ(*ParseDuration("1h30m15s"), 5'415'000); }
+
+TEST(Duration, RejectsGarbageQuotingIt) {
+  for (const char* bad : {"", "5", "abc", "5q", "m5", "1.5s", "-3s", "5 s", "30S", "1h 2m",
+                          "99999999999999999h"}) {
+    auto r = ParseDuration(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error().code(), ErrorCode::kInvalidArgument);
+    std::string quoted = std::string("'").append(bad).append("'");
+    EXPECT_NE(r.error().message().find(quoted), std::string::npos)
+        << r.error().message();
+  }
+}
+
+TEST(Duration, FormatsLargestUnitFirstAndRoundTrips) {
+  EXPECT_EQ(FormatDuration(0), "0s");
+  EXPECT_EQ(FormatDuration(250), "250ms");
+  EXPECT_EQ(FormatDuration(90'000), "1m30s");
+  EXPECT_EQ(FormatDuration(3'600'000), "1h");
+  for (Millis ms : {1, 999, 1000, 61'001, 7'200'000}) {
+    EXPECT_EQ(*ParseDuration(FormatDuration(ms)), ms);
+  }
+}
+
+TEST(Time, FormatsIso8601UtcWithMillis) {
+  EXPECT_EQ(FormatTime(0), "1970-01-01T00:00:00.000Z");
+  EXPECT_EQ(FormatTime(1'700'000'000'123), "2023-11-14T22:13:20.123Z");
+}
+
+}  // namespace
+}  // namespace tx

@@ -1,0 +1,124 @@
+#include "core/task.h"
+
+#include <gtest/gtest.h>
+
+#include "core/backoff.h"
+#include "core/claim.h"
+
+namespace tx {
+namespace {
+
+using S = TaskStatus;
+using E = TaskEvent;
+
+TEST(TaskStatus, ParsesCanonicalNamesAndSourceAliases) {
+  EXPECT_EQ(*ParseTaskStatus("ready"), S::kReady);
+  EXPECT_EQ(*ParseTaskStatus("todo"), S::kReady);
+  EXPECT_EQ(*ParseTaskStatus("in-progress"), S::kRunning);
+  EXPECT_EQ(*ParseTaskStatus("active"), S::kRunning);
+  EXPECT_EQ(*ParseTaskStatus("claimed"), S::kRunning);
+  EXPECT_EQ(*ParseTaskStatus("in_review"), S::kReview);
+  EXPECT_EQ(*ParseTaskStatus("completed"), S::kDone);
+  EXPECT_EQ(*ParseTaskStatus("blocked"), S::kBlocked);
+}
+
+TEST(TaskStatus, UnknownNameIsAnInvalidArgumentListingTheValidOnes) {
+  auto r = ParseTaskStatus("finished");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(r.error().message().find("'finished'"), std::string::npos);
+  EXPECT_NE(r.error().message().find("cancelled"), std::string::npos);
+}
+
+TEST(TaskStatus, EveryCanonicalNameRoundTrips) {
+  for (S s : {S::kBlocked, S::kReady, S::kRunning, S::kReview, S::kApproved, S::kDone, S::kFailed,
+              S::kCancelled}) {
+    EXPECT_EQ(*ParseTaskStatus(ToString(s)), s);
+  }
+}
+
+TEST(TaskTransitions, TheHappyPathIsAllowed) {
+  EXPECT_TRUE(IsAllowed(S::kBlocked, E::kUnblock, S::kReady));
+  EXPECT_TRUE(IsAllowed(S::kReady, E::kClaim, S::kRunning));
+  EXPECT_TRUE(IsAllowed(S::kRunning, E::kSucceed, S::kDone));
+  EXPECT_TRUE(IsAllowed(S::kRunning, E::kSubmitReview, S::kReview));
+  EXPECT_TRUE(IsAllowed(S::kReview, E::kApprove, S::kApproved));
+  EXPECT_TRUE(IsAllowed(S::kApproved, E::kMerge, S::kDone));
+  EXPECT_TRUE(IsAllowed(S::kReview, E::kRequestChanges, S::kReady));
+}
+
+TEST(TaskTransitions, FailedAttemptsRetryOrFail) {
+  EXPECT_TRUE(IsAllowed(S::kRunning, E::kAttemptFailed, S::kReady));
+  EXPECT_TRUE(IsAllowed(S::kRunning, E::kAttemptFailed, S::kFailed));
+  EXPECT_TRUE(IsAllowed(S::kRunning, E::kRequeue, S::kReady));
+  EXPECT_TRUE(IsAllowed(S::kFailed, E::kRetry, S::kReady));
+  EXPECT_TRUE(IsAllowed(S::kCancelled, E::kRetry, S::kReady));
+  EXPECT_TRUE(IsAllowed(S::kFailed, E::kRetry, S::kBlocked));
+}
+
+TEST(TaskTransitions, CancelReachesEveryNonTerminalStateAndNoTerminalOne) {
+  for (S s : {S::kBlocked, S::kReady, S::kRunning, S::kReview, S::kApproved}) {
+    EXPECT_TRUE(IsAllowed(s, E::kCancel, S::kCancelled)) << ToString(s);
+  }
+  for (S s : {S::kDone, S::kFailed, S::kCancelled}) {
+    EXPECT_FALSE(IsAllowed(s, E::kCancel, S::kCancelled)) << ToString(s);
+  }
+}
+
+TEST(TaskTransitions, RefusalsNameTheTaskAndItsState) {
+  EXPECT_FALSE(IsAllowed(S::kDone, E::kClaim, S::kRunning));
+  EXPECT_FALSE(IsAllowed(S::kBlocked, E::kClaim, S::kRunning));
+  EXPECT_FALSE(IsAllowed(S::kReady, E::kSucceed, S::kDone));
+  EXPECT_FALSE(IsAllowed(S::kReview, E::kMerge, S::kDone));  // merge needs an approval
+  EXPECT_FALSE(IsAllowed(S::kDone, E::kRetry, S::kReady));
+  EXPECT_FALSE(IsAllowed(S::kDone, E::kForceDone, S::kDone));
+  Status s = CheckTransition("task-abcdefgh", S::kDone, E::kCancel, S::kCancelled);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code(), ErrorCode::kConflict);
+  EXPECT_EQ(s.error().message(), "cannot cancel task task-abcdefgh: it is done");
+}
+
+TEST(TaskTransitions, OnlyTerminalStatesAreTerminal) {
+  EXPECT_TRUE(IsTerminal(S::kDone));
+  EXPECT_TRUE(IsTerminal(S::kFailed));
+  EXPECT_TRUE(IsTerminal(S::kCancelled));
+  EXPECT_FALSE(IsTerminal(S::kReview));
+  EXPECT_FALSE(IsTerminal(S::kBlocked));
+}
+
+TEST(Backoff, DoublesFromOneSecondAndCapsAtFiveMinutes) {
+  BackoffPolicy p;
+  p.jitter = 0;
+  EXPECT_EQ(RetryDelay(p, 1, 0.5), 1000);
+  EXPECT_EQ(RetryDelay(p, 2, 0.5), 2000);
+  EXPECT_EQ(RetryDelay(p, 3, 0.5), 4000);
+  EXPECT_EQ(RetryDelay(p, 30, 0.5), 300'000);
+}
+
+TEST(Backoff, JitterStaysWithinTwentyPercent) {
+  BackoffPolicy p;
+  EXPECT_EQ(RetryDelay(p, 3, 0.0), 3200);
+  EXPECT_EQ(RetryDelay(p, 3, 0.5), 4000);
+  EXPECT_LT(RetryDelay(p, 3, 0.999), 4800);
+}
+
+TEST(Claim, EndReasonsAndStatusesRoundTrip) {
+  for (int i = 0; i <= static_cast<int>(EndReason::kOrphaned); ++i) {
+    auto r = static_cast<EndReason>(i);
+    EXPECT_EQ(*ParseEndReason(ToString(r)), r);
+  }
+  for (auto s : {ClaimStatus::kActive, ClaimStatus::kReleased, ClaimStatus::kExpired,
+                 ClaimStatus::kCompleted}) {
+    EXPECT_EQ(*ParseClaimStatus(ToString(s)), s);
+  }
+}
+
+TEST(Claim, IsExpiredAtTheLeaseDeadline) {
+  Claim c;
+  c.lease_expires_at = 1000;
+  EXPECT_FALSE(IsExpired(c, 999));
+  EXPECT_TRUE(IsExpired(c, 1000));
+}
+
+}  // namespace
+}  // namespace tx

@@ -1,0 +1,255 @@
+#include "service/claim_service.h"
+
+#include <algorithm>
+
+#include "service/service_test_util.h"
+
+namespace tx::service {
+namespace {
+
+class ClaimServiceTest : public ServiceTest {};
+
+TEST_F(ClaimServiceTest, ClaimNextTakesHighestPriorityThenOldest) {
+  AddTask("low", 0);
+  Task high1 = AddTask("high 1", 5);
+  Task high2 = AddTask("high 2", 5);
+  Worker w = Register();
+  EXPECT_EQ(ClaimNextFor(w).task.id, high1.id);
+  Worker w2 = Register("w2");
+  EXPECT_EQ(ClaimNextFor(w2).task.id, high2.id);
+}
+
+TEST_F(ClaimServiceTest, ClaimNextReturnsNothingWhenNothingIsEligible) {
+  Worker w = Register();
+  ASSERT_OK_AND_ASSIGN(auto none, claims_.ClaimNext(w.id));
+  EXPECT_FALSE(none.has_value());
+}
+
+TEST_F(ClaimServiceTest, ClaimMovesTheTaskToRunningCountsAnAttemptAndRecordsTheLease) {
+  Task t = AddTask("t");
+  Worker w = Register();
+  ClaimResult r = ClaimNextFor(w);
+  EXPECT_EQ(r.task.status, TaskStatus::kRunning);
+  EXPECT_EQ(r.task.attempt, 1);
+  EXPECT_EQ(r.claim.attempt, 1);
+  EXPECT_EQ(r.claim.lease_expires_at, clock_.NowMs() + 60'000);
+  EXPECT_EQ(Get(t.id).status, TaskStatus::kRunning);
+  Worker after = GetWorker(w.id);
+  EXPECT_EQ(after.status, WorkerStatus::kBusy);
+  EXPECT_EQ(after.current_task_id, t.id);
+  EXPECT_EQ(EventTypes().back(), "task.claimed");
+}
+
+TEST_F(ClaimServiceTest, ClaimNextSkipsTasksNeedingCapabilitiesTheWorkerLacks) {
+  Task t;
+  t.title = "gpu work";
+  t.requires_caps = {"gpu"};
+  ASSERT_OK_AND_ASSIGN(Task gpu, tasks_.Add(t));
+  Worker plain = Register("plain");
+  ASSERT_OK_AND_ASSIGN(auto none, claims_.ClaimNext(plain.id));
+  EXPECT_FALSE(none.has_value());
+  Worker gpu_worker = Register("gpu", {"gpu", "linux"});
+  EXPECT_EQ(ClaimNextFor(gpu_worker).task.id, gpu.id);
+}
+
+TEST_F(ClaimServiceTest, ClaimNextHonoursAnOwnerPinByNameOrSlot) {
+  Task t;
+  t.title = "pinned";
+  t.owner = "slot-2";
+  ASSERT_OK_AND_ASSIGN(Task pinned, tasks_.Add(t));
+  Worker other = Register("other", {}, "slot-1");
+  ASSERT_OK_AND_ASSIGN(auto none, claims_.ClaimNext(other.id));
+  EXPECT_FALSE(none.has_value());
+  Worker owner = Register("owner", {}, "slot-2");
+  EXPECT_EQ(ClaimNextFor(owner).task.id, pinned.id);
+}
+
+TEST_F(ClaimServiceTest, ClaimNextOnlyTakesTheWorkersQueues) {
+  Task t;
+  t.title = "elsewhere";
+  t.queue = "builds";
+  ASSERT_OK(tasks_.Add(t));
+  Worker w = Register();
+  ASSERT_OK_AND_ASSIGN(auto none, claims_.ClaimNext(w.id));
+  EXPECT_FALSE(none.has_value());
+}
+
+TEST_F(ClaimServiceTest, AStaleWorkerMayNotClaimAndChangesNothing) {
+  AddTask("t");
+  Worker w = Register();
+  clock_.Advance(20s);  // two heartbeat intervals of 10 s
+  std::int64_t events = EventCount();
+  EXPECT_ERROR_CODE(claims_.ClaimNext(w.id), ErrorCode::kConflict);
+  EXPECT_EQ(EventCount(), events);
+}
+
+TEST_F(ClaimServiceTest, DeadOrUnknownWorkersMayNotClaim) {
+  AddTask("t");
+  Worker w = Register();
+  ASSERT_OK(workers_.MarkDead(w.id, "test"));
+  EXPECT_ERROR_CODE(claims_.ClaimNext(w.id), ErrorCode::kConflict);
+  EXPECT_ERROR_CODE(claims_.ClaimNext("worker-zzzzzzzz"), ErrorCode::kNotFound);
+}
+
+TEST_F(ClaimServiceTest, ClaimTaskRefusesRunningBlockedPinnedAndMissingCapabilities) {
+  Task dep = AddTask("dep");
+  Task blocked = AddTask("blocked", 0, {dep.id});
+  Worker w = Register();
+  ASSERT_OK(claims_.ClaimTask(dep.id, w.id));
+  Worker w2 = Register("w2");
+  EXPECT_ERROR_CODE(claims_.ClaimTask(dep.id, w2.id), ErrorCode::kConflict);
+  EXPECT_ERROR_CODE(claims_.ClaimTask(blocked.id, w2.id), ErrorCode::kConflict);
+  Task t;
+  t.title = "needs gpu";
+  t.requires_caps = {"gpu"};
+  ASSERT_OK_AND_ASSIGN(Task gpu, tasks_.Add(t));
+  EXPECT_ERROR_CODE(claims_.ClaimTask(gpu.id, w2.id), ErrorCode::kConflict);
+  EXPECT_ERROR_CODE(claims_.ClaimTask("task-zzzzzzzz", w2.id), ErrorCode::kNotFound);
+}
+
+TEST_F(ClaimServiceTest, RenewExtendsTheLeaseFromNow) {
+  AddTask("t");
+  Worker w = Register();
+  ClaimResult r = ClaimNextFor(w);
+  clock_.Advance(50s);
+  ASSERT_OK_AND_ASSIGN(Claim c, claims_.Renew(r.task.id, r.claim.token));
+  EXPECT_EQ(c.lease_expires_at, clock_.NowMs() + 60'000);
+  EXPECT_EQ(c.renewed_count, 1);
+  EXPECT_EQ(EventTypes().back(), "lease.renewed");
+}
+
+TEST_F(ClaimServiceTest, RenewIsRefusedPastTheRenewalCap) {
+  AddTask("t");
+  Worker w = Register();
+  ClaimResult r = ClaimNextFor(w);
+  for (int i = 0; i < 10; ++i) ASSERT_OK(claims_.Renew(r.task.id, r.claim.token));
+  EXPECT_ERROR_CODE(claims_.Renew(r.task.id, r.claim.token), ErrorCode::kConflict);
+}
+
+TEST_F(ClaimServiceTest, RenewAfterTheLeaseExpiredIsRefusedAndChangesNothing) {
+  AddTask("t");
+  Worker w = Register();
+  ClaimResult r = ClaimNextFor(w);
+  clock_.Advance(60s);
+  std::int64_t events = EventCount();
+  EXPECT_ERROR_CODE(claims_.Renew(r.task.id, r.claim.token), ErrorCode::kConflict);
+  EXPECT_EQ(EventCount(), events);
+  EXPECT_EQ(Attempts(r.task.id)[0].renewed_count, 0);
+}
+
+TEST_F(ClaimServiceTest, RenewWithStaleTokenIsRefusedAndChangesNothing) {
+  AddTask("t");
+  Worker w = Register();
+  ClaimResult first = ClaimNextFor(w);
+  ASSERT_OK(claims_.Release(first.task.id, first.claim.token));
+  ClaimResult second = ClaimNextFor(w);
+  ASSERT_EQ(first.task.id, second.task.id);
+  EXPECT_GT(second.claim.token, first.claim.token);
+  std::int64_t events = EventCount();
+  EXPECT_ERROR_CODE(claims_.Renew(first.task.id, first.claim.token), ErrorCode::kConflict);
+  EXPECT_ERROR_CODE(claims_.Report(first.task.id, first.claim.token, Outcome::kDone, ""),
+                    ErrorCode::kConflict);
+  EXPECT_ERROR_CODE(claims_.Release(first.task.id, first.claim.token), ErrorCode::kConflict);
+  EXPECT_EQ(EventCount(), events);
+  EXPECT_EQ(Get(first.task.id).status, TaskStatus::kRunning);
+}
+
+TEST_F(ClaimServiceTest, ATokenOfAnotherTaskOrNoClaimAtAllIsRefused) {
+  Task a = AddTask("a");
+  Task b = AddTask("b");
+  Worker w = Register();
+  ClaimResult r = ClaimNextFor(w);
+  std::string other = r.task.id == a.id ? b.id : a.id;
+  EXPECT_ERROR_CODE(claims_.Report(other, r.claim.token, Outcome::kDone, ""), ErrorCode::kConflict);
+  EXPECT_ERROR_CODE(claims_.Report(r.task.id, 999, Outcome::kDone, ""), ErrorCode::kConflict);
+  EXPECT_ERROR_CODE(claims_.Report("task-zzzzzzzz", r.claim.token, Outcome::kDone, ""),
+                    ErrorCode::kNotFound);
+}
+
+TEST_F(ClaimServiceTest, ReleaseReturnsTheTaskWithoutCountingTheAttempt) {
+  AddTask("t");
+  Worker w = Register();
+  ClaimResult r = ClaimNextFor(w);
+  ASSERT_OK_AND_ASSIGN(Task t, claims_.Release(r.task.id, r.claim.token));
+  EXPECT_EQ(t.status, TaskStatus::kReady);
+  EXPECT_EQ(t.attempt, 0);
+  EXPECT_EQ(Attempts(t.id)[0].end_reason, EndReason::kReleased);
+  EXPECT_EQ(GetWorker(w.id).status, WorkerStatus::kIdle);
+}
+
+TEST_F(ClaimServiceTest, DoneCompletesTheTaskExactlyOnce) {
+  AddTask("t");
+  Worker w = Register();
+  ClaimResult r = ClaimNextFor(w);
+  ASSERT_OK_AND_ASSIGN(Task t, claims_.Report(r.task.id, r.claim.token, Outcome::kDone, "ok"));
+  EXPECT_EQ(t.status, TaskStatus::kDone);
+  EXPECT_EQ(t.result, "ok");
+  EXPECT_ERROR_CODE(claims_.Report(r.task.id, r.claim.token, Outcome::kDone, "again"),
+                    ErrorCode::kConflict);
+  auto attempts = Attempts(t.id);
+  ASSERT_EQ(attempts.size(), 1u);
+  EXPECT_EQ(attempts[0].status, ClaimStatus::kCompleted);
+  EXPECT_EQ(attempts[0].end_reason, EndReason::kExited);
+  auto types = EventTypes();
+  EXPECT_EQ(std::count(types.begin(), types.end(), "task.done"), 1);
+  EXPECT_EQ(GetWorker(w.id).metadata["tasks_completed"], 1);
+}
+
+TEST_F(ClaimServiceTest, SuccessOfATaskThatAsksForReviewGoesToReview) {
+  Task t;
+  t.title = "reviewed";
+  t.review = true;
+  ASSERT_OK(tasks_.Add(t));
+  Worker w = Register();
+  ClaimResult r = ClaimNextFor(w);
+  ASSERT_OK_AND_ASSIGN(Task done, claims_.Report(r.task.id, r.claim.token, Outcome::kDone, ""));
+  EXPECT_EQ(done.status, TaskStatus::kReview);
+}
+
+TEST_F(ClaimServiceTest, AReportedReviewGoesToReview) {
+  AddTask("t");
+  Worker w = Register();
+  ClaimResult r = ClaimNextFor(w);
+  ASSERT_OK_AND_ASSIGN(Task t, claims_.Report(r.task.id, r.claim.token, Outcome::kReview, ""));
+  EXPECT_EQ(t.status, TaskStatus::kReview);
+}
+
+TEST_F(ClaimServiceTest, AFailedAttemptRetriesWithExponentialBackoffThenFails) {
+  Task t = AddTask("flaky");  // max_attempts 3
+  Worker w = Register();
+  Millis expected_delay[] = {1000, 2000};
+  for (int attempt = 1; attempt <= 2; ++attempt) {
+    ClaimResult r = ClaimNextFor(w);
+    ASSERT_OK_AND_ASSIGN(Task after, claims_.Report(t.id, r.claim.token, Outcome::kFail, "boom"));
+    EXPECT_EQ(after.status, TaskStatus::kReady);
+    EXPECT_EQ(after.run_after, clock_.NowMs() + expected_delay[attempt - 1]);
+    ASSERT_OK_AND_ASSIGN(auto too_early, claims_.ClaimNext(w.id));
+    EXPECT_FALSE(too_early.has_value()) << "claimable before its backoff";
+    clock_.Advance(std::chrono::milliseconds(expected_delay[attempt - 1]));
+  }
+  ClaimResult last = ClaimNextFor(w);
+  ASSERT_OK_AND_ASSIGN(Task failed, claims_.Report(t.id, last.claim.token, Outcome::kFail, "x"));
+  EXPECT_EQ(failed.status, TaskStatus::kFailed);
+  EXPECT_EQ(failed.error, "x");
+  auto attempts = Attempts(t.id);
+  ASSERT_EQ(attempts.size(), 3u);
+  for (const auto& a : attempts) EXPECT_EQ(a.end_reason, EndReason::kFailed);
+}
+
+TEST_F(ClaimServiceTest, DoneUnblocksDependentsWhoseDependenciesAreAllDone) {
+  Task a = AddTask("a");
+  Task b = AddTask("b");
+  Task c = AddTask("c", 0, {a.id, b.id});
+  EXPECT_EQ(c.status, TaskStatus::kBlocked);
+  Worker w = Register();
+  ClaimResult ra = claims_.ClaimTask(a.id, w.id).value();
+  ASSERT_OK(claims_.Report(a.id, ra.claim.token, Outcome::kDone, ""));
+  EXPECT_EQ(Get(c.id).status, TaskStatus::kBlocked);
+  ClaimResult rb = claims_.ClaimTask(b.id, w.id).value();
+  ASSERT_OK(claims_.Report(b.id, rb.claim.token, Outcome::kDone, ""));
+  EXPECT_EQ(Get(c.id).status, TaskStatus::kReady);
+  EXPECT_EQ(EventTypes().back(), "task.unblocked");
+}
+
+}  // namespace
+}  // namespace tx::service

@@ -1,0 +1,325 @@
+// The store contract suite: one parameterised suite that every backend must pass (SQLite file
+// and :memory: today; PostgreSQL joins with its backend).
+
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "store/store.h"
+
+namespace tx::store {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Backend {
+  std::string name;
+  bool file;
+};
+
+class StoreContract : public ::testing::TestWithParam<Backend> {
+ protected:
+  void SetUp() override {
+    if (GetParam().file) {
+      char tmpl[] = "/tmp/tx-store-XXXXXX";
+      dir_ = mkdtemp(tmpl);
+      url_ = dir_ + "/tx.db";
+    } else {
+      url_ = ":memory:";
+    }
+    auto s = Open({url_, /*create=*/true});
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    store_ = std::move(*s);
+  }
+  void TearDown() override {
+    store_.reset();
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+
+  Task NewTask(const std::string& id, std::int64_t priority = 0, std::string queue = "default") {
+    Task t;
+    t.id = id;
+    t.title = "title of " + id;
+    t.priority = priority;
+    t.queue = std::move(queue);
+    t.status = TaskStatus::kReady;
+    t.created_at = t.updated_at = 1000;
+    return t;
+  }
+
+  void Insert(Task t) {
+    ASSERT_TRUE(store_->Write([&](Txn& txn) { return txn.InsertTask(t); }).ok());
+  }
+
+  std::optional<Task> Pick(PickCriteria c) {
+    std::optional<Task> out;
+    EXPECT_TRUE(store_->Read([&](Txn& txn) -> Status {
+      auto r = txn.PickNextReady(c);
+      if (!r.ok()) return r.error();
+      out = *r;
+      return Ok();
+    }).ok());
+    return out;
+  }
+
+  PickCriteria Default() { return PickCriteria{{"default"}, {}, "w", "slot-1", 5000}; }
+
+  std::string dir_;
+  std::string url_;
+  std::unique_ptr<Store> store_;
+};
+
+TEST_P(StoreContract, TaskRoundTripsEveryField) {
+  Task t = NewTask("task-aaaaaaaa", -3, "q1");
+  t.description = "d";
+  t.instructions = "i";
+  t.deliverables = "x";
+  t.steps = {"one", "two"};
+  t.requires_caps = {"gpu"};
+  t.owner = "slot-2";
+  t.workdir = "/w";
+  t.command = {"echo", "a b"};
+  t.timeout_ms = 1234;
+  t.max_attempts = 5;
+  t.review = true;
+  t.repo = "/repo";
+  t.base_branch = "main";
+  t.metadata = {{"k", {1, 2}}};
+  t.attempt = 2;
+  t.run_after = 77;
+  Insert(t);
+  std::optional<Task> got;
+  ASSERT_TRUE(store_->Read([&](Txn& txn) -> Status {
+    auto r = txn.GetTask("task-aaaaaaaa");
+    if (!r.ok()) return r.error();
+    got = *r;
+    return Ok();
+  }).ok());
+  ASSERT_TRUE(got);
+  EXPECT_GT(got->seq, 0);
+  EXPECT_EQ(got->steps, t.steps);
+  EXPECT_EQ(got->requires_caps, t.requires_caps);
+  EXPECT_EQ(got->command, t.command);
+  EXPECT_EQ(got->metadata, t.metadata);
+  EXPECT_EQ(got->priority, -3);
+  EXPECT_EQ(got->queue, "q1");
+  EXPECT_EQ(got->owner, "slot-2");
+  EXPECT_EQ(got->timeout_ms, 1234);
+  EXPECT_EQ(got->max_attempts, 5);
+  EXPECT_TRUE(got->review);
+  EXPECT_EQ(got->base_branch, "main");
+  EXPECT_EQ(got->attempt, 2);
+  EXPECT_EQ(got->run_after, 77);
+}
+
+TEST_P(StoreContract, AFailedWriteLeavesNoPartialWrite) {
+  Status s = store_->Write([&](Txn& txn) -> Status {
+    Task t = NewTask("task-bbbbbbbb");
+    TX_RETURN_IF_ERROR(txn.InsertTask(t));
+    Event e{0, "task.created", 1, t.id, "", {}};
+    TX_RETURN_IF_ERROR(txn.AppendEvent(e));
+    return Error::Conflict("changed my mind");
+  });
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().message(), "changed my mind");
+  ASSERT_TRUE(store_->Read([&](Txn& txn) -> Status {
+    auto t = txn.GetTask("task-bbbbbbbb");
+    EXPECT_TRUE(t.ok() && !t->has_value());
+    auto ev = txn.ListEvents(0, 0);
+    EXPECT_TRUE(ev.ok() && ev->empty());
+    return Ok();
+  }).ok());
+}
+
+TEST_P(StoreContract, PicksHighestPriorityThenOldest) {
+  Insert(NewTask("task-aaaaaaa1", 0));
+  Insert(NewTask("task-aaaaaaa2", 5));
+  Insert(NewTask("task-aaaaaaa3", 5));
+  Insert(NewTask("task-aaaaaaa4", -1));
+  auto t = Pick(Default());
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->id, "task-aaaaaaa2");
+}
+
+TEST_P(StoreContract, PickHonoursQueueRunAfterOwnerAndCapabilities) {
+  Task other_queue = NewTask("task-aaaaaaa1", 9, "other");
+  Task later = NewTask("task-aaaaaaa2", 8);
+  later.run_after = 6000;
+  Task pinned = NewTask("task-aaaaaaa3", 7);
+  pinned.owner = "someone-else";
+  Task needs_gpu = NewTask("task-aaaaaaa4", 6);
+  needs_gpu.requires_caps = {"gpu", "linux"};
+  Task blocked = NewTask("task-aaaaaaa5", 5);
+  blocked.status = TaskStatus::kBlocked;
+  Task mine = NewTask("task-aaaaaaa6", 1);
+  mine.owner = "slot-1";
+  for (auto& t : {other_queue, later, pinned, needs_gpu, blocked, mine}) Insert(t);
+
+  auto t = Pick(Default());
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->id, "task-aaaaaaa6");
+
+  PickCriteria gpu = Default();
+  gpu.capabilities = {"linux", "gpu", "docker"};
+  EXPECT_EQ(Pick(gpu)->id, "task-aaaaaaa4");
+
+  PickCriteria both = Default();
+  both.queues = {"default", "other"};
+  EXPECT_EQ(Pick(both)->id, "task-aaaaaaa1");
+
+  PickCriteria later_now = Default();
+  later_now.now = 6000;
+  EXPECT_EQ(Pick(later_now)->id, "task-aaaaaaa2");
+
+  PickCriteria none = Default();
+  none.queues = {"empty"};
+  EXPECT_FALSE(Pick(none));
+}
+
+TEST_P(StoreContract, TokensIncreaseAndOnlyOneClaimPerTaskIsActive) {
+  Insert(NewTask("task-aaaaaaa1"));
+  Worker w;
+  w.id = "worker-aaaaaaaa";
+  w.name = "w";
+  ASSERT_TRUE(store_->Write([&](Txn& txn) { return txn.InsertWorker(w); }).ok());
+  Claim a{0, "task-aaaaaaa1", w.id, 1, 1, 100, 101};
+  Claim b = a;
+  ASSERT_TRUE(store_->Write([&](Txn& txn) { return txn.InsertClaim(a); }).ok());
+  Status dup = store_->Write([&](Txn& txn) { return txn.InsertClaim(b); });
+  ASSERT_FALSE(dup.ok());
+  EXPECT_EQ(dup.error().code(), ErrorCode::kConflict);
+  a.status = ClaimStatus::kReleased;
+  ASSERT_TRUE(store_->Write([&](Txn& txn) { return txn.UpdateClaim(a); }).ok());
+  ASSERT_TRUE(store_->Write([&](Txn& txn) { return txn.InsertClaim(b); }).ok());
+  EXPECT_GT(b.token, a.token);
+  ASSERT_TRUE(store_->Read([&](Txn& txn) -> Status {
+    auto active = txn.GetActiveClaimForTask("task-aaaaaaa1");
+    EXPECT_TRUE(active.ok() && *active && (*active)->token == b.token);
+    auto expired = txn.ListActiveClaimsExpiredAt(101);
+    EXPECT_TRUE(expired.ok() && expired->size() == 1);
+    auto not_yet = txn.ListActiveClaimsExpiredAt(100);
+    EXPECT_TRUE(not_yet.ok() && not_yet->empty());
+    auto all = txn.ListClaimsForTask("task-aaaaaaa1");
+    EXPECT_TRUE(all.ok() && all->size() == 2);
+    return Ok();
+  }).ok());
+}
+
+TEST_P(StoreContract, EventsAreNumberedInOrder) {
+  std::vector<std::int64_t> ids;
+  for (int i = 0; i < 3; ++i) {
+    Event e{0, "x", i, "", "", {{"i", i}}};
+    ASSERT_TRUE(store_->Write([&](Txn& txn) { return txn.AppendEvent(e); }).ok());
+    ids.push_back(e.id);
+  }
+  EXPECT_LT(ids[0], ids[1]);
+  EXPECT_LT(ids[1], ids[2]);
+  ASSERT_TRUE(store_->Read([&](Txn& txn) -> Status {
+    auto after = txn.ListEvents(ids[0], 0);
+    EXPECT_TRUE(after.ok() && after->size() == 2 && (*after)[0].data["i"] == 1);
+    auto last = txn.LastEventId();
+    EXPECT_TRUE(last.ok() && *last == ids[2]);
+    return Ok();
+  }).ok());
+}
+
+TEST_P(StoreContract, DependenciesAreIndexedBothWays) {
+  Insert(NewTask("task-aaaaaaa1"));
+  Task b = NewTask("task-aaaaaaa2");
+  b.after = {"task-aaaaaaa1"};
+  b.status = TaskStatus::kBlocked;
+  Insert(b);
+  ASSERT_TRUE(store_->Read([&](Txn& txn) -> Status {
+    auto deps = txn.ListDependents("task-aaaaaaa1");
+    EXPECT_TRUE(deps.ok() && *deps == std::vector<std::string>{"task-aaaaaaa2"});
+    return Ok();
+  }).ok());
+}
+
+TEST_P(StoreContract, WorkersAndTheOrchestratorRowRoundTrip) {
+  Worker w;
+  w.id = "worker-aaaaaaaa";
+  w.name = "n";
+  w.slot = "slot-1";
+  w.capabilities = {"a"};
+  w.status = WorkerStatus::kBusy;
+  w.metadata = {{"rss_mb", 3}};
+  ASSERT_TRUE(store_->Write([&](Txn& txn) { return txn.InsertWorker(w); }).ok());
+  ASSERT_TRUE(store_->Write([&](Txn& txn) -> Status {
+    auto o = txn.GetOrchestrator();
+    if (!o.ok()) return o.error();
+    o->status = "running";
+    o->last_reconcile_at = 42;
+    return txn.PutOrchestrator(*o);
+  }).ok());
+  ASSERT_TRUE(store_->Read([&](Txn& txn) -> Status {
+    auto busy = txn.ListWorkers({WorkerStatus::kBusy});
+    EXPECT_TRUE(busy.ok() && busy->size() == 1 && (*busy)[0].metadata["rss_mb"] == 3);
+    auto idle = txn.ListWorkers({WorkerStatus::kIdle});
+    EXPECT_TRUE(idle.ok() && idle->empty());
+    auto o = txn.GetOrchestrator();
+    EXPECT_TRUE(o.ok() && o->status == "running" && o->last_reconcile_at == 42);
+    return Ok();
+  }).ok());
+}
+
+INSTANTIATE_TEST_SUITE_P(Sqlite, StoreContract,
+                         ::testing::Values(Backend{"file", true}, Backend{"memory", false}),
+                         [](const auto& info) { return info.param.name; });
+
+// File-only behaviour.
+
+TEST(SqliteStore, OpeningAMissingStoreWithoutCreateSaysToRunInit) {
+  auto s = Open({"/tmp/tx-definitely-missing/tx.db", false});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message().find("tx init"), std::string::npos);
+}
+
+TEST(SqliteStore, RefusesASchemaNewerThanItKnows) {
+  char tmpl[] = "/tmp/tx-store-XXXXXX";
+  std::string dir = mkdtemp(tmpl);
+  std::string path = dir + "/tx.db";
+  ASSERT_TRUE(Open({path, true}).ok());
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "PRAGMA user_version = 99", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  auto s = Open({path, false});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message().find("schema version 99, newer than this tx knows"),
+            std::string::npos)
+      << s.error().message();
+  fs::remove_all(dir);
+}
+
+TEST(SqliteStore, ReopeningKeepsDataAndAppliesNoMigrationTwice) {
+  char tmpl[] = "/tmp/tx-store-XXXXXX";
+  std::string dir = mkdtemp(tmpl);
+  std::string path = dir + "/tx.db";
+  {
+    auto s = Open({path, true});
+    ASSERT_TRUE(s.ok());
+    Event e{0, "x", 1, "", "", {}};
+    ASSERT_TRUE((*s)->Write([&](Txn& txn) { return txn.AppendEvent(e); }).ok());
+  }
+  auto s = Open({path, false});
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  ASSERT_TRUE((*s)->Read([&](Txn& txn) -> Status {
+    auto last = txn.LastEventId();
+    EXPECT_TRUE(last.ok() && *last == 1);
+    return Ok();
+  }).ok());
+  fs::remove_all(dir);
+}
+
+TEST(SqliteStore, RefusesAnUnknownSynchronousMode) {
+  auto s = Open({":memory:", true, "SOMETIMES"});
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code(), ErrorCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace tx::store
