@@ -94,6 +94,7 @@ Status FinishDone(Txn& txn, Task& task, const std::string& result, Millis now,
                   const std::string& worker_id) {
   task.status = TaskStatus::kDone;
   task.result = result;
+  task.error.clear();  // an earlier attempt's error stays in attempts[] and the event log
   task.finished_at = now;
   task.updated_at = now;
   TX_RETURN_IF_ERROR(txn.UpdateTask(task));

@@ -1,0 +1,36 @@
+# Shared by scripts/demo and scripts/test: install what is missing, configure once per build
+# type, build with ccache.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PACKAGES=(g++ cmake ninja-build ccache python3 libsqlite3-dev nlohmann-json3-dev libcli11-dev
+          libgtest-dev libbenchmark-dev)
+
+install_deps() {
+  local missing=()
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if ((${#missing[@]})); then
+    echo "== installing: ${missing[*]}"
+    local sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+  fi
+}
+
+# build TYPE: release | asan. Configures build/TYPE once, then builds it.
+build() {
+  local type="$1" dir="$ROOT/build/$1"
+  local args=(-G Ninja -DCMAKE_BUILD_TYPE=Release)
+  if [ "$type" = asan ]; then
+    args=(-G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTX_SANITIZE=ON -DTX_BUILD_BENCH=OFF)
+  fi
+  if [ ! -f "$dir/build.ninja" ]; then
+    cmake -S "$ROOT" -B "$dir" "${args[@]}" >/dev/null
+  fi
+  echo "== building $type"
+  cmake --build "$dir" -- -j"$(nproc)" | grep -Ev '^\[[0-9]+/[0-9]+\] ' || true
+  test -x "$dir/tx"
+}
