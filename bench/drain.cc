@@ -163,6 +163,8 @@ struct RunResult {
   double seconds = 0;
   double tasks_per_s = 0;
   double after_ready_per_s = 0;
+  double first_ready_ms = 0;  // from the first fork to the first / last claimer registered
+  double last_ready_ms = 0;
   std::vector<std::int64_t> per_claimer;
 };
 
@@ -237,12 +239,16 @@ RunResult OneRun(const Options& o, Shared* shared) {
   r.seconds = static_cast<double>(t1 - t0) / 1e9;
   r.tasks_per_s = static_cast<double>(o.tasks) / r.seconds;
   std::int64_t first_ready = INT64_MAX;
+  std::int64_t last_ready = 0;
   std::int64_t last_done = 0;
   for (int i = 0; i < o.claimers; ++i) {
     r.per_claimer.push_back(shared->completed[i]);
-    if (shared->ready_ns[i] > 0) first_ready = std::min(first_ready, shared->ready_ns[i]);
+    first_ready = std::min(first_ready, shared->ready_ns[i]);
+    last_ready = std::max(last_ready, shared->ready_ns[i]);
     last_done = std::max(last_done, shared->last_ns[i]);
   }
+  r.first_ready_ms = static_cast<double>(first_ready - t0) / 1e6;
+  r.last_ready_ms = static_cast<double>(last_ready - t0) / 1e6;
   if (last_done > first_ready) {
     r.after_ready_per_s = static_cast<double>(o.tasks) / (static_cast<double>(last_done - first_ready) / 1e9);
   }
@@ -293,9 +299,10 @@ int Main(int argc, char** argv) {
       per += ' ';
       per += std::to_string(n);
     }
-    std::printf("run %d/%d: %lld tasks in %.3f s = %.0f tasks/s (after ready %.0f/s; per claimer:%s)\n",
+    std::printf("run %d/%d: %lld tasks in %.3f s = %.0f tasks/s (after ready %.0f/s; claimers "
+                "ready after %.0f..%.0f ms; per claimer:%s)\n",
                 run, o.runs, static_cast<long long>(o.tasks), r.seconds, r.tasks_per_s,
-                r.after_ready_per_s, per.c_str());
+                r.after_ready_per_s, r.first_ready_ms, r.last_ready_ms, per.c_str());
     std::fflush(stdout);
     rates.push_back(r.tasks_per_s);
     ready_rates.push_back(r.after_ready_per_s);

@@ -5,20 +5,19 @@
 // line on stderr that starts with "tx: " and names the bad value, and — through a snapshot of
 // `task list`, every `task show` and `events` — nothing written to the store.
 
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "tx_process.h"
 
@@ -35,6 +34,14 @@ using Args = std::vector<std::string>;
 std::string Join(const Args& args) {
   std::string out = "tx";
   for (const auto& a : args) out += " " + a;
+  return out;
+}
+
+// 'value', as tx quotes a bad value in its messages.
+std::string Quoted(std::string_view value) {
+  std::string out = "'";
+  out.append(value);
+  out += '\'';
   return out;
 }
 
@@ -55,7 +62,8 @@ std::string Describe(const Args& args, const RunResult& r) {
   if (r.err.back() != '\n' || r.err.find('\n') != r.err.size() - 1) {
     return fail() << "expected exactly one line on stderr";
   }
-  if (r.err.find(needle) == std::string::npos) return fail() << "expected stderr to name '" << needle << "'";
+  if (r.err.find(needle) == std::string::npos)
+    return fail() << "expected stderr to name '" << needle << "'";
   return ::testing::AssertionSuccess();
 }
 
@@ -63,9 +71,12 @@ const std::regex kIsoTime(R"(^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$)");
 const std::regex kTaskId(R"(^task-[a-z0-9]{8}$)");
 const std::regex kWorkerId(R"(^worker-[a-z0-9]{8}$)");
 
-bool IsTime(const json& j) { return j.is_string() && std::regex_match(j.get<std::string>(), kIsoTime); }
+bool IsTime(const json& j) {
+  return j.is_string() && std::regex_match(j.get<std::string>(), kIsoTime);
+}
 
-class Cli : public ::testing::Test {
+// A fresh directory with no store in it.
+class CliBeforeInit : public ::testing::Test {
  protected:
   // ---- running tx -------------------------------------------------------------------------
 
@@ -109,7 +120,8 @@ class Cli : public ::testing::Test {
     args.insert(args.end(), flags.begin(), flags.end());
     return MustJson(args);
   }
-  std::string Token(const std::string& id, Args flags = {}) {
+  // Claims a task and returns its fencing token as text, ready for --token.
+  std::string ClaimToken(const std::string& id, Args flags = {}) {
     return std::to_string(ClaimJson(id, flags)["token"].get<std::int64_t>());
   }
 
@@ -143,29 +155,37 @@ class Cli : public ::testing::Test {
 
   // Everything a command could have written: the task list, every task with its attempts, and
   // the event log.
-  std::string StoreState() {
+  json StoreState() {
     json state;
     state["tasks"] = Tasks();
+    state["shown"] = json::array();
     for (const auto& t : state["tasks"]) {
       state["shown"].push_back(Show(t["id"].get<std::string>()));
     }
     state["events"] = Events();
-    return state.dump(1);
+    return state;
+  }
+
+  // What changed between two StoreState()s, one line per changed part.
+  static std::string StateDiff(const json& before, const json& after) {
+    std::string out;
+    for (const auto& patch : json::diff(before, after)) out += "\n    " + patch.dump();
+    return out;
   }
 
   // Runs a command that must be refused with `code` and a message naming `needle`, and must
   // leave the store exactly as it was.
   ::testing::AssertionResult RefusedWithoutWriting(const Args& args, int code,
-                                                    const std::string& needle,
-                                                    const Env& env = {}) {
-    std::string before = StoreState();
+                                                   const std::string& needle, const Env& env = {}) {
+    json before = StoreState();
     RunResult r = Tx(args, env);
     ::testing::AssertionResult refused = IsRefusal(r, code, needle);
     if (!refused) return refused << "\n  [" << Join(args) << "]";
-    std::string after = StoreState();
+    json after = StoreState();
     if (before != after) {
-      return ::testing::AssertionFailure() << Join(args) << " was refused but wrote to the store"
-                                           << "\n--- before\n" << before << "\n--- after\n" << after;
+      return ::testing::AssertionFailure()
+             << Join(args) << " was refused (" << r.err.substr(0, r.err.size() - 1)
+             << ") but wrote to the store:" << StateDiff(before, after);
     }
     return ::testing::AssertionSuccess();
   }
@@ -176,14 +196,14 @@ class Cli : public ::testing::Test {
 };
 
 // Most tests start from an initialised store.
-class Store : public Cli {
+class Cli : public CliBeforeInit {
  protected:
   void SetUp() override { Init(); }
 };
 
 // ================================ init ===========================================================
 
-TEST_F(Cli, InitCreatesTheStoreAndATokenReadableOnlyByItsOwner) {
+TEST_F(CliBeforeInit, InitCreatesTheStoreAndATokenReadableOnlyByItsOwner) {
   RunResult r = Tx({"init"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(fs::is_regular_file(Path(".tx/tx.db")));
@@ -197,7 +217,7 @@ TEST_F(Cli, InitCreatesTheStoreAndATokenReadableOnlyByItsOwner) {
   EXPECT_GE(token.size(), 16u);
 }
 
-TEST_F(Cli, InitIsIdempotentAndKeepsTokenAndTasks) {
+TEST_F(CliBeforeInit, InitIsIdempotentAndKeepsTokenAndTasks) {
   Init();
   std::ifstream first(Path(".tx/token"));
   std::string token;
@@ -213,7 +233,7 @@ TEST_F(Cli, InitIsIdempotentAndKeepsTokenAndTasks) {
   EXPECT_EQ(TaskIds(), std::vector<std::string>{id});
 }
 
-TEST_F(Cli, InitJsonSaysWhetherItCreatedTheStore) {
+TEST_F(CliBeforeInit, InitJsonSaysWhetherItCreatedTheStore) {
   json first = MustJson({"init"});
   EXPECT_EQ(first["created"], true);
   EXPECT_EQ(first["db"], ".tx/tx.db");
@@ -222,7 +242,7 @@ TEST_F(Cli, InitJsonSaysWhetherItCreatedTheStore) {
   EXPECT_EQ(MustJson({"init"})["created"], false);
 }
 
-TEST_F(Cli, CommandsBeforeInitExitOneAndPointToInitWithoutCreatingAStore) {
+TEST_F(CliBeforeInit, CommandsBeforeInitExitOneAndPointToInitWithoutCreatingAStore) {
   for (const Args& args : std::vector<Args>{{"task", "list"},
                                             {"task", "add", "x"},
                                             {"task", "show", "task-aaaaaaaa"},
@@ -235,7 +255,7 @@ TEST_F(Cli, CommandsBeforeInitExitOneAndPointToInitWithoutCreatingAStore) {
   EXPECT_FALSE(fs::exists(Path(".tx")));
 }
 
-TEST_F(Cli, DbFlagAndTxDbEnvironmentChooseTheStore) {
+TEST_F(CliBeforeInit, DbFlagAndTxDbEnvironmentChooseTheStore) {
   Must({"--db", "elsewhere.db", "init"});
   EXPECT_TRUE(fs::exists(Path("elsewhere.db")));
   EXPECT_FALSE(fs::exists(Path(".tx/tx.db")));
@@ -247,9 +267,19 @@ TEST_F(Cli, DbFlagAndTxDbEnvironmentChooseTheStore) {
   EXPECT_TRUE(IsRefusal(Tx({"task", "list"}), 1, "tx init"));
 }
 
+TEST_F(Cli, TxVariablesOfTheTestEnvironmentDoNotLeakIntoTx) {
+  // The harness itself: RunTx passes the parent's environment minus TX_*, plus what a test gives.
+  setenv("TX_DB", "/nonexistent/tx.db", 1);
+  setenv("TX_ALLOWED_COMMANDS", "nothing", 1);
+  RunResult r = Tx({"task", "list"});
+  unsetenv("TX_DB");
+  unsetenv("TX_ALLOWED_COMMANDS");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
 // ================================ help and grammar ===============================================
 
-TEST_F(Cli, HelpExitsZeroAndListsEveryCommand) {
+TEST_F(CliBeforeInit, HelpExitsZeroAndListsEveryCommand) {
   RunResult r = Tx({"--help"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const char* word : {"init", "task", "claim", "events", "worker", "orchestrator", "--db",
@@ -258,51 +288,51 @@ TEST_F(Cli, HelpExitsZeroAndListsEveryCommand) {
   }
   RunResult task = Tx({"task", "--help"});
   ASSERT_EQ(task.exit_code, 0) << task.err;
-  for (const char* word : {"add", "list", "show", "update", "done", "fail", "review", "cancel",
-                           "retry"}) {
+  for (const char* word :
+       {"add", "list", "show", "update", "done", "fail", "review", "cancel", "retry"}) {
     EXPECT_NE(task.out.find(word), std::string::npos) << "tx task --help lacks " << word;
   }
 }
 
-TEST_F(Cli, TaskAddHelpExitsZeroAndListsEveryFlag) {
+TEST_F(CliBeforeInit, TaskAddHelpExitsZeroAndListsEveryFlag) {
   RunResult r = Tx({"task", "add", "--help"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (const char* flag : {"--description", "--instructions", "--deliverables", "--step",
-                           "--priority", "--queue", "--requires", "--after", "--owner",
-                           "--workdir", "--command", "--agent", "--timeout", "--max-attempts",
-                           "--review", "--repo", "--base", "--metadata"}) {
+  for (const char* flag :
+       {"--description", "--instructions", "--deliverables", "--step", "--priority", "--queue",
+        "--requires", "--after", "--owner", "--workdir", "--command", "--agent", "--timeout",
+        "--max-attempts", "--review", "--repo", "--base", "--metadata"}) {
     EXPECT_NE(r.out.find(flag), std::string::npos) << "tx task add --help lacks " << flag;
   }
 }
 
-TEST_F(Cli, VersionFlagPrintsTheVersion) {
+TEST_F(CliBeforeInit, VersionFlagPrintsTheVersion) {
   RunResult r = Tx({"--version"});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("tx "), std::string::npos) << r.out;
 }
 
-TEST_F(Store, UnknownCommandExitsTwoAndNamesIt) {
+TEST_F(Cli, UnknownCommandExitsTwoAndNamesIt) {
   EXPECT_TRUE(RefusedWithoutWriting({"frobnicate"}, 2, "frobnicate"));
 }
 
-TEST_F(Store, UnknownTaskSubcommandExitsTwoAndNamesIt) {
+TEST_F(Cli, UnknownTaskSubcommandExitsTwoAndNamesIt) {
   EXPECT_TRUE(RefusedWithoutWriting({"task", "frobnicate"}, 2, "frobnicate"));
 }
 
-TEST_F(Store, NoCommandExitsTwo) {
+TEST_F(Cli, NoCommandExitsTwo) {
   RunResult r = Tx({});
   EXPECT_EQ(r.exit_code, 2) << r.err;
 }
 
-TEST_F(Store, UnknownFlagExitsTwoAndNamesIt) {
+TEST_F(Cli, UnknownFlagExitsTwoAndNamesIt) {
   EXPECT_TRUE(RefusedWithoutWriting({"task", "add", "x", "--bogus"}, 2, "--bogus"));
 }
 
-TEST_F(Store, TaskAddWithoutTitleExitsTwo) {
+TEST_F(Cli, TaskAddWithoutTitleExitsTwo) {
   EXPECT_TRUE(RefusedWithoutWriting({"task", "add"}, 2, "title"));
 }
 
-TEST_F(Store, RefusalWithJsonPrintsAnErrorDocumentAndStillOneLineOnStderr) {
+TEST_F(Cli, RefusalWithJsonPrintsAnErrorDocumentAndStillOneLineOnStderr) {
   RunResult r = Tx({"task", "show", "task-aaaaaaaa", "--json"});
   EXPECT_EQ(r.exit_code, 3);
   json j = ParseOne({"task", "show", "task-aaaaaaaa", "--json"}, r);
@@ -311,9 +341,9 @@ TEST_F(Store, RefusalWithJsonPrintsAnErrorDocumentAndStillOneLineOnStderr) {
   EXPECT_EQ(r.err, "tx: " + j["error"]["message"].get<std::string>() + "\n");
 }
 
-TEST_F(Store, JsonOutputOfEveryCommandIsOneDocument) {
+TEST_F(Cli, JsonOutputOfEveryCommandIsOneDocument) {
   std::string id = Add("a");
-  std::string token = Token(id);
+  std::string token = ClaimToken(id);
   std::string worker = Show(id)["attempts"][0]["worker_id"];
   for (const Args& args : std::vector<Args>{{"init"},
                                             {"task", "add", "b"},
@@ -337,8 +367,9 @@ TEST_F(Store, JsonOutputOfEveryCommandIsOneDocument) {
 
 // ================================ task add =======================================================
 
-TEST_F(Store, TaskAddWithEveryFlagShowsThemAllInJson) {
+TEST_F(Cli, TaskAddWithEveryFlagShowsThemAllInJson) {
   std::string dep = Add("dependency");
+  // clang-format off
   std::string id = Add("the title", {"--description", "a longer text",
                                      "--instructions", "do it well",
                                      "--deliverables", "a file",
@@ -355,6 +386,7 @@ TEST_F(Store, TaskAddWithEveryFlagShowsThemAllInJson) {
                                      "--review",
                                      "--repo", "/srv/repo", "--base", "main",
                                      "--metadata", R"({"ticket": 42, "tags": ["x"]})"});
+  // clang-format on
   json t = Show(id);
   EXPECT_TRUE(std::regex_match(t["id"].get<std::string>(), kTaskId)) << t["id"];
   EXPECT_EQ(t["id"], id);
@@ -385,7 +417,7 @@ TEST_F(Store, TaskAddWithEveryFlagShowsThemAllInJson) {
   EXPECT_EQ(t["attempts"], json::array());
 }
 
-TEST_F(Store, TaskAddDefaultsAreReadyPriorityZeroDefaultQueueThreeAttempts) {
+TEST_F(Cli, TaskAddDefaultsAreReadyPriorityZeroDefaultQueueThreeAttempts) {
   json t = Show(Add("plain"));
   EXPECT_EQ(t["status"], "ready");
   EXPECT_EQ(t["priority"], 0);
@@ -396,108 +428,106 @@ TEST_F(Store, TaskAddDefaultsAreReadyPriorityZeroDefaultQueueThreeAttempts) {
   EXPECT_EQ(t["metadata"], json::object());
 }
 
-TEST_F(Store, TaskAddWithAgentRecordsTheProfile) {
+TEST_F(Cli, TaskAddWithAgentRecordsTheProfile) {
   json t = Show(Add("agent job", {"--agent", "claude"}));
   EXPECT_EQ(t["agent"], "claude");
   EXPECT_EQ(t["command"], json::array());
 }
 
-TEST_F(Store, TaskAddAcceptsNegativePriority) {
+TEST_F(Cli, TaskAddAcceptsNegativePriority) {
   EXPECT_EQ(Show(Add("later", {"--priority", "-5"}))["priority"], -5);
   EXPECT_EQ(Show(Add("later too", {"--priority=-12"}))["priority"], -12);
 }
 
-TEST_F(Store, TaskAddPrintsTheIdForPeople) {
+TEST_F(Cli, TaskAddPrintsTheIdForPeople) {
   RunResult r = Must({"task", "add", "for people"});
   std::string id = TaskIds().at(0);
   EXPECT_NE(r.out.find(id), std::string::npos) << r.out;
 }
 
-TEST_F(Store, TaskAddWithNonIntegerPriorityExitsTwoAndWritesNothing) {
+TEST_F(Cli, TaskAddWithNonIntegerPriorityExitsTwoAndWritesNothing) {
   Add("existing");
   for (const char* bad : {"abc", "1.5", "7x", "99999999999999999999"}) {
-    EXPECT_TRUE(RefusedWithoutWriting({"task", "add", "x", "--priority", bad}, 2,
-                                      "'" + std::string(bad) + "'"));
+    EXPECT_TRUE(RefusedWithoutWriting({"task", "add", "x", "--priority", bad}, 2, Quoted(bad)));
   }
 }
 
-TEST_F(Store, TaskAddWithEmptyFlagValuesIsRefusedNotDefaulted) {
+TEST_F(Cli, TaskAddWithEmptyFlagValuesIsRefusedNotDefaulted) {
   // An empty value (e.g. from an unset shell variable) is bad input, not "flag not given".
   EXPECT_TRUE(RefusedWithoutWriting({"task", "add", "x", "--priority", ""}, 2, "priority"));
-  EXPECT_TRUE(RefusedWithoutWriting({"task", "add", "x", "--timeout", ""}, 2, "duration"));
+  EXPECT_TRUE(RefusedWithoutWriting({"task", "add", "x", "--timeout", ""}, 2, "--timeout"));
   EXPECT_TRUE(RefusedWithoutWriting({"task", "add", "x", "--command", ""}, 2, "command"));
+  EXPECT_TRUE(RefusedWithoutWriting({"task", "add", "x", "--metadata", ""}, 2, "--metadata"));
+  EXPECT_TRUE(RefusedWithoutWriting({"task", "list", "--status", ""}, 2, "--status"));
 }
 
-TEST_F(Store, TaskAddWithMalformedTimeoutExitsTwoAndWritesNothing) {
+TEST_F(Cli, TaskAddWithMalformedTimeoutExitsTwoAndWritesNothing) {
   for (const char* bad : {"5q", "abc", "-5s", "5", "m"}) {
-    EXPECT_TRUE(RefusedWithoutWriting({"task", "add", "x", "--timeout", bad}, 2,
-                                      "'" + std::string(bad) + "'"));
+    EXPECT_TRUE(RefusedWithoutWriting({"task", "add", "x", "--timeout", bad}, 2, Quoted(bad)));
   }
 }
 
-TEST_F(Store, TaskAddWithZeroOrOverCapTimeoutExitsTwo) {
+TEST_F(Cli, TaskAddWithZeroOrOverCapTimeoutExitsTwo) {
   EXPECT_TRUE(RefusedWithoutWriting({"task", "add", "x", "--timeout", "0s"}, 2, "0s"));
   EXPECT_TRUE(RefusedWithoutWriting({"task", "add", "x", "--timeout", "3h"}, 2, "3h"));
 }
 
-TEST_F(Store, TaskAddAcceptsCompoundDurations) {
+TEST_F(Cli, TaskAddAcceptsCompoundDurations) {
   EXPECT_EQ(Show(Add("x", {"--timeout", "1h30m"}))["timeout"], "1h30m");
   EXPECT_EQ(Show(Add("y", {"--timeout", "250ms"}))["timeout"], "250ms");
 }
 
-TEST_F(Store, TaskAddWithInvalidJsonMetadataExitsTwoAndWritesNothing) {
+TEST_F(Cli, TaskAddWithInvalidJsonMetadataExitsTwoAndWritesNothing) {
   for (const char* bad : {"{", R"({"a":})", "not json", "{'a': 1}"}) {
     EXPECT_TRUE(RefusedWithoutWriting({"task", "add", "x", "--metadata", bad}, 2, "not valid JSON"))
         << bad;
   }
 }
 
-TEST_F(Store, TaskAddWithNonObjectMetadataExitsTwoAndWritesNothing) {
+TEST_F(Cli, TaskAddWithNonObjectMetadataExitsTwoAndWritesNothing) {
   for (const char* bad : {"[1, 2]", R"("text")", "42", "null", "true"}) {
-    EXPECT_TRUE(RefusedWithoutWriting({"task", "add", "x", "--metadata", bad}, 2,
-                                      "not a JSON object"))
+    EXPECT_TRUE(
+        RefusedWithoutWriting({"task", "add", "x", "--metadata", bad}, 2, "not a JSON object"))
         << bad;
   }
 }
 
-TEST_F(Store, TaskAddWithUnknownAfterDependencyExitsThreeAndWritesNothing) {
+TEST_F(Cli, TaskAddWithUnknownAfterDependencyExitsThreeAndWritesNothing) {
   Add("existing");
   EXPECT_TRUE(
       RefusedWithoutWriting({"task", "add", "x", "--after", "task-deadbeef"}, 3, "task-deadbeef"));
 }
 
-TEST_F(Store, TaskAddWithMalformedAfterIdExitsTwo) {
+TEST_F(Cli, TaskAddWithMalformedAfterIdExitsTwo) {
   EXPECT_TRUE(RefusedWithoutWriting({"task", "add", "x", "--after", "nope"}, 2, "nope"));
 }
 
-TEST_F(Store, TaskAddWithTheSameDependencyTwiceExitsTwo) {
+TEST_F(Cli, TaskAddWithTheSameDependencyTwiceExitsTwo) {
   std::string dep = Add("dep");
-  EXPECT_TRUE(
-      RefusedWithoutWriting({"task", "add", "x", "--after", dep, "--after", dep}, 2, dep));
+  EXPECT_TRUE(RefusedWithoutWriting({"task", "add", "x", "--after", dep, "--after", dep}, 2, dep));
 }
 
-TEST_F(Store, TaskAddWithUnclosedQuoteInCommandExitsTwoAndWritesNothing) {
+TEST_F(Cli, TaskAddWithUnclosedQuoteInCommandExitsTwoAndWritesNothing) {
   EXPECT_TRUE(RefusedWithoutWriting({"task", "add", "x", "--command", "echo 'hi"}, 2, "unclosed"));
-  EXPECT_TRUE(
-      RefusedWithoutWriting({"task", "add", "x", "--command", "echo \"hi"}, 2, "unclosed"));
+  EXPECT_TRUE(RefusedWithoutWriting({"task", "add", "x", "--command", "echo \"hi"}, 2, "unclosed"));
 }
 
-TEST_F(Store, TaskAddWithCommandAndAgentExitsTwo) {
+TEST_F(Cli, TaskAddWithCommandAndAgentExitsTwo) {
   EXPECT_TRUE(RefusedWithoutWriting({"task", "add", "x", "--command", "true", "--agent", "claude"},
                                     2, "--agent"));
 }
 
-TEST_F(Store, TaskAddWithBaseButNoRepoExitsTwo) {
+TEST_F(Cli, TaskAddWithBaseButNoRepoExitsTwo) {
   EXPECT_TRUE(RefusedWithoutWriting({"task", "add", "x", "--base", "main"}, 2, "--repo"));
 }
 
-TEST_F(Store, TaskAddWithOutOfRangeMaxAttemptsExitsTwo) {
+TEST_F(Cli, TaskAddWithOutOfRangeMaxAttemptsExitsTwo) {
   for (const char* bad : {"0", "101", "-1", "three"}) {
     EXPECT_TRUE(RefusedWithoutWriting({"task", "add", "x", "--max-attempts", bad}, 2, bad));
   }
 }
 
-TEST_F(Store, TaskAddWithInvalidQueueOrCapabilityOrOwnerExitsTwo) {
+TEST_F(Cli, TaskAddWithInvalidQueueOrCapabilityOrOwnerExitsTwo) {
   EXPECT_TRUE(RefusedWithoutWriting({"task", "add", "x", "--queue", "bad queue"}, 2, "bad queue"));
   EXPECT_TRUE(RefusedWithoutWriting({"task", "add", "x", "--requires", "a/b"}, 2, "a/b"));
   EXPECT_TRUE(RefusedWithoutWriting({"task", "add", "x", "--owner", "no way"}, 2, "no way"));
@@ -505,17 +535,17 @@ TEST_F(Store, TaskAddWithInvalidQueueOrCapabilityOrOwnerExitsTwo) {
 
 // ================================ task list / show / update =====================================
 
-TEST_F(Store, TaskListWithUnknownStatusExitsTwoAndNamesIt) {
+TEST_F(Cli, TaskListWithUnknownStatusExitsTwoAndNamesIt) {
   Add("x");
   EXPECT_TRUE(RefusedWithoutWriting({"task", "list", "--status", "bogus"}, 2, "'bogus'"));
 }
 
-TEST_F(Store, TaskListAcceptsStatusAliases) {
+TEST_F(Cli, TaskListAcceptsStatusAliases) {
   std::string ready = Add("ready one");
   std::string running = Add("running one");
   std::string done = Add("done one");
-  Token(running);
-  Must({"task", "done", done, "--token", Token(done)});
+  ClaimToken(running);
+  Must({"task", "done", done, "--token", ClaimToken(done)});
 
   EXPECT_EQ(TaskIds({"--status", "todo"}), std::vector<std::string>{ready});
   EXPECT_EQ(TaskIds({"--status", "ready"}), std::vector<std::string>{ready});
@@ -527,21 +557,29 @@ TEST_F(Store, TaskListAcceptsStatusAliases) {
   EXPECT_TRUE(TaskIds({"--status", "failed"}).empty());
 }
 
-TEST_F(Store, TaskListFiltersByQueue) {
+TEST_F(Cli, TaskListFiltersByQueue) {
   Add("a");
   std::string b = Add("b", {"--queue", "gpu"});
   EXPECT_EQ(TaskIds({"--queue", "gpu"}), std::vector<std::string>{b});
   EXPECT_EQ(TaskIds().size(), 2u);
 }
 
-TEST_F(Store, TaskListOnAnEmptyStoreIsAnEmptyArray) {
+TEST_F(Cli, TaskListWithNonIntegerLimitExitsTwo) {
+  EXPECT_TRUE(RefusedWithoutWriting({"task", "list", "--limit", "ten"}, 2, "'ten'"));
+}
+
+TEST_F(Cli, TaskShowWithoutAnIdExitsTwo) {
+  EXPECT_TRUE(RefusedWithoutWriting({"task", "show"}, 2, "id"));
+}
+
+TEST_F(Cli, TaskListOnAnEmptyStoreIsAnEmptyArray) {
   EXPECT_EQ(Tasks(), json::array());
   EXPECT_EQ(Must({"task", "list"}).out, "no tasks\n");
 }
 
-TEST_F(Store, UnknownTaskIdExitsThreeForEveryCommand) {
+TEST_F(Cli, UnknownTaskIdExitsThreeForEveryCommand) {
   std::string id = Add("real");
-  std::string token = Token(id);
+  std::string token = ClaimToken(id);
   const std::string ghost = "task-deadbeef";
   for (const Args& args : std::vector<Args>{{"task", "show", ghost},
                                             {"task", "update", ghost, "--priority", "1"},
@@ -556,42 +594,42 @@ TEST_F(Store, UnknownTaskIdExitsThreeForEveryCommand) {
   }
 }
 
-TEST_F(Store, TaskUpdateThatWouldCreateACycleExitsTwoAndWritesNothing) {
+TEST_F(Cli, TaskUpdateThatWouldCreateACycleExitsTwoAndWritesNothing) {
   std::string b = Add("b");
   std::string a = Add("a", {"--after", b});
   EXPECT_TRUE(RefusedWithoutWriting({"task", "update", b, "--after", a}, 2, "cycle"));
 }
 
-TEST_F(Store, TaskUpdateWithALongerCycleExitsTwo) {
+TEST_F(Cli, TaskUpdateWithALongerCycleExitsTwo) {
   std::string c = Add("c");
   std::string b = Add("b", {"--after", c});
   std::string a = Add("a", {"--after", b});
   EXPECT_TRUE(RefusedWithoutWriting({"task", "update", c, "--after", a}, 2, "cycle"));
 }
 
-TEST_F(Store, TaskUpdateAfterItselfIsACycle) {
+TEST_F(Cli, TaskUpdateAfterItselfIsACycle) {
   std::string a = Add("a");
   EXPECT_TRUE(RefusedWithoutWriting({"task", "update", a, "--after", a}, 2, "cycle"));
 }
 
-TEST_F(Store, TaskUpdateWithUnknownDependencyExitsThree) {
+TEST_F(Cli, TaskUpdateWithUnknownDependencyExitsThree) {
   std::string a = Add("a");
   EXPECT_TRUE(
       RefusedWithoutWriting({"task", "update", a, "--after", "task-deadbeef"}, 3, "task-deadbeef"));
 }
 
-TEST_F(Store, TaskUpdateWithNothingToChangeExitsTwo) {
+TEST_F(Cli, TaskUpdateWithNothingToChangeExitsTwo) {
   std::string a = Add("a");
   EXPECT_TRUE(RefusedWithoutWriting({"task", "update", a}, 2, "nothing to update"));
 }
 
-TEST_F(Store, TaskUpdateWithBadPriorityOrMetadataExitsTwo) {
+TEST_F(Cli, TaskUpdateWithBadPriorityOrMetadataExitsTwo) {
   std::string a = Add("a");
   EXPECT_TRUE(RefusedWithoutWriting({"task", "update", a, "--priority", "high"}, 2, "'high'"));
   EXPECT_TRUE(RefusedWithoutWriting({"task", "update", a, "--metadata", "[1]"}, 2, "JSON object"));
 }
 
-TEST_F(Store, TaskUpdateChangesFieldsAndRecordsAnEvent) {
+TEST_F(Cli, TaskUpdateChangesFieldsAndRecordsAnEvent) {
   std::string a = Add("old", {"--metadata", R"({"keep": 1, "drop": 2})"});
   std::string b = Add("b");
   json t = MustJson({"task", "update", a, "--title", "new", "--priority", "9", "--metadata",
@@ -608,7 +646,7 @@ TEST_F(Store, TaskUpdateChangesFieldsAndRecordsAnEvent) {
 
 // ================================ claims and outcomes ===========================================
 
-TEST_F(Store, ClaimPrintsTheFencingToken) {
+TEST_F(Cli, ClaimPrintsTheFencingToken) {
   std::string id = Add("a");
   RunResult r = Must({"claim", id});
   std::smatch m;
@@ -617,7 +655,7 @@ TEST_F(Store, ClaimPrintsTheFencingToken) {
   EXPECT_EQ(StatusOf(id), "running");
 }
 
-TEST_F(Store, ClaimJsonCarriesTokenWorkerLeaseAndTheRunningTask) {
+TEST_F(Cli, ClaimJsonCarriesTokenWorkerLeaseAndTheRunningTask) {
   std::string id = Add("a");
   json c = ClaimJson(id, {"--lease", "10m"});
   EXPECT_TRUE(c["token"].is_number_integer());
@@ -630,13 +668,13 @@ TEST_F(Store, ClaimJsonCarriesTokenWorkerLeaseAndTheRunningTask) {
   EXPECT_EQ(c["task"]["attempt"], 1);
 }
 
-TEST_F(Store, TokensIncreaseFromClaimToClaim) {
+TEST_F(Cli, TokensIncreaseFromClaimToClaim) {
   std::int64_t first = ClaimJson(Add("a"))["token"];
   std::int64_t second = ClaimJson(Add("b"))["token"];
   EXPECT_GT(second, first);
 }
 
-TEST_F(Store, ClaimNextTakesHighestPriorityFirstThenFifo) {
+TEST_F(Cli, ClaimNextTakesHighestPriorityFirstThenFifo) {
   std::string low = Add("low", {"--priority", "0"});
   std::string high1 = Add("high 1", {"--priority", "5"});
   std::string negative = Add("negative", {"--priority", "-1"});
@@ -650,52 +688,60 @@ TEST_F(Store, ClaimNextTakesHighestPriorityFirstThenFifo) {
   EXPECT_TRUE(RefusedWithoutWriting({"claim", "--next"}, 3, "no eligible ready task"));
 }
 
-TEST_F(Store, ClaimNextOnAnEmptyQueueExitsThree) {
-  Must({"claim", "--next"});  // may fail: see the next line
+TEST_F(Cli, ClaimNextOnAnEmptyQueueExitsThree) {
+  EXPECT_TRUE(IsRefusal(Tx({"claim", "--next"}), 3, "no eligible ready task"));
+  EXPECT_EQ(Tasks(), json::array());
 }
 
-TEST_F(Store, ClaimNextSkipsBlockedTasksAndOtherQueues) {
+TEST_F(Cli, ClaimNextSkipsBlockedTasksAndOtherQueues) {
   std::string dep = Add("dep", {"--priority", "-10"});
   Add("blocked", {"--priority", "10", "--after", dep});
   Add("other queue", {"--priority", "10", "--queue", "elsewhere"});
   EXPECT_EQ(ClaimJson("", {"--next"})["task_id"], dep);
 }
 
-TEST_F(Store, ClaimOfARunningTaskExitsFourAndChangesNothing) {
+TEST_F(Cli, ClaimOfARunningTaskExitsFourAndChangesNothing) {
   std::string id = Add("a");
-  Token(id);
+  ClaimToken(id);
   EXPECT_TRUE(RefusedWithoutWriting({"claim", id}, 4, "already claimed"));
-  EXPECT_TRUE(RefusedWithoutWriting({"claim", id, "--worker", "other"}, 4, id));
 }
 
-TEST_F(Store, ClaimOfABlockedTaskExitsFour) {
+TEST_F(Cli, RefusedClaimByANewWorkerNameWritesNothing) {
+  // design.md §2.6: a refusal makes no partial write — not even the worker it would have used.
+  std::string id = Add("a");
+  ClaimToken(id);
+  EXPECT_TRUE(RefusedWithoutWriting({"claim", id, "--worker", "other"}, 4, "already claimed"));
+}
+
+TEST_F(Cli, ClaimOfABlockedTaskExitsFour) {
   std::string dep = Add("dep");
+  ClaimToken(Add("registers the cli worker"));
   std::string id = Add("a", {"--after", dep});
   EXPECT_TRUE(RefusedWithoutWriting({"claim", id}, 4, "blocked"));
 }
 
-TEST_F(Store, ClaimOfADoneTaskExitsFour) {
+TEST_F(Cli, ClaimOfADoneTaskExitsFour) {
   std::string id = Add("a");
-  Must({"task", "done", id, "--token", Token(id)});
+  Must({"task", "done", id, "--token", ClaimToken(id)});
   EXPECT_TRUE(RefusedWithoutWriting({"claim", id}, 4, id));
 }
 
-TEST_F(Store, ClaimWithMalformedLeaseExitsTwo) {
+TEST_F(Cli, ClaimWithMalformedLeaseExitsTwo) {
   std::string id = Add("a");
   EXPECT_TRUE(RefusedWithoutWriting({"claim", id, "--lease", "abc"}, 2, "'abc'"));
   EXPECT_TRUE(RefusedWithoutWriting({"claim", "--next", "--lease", "5q"}, 2, "'5q'"));
   EXPECT_TRUE(RefusedWithoutWriting({"claim", id, "--lease", "0s"}, 2, "0s"));
 }
 
-TEST_F(Store, ClaimNeedsExactlyOneOfTaskOrNext) {
+TEST_F(Cli, ClaimNeedsExactlyOneOfTaskOrNext) {
   std::string id = Add("a");
   EXPECT_TRUE(RefusedWithoutWriting({"claim"}, 2, "--next"));
   EXPECT_TRUE(RefusedWithoutWriting({"claim", id, "--next"}, 2, "--next"));
 }
 
-TEST_F(Store, TaskDoneWithTheTokenCompletesTheTaskAndItsAttempt) {
+TEST_F(Cli, TaskDoneWithTheTokenCompletesTheTaskAndItsAttempt) {
   std::string id = Add("a");
-  std::string token = Token(id);
+  std::string token = ClaimToken(id);
   json t = MustJson({"task", "done", id, "--token", token, "--result", "all good"});
   EXPECT_EQ(t["status"], "done");
   EXPECT_EQ(t["result"], "all good");
@@ -710,21 +756,22 @@ TEST_F(Store, TaskDoneWithTheTokenCompletesTheTaskAndItsAttempt) {
   EXPECT_EQ(a["status"], "completed");
   EXPECT_EQ(a["end_reason"], "exited");
   EXPECT_TRUE(a.contains("exit_code"));
-  EXPECT_EQ(EventTypes(id), (std::vector<std::string>{"task.created", "task.claimed", "task.done"}));
+  EXPECT_EQ(EventTypes(id),
+            (std::vector<std::string>{"task.created", "task.claimed", "task.done"}));
 }
 
-TEST_F(Store, TaskDoneTwiceIsRefusedTheSecondTime) {
+TEST_F(Cli, TaskDoneTwiceIsRefusedTheSecondTime) {
   std::string id = Add("a");
-  std::string token = Token(id);
+  std::string token = ClaimToken(id);
   Must({"task", "done", id, "--token", token});
   EXPECT_TRUE(RefusedWithoutWriting({"task", "done", id, "--token", token}, 4, token));
 }
 
-TEST_F(Store, TaskDoneWithAStaleTokenExitsFourAndChangesNothing) {
+TEST_F(Cli, TaskDoneWithAStaleTokenExitsFourAndChangesNothing) {
   std::string id = Add("a");
-  std::string old_token = Token(id);
+  std::string old_token = ClaimToken(id);
   Must({"claim:release", id, "--token", old_token});
-  std::string new_token = Token(id);
+  std::string new_token = ClaimToken(id);
   ASSERT_NE(old_token, new_token);
   EXPECT_TRUE(RefusedWithoutWriting({"task", "done", id, "--token", old_token}, 4, "stale"));
   EXPECT_TRUE(RefusedWithoutWriting({"task", "fail", id, "--token", old_token}, 4, "stale"));
@@ -732,45 +779,45 @@ TEST_F(Store, TaskDoneWithAStaleTokenExitsFourAndChangesNothing) {
   Must({"task", "done", id, "--token", new_token});
 }
 
-TEST_F(Store, TaskDoneWithAnotherTasksTokenExitsFour) {
+TEST_F(Cli, TaskDoneWithAnotherTasksTokenExitsFour) {
   std::string a = Add("a");
   std::string b = Add("b");
-  std::string token_a = Token(a);
-  Token(b);
+  std::string token_a = ClaimToken(a);
+  ClaimToken(b);
   EXPECT_TRUE(RefusedWithoutWriting({"task", "done", b, "--token", token_a}, 4, a));
 }
 
-TEST_F(Store, TaskDoneWithAnUnknownTokenExitsFour) {
+TEST_F(Cli, TaskDoneWithAnUnknownTokenExitsFour) {
   std::string id = Add("a");
-  Token(id);
+  ClaimToken(id);
   EXPECT_TRUE(RefusedWithoutWriting({"task", "done", id, "--token", "999"}, 4, "999"));
 }
 
-TEST_F(Store, TaskDoneWithANonIntegerTokenExitsTwo) {
+TEST_F(Cli, TaskDoneWithANonIntegerTokenExitsTwo) {
   std::string id = Add("a");
-  Token(id);
+  ClaimToken(id);
   EXPECT_TRUE(RefusedWithoutWriting({"task", "done", id, "--token", "abc"}, 2, "'abc'"));
 }
 
-TEST_F(Store, TaskDoneWithoutTokenOrForceExitsTwo) {
+TEST_F(Cli, TaskDoneWithoutTokenOrForceExitsTwo) {
   std::string id = Add("a");
-  Token(id);
+  ClaimToken(id);
   EXPECT_TRUE(RefusedWithoutWriting({"task", "done", id}, 2, "TX_CLAIM_TOKEN"));
   EXPECT_TRUE(RefusedWithoutWriting({"task", "fail", id}, 2, "--token"));
   EXPECT_TRUE(RefusedWithoutWriting({"claim:renew", id}, 2, "TX_CLAIM_TOKEN"));
   EXPECT_TRUE(RefusedWithoutWriting({"claim:release", id}, 2, "TX_CLAIM_TOKEN"));
 }
 
-TEST_F(Store, ForceAndTokenTogetherExitTwo) {
+TEST_F(Cli, ForceAndTokenTogetherExitTwo) {
   std::string id = Add("a");
-  std::string token = Token(id);
+  std::string token = ClaimToken(id);
   EXPECT_TRUE(
       RefusedWithoutWriting({"task", "done", id, "--force", "--token", token}, 2, "--force"));
 }
 
-TEST_F(Store, ForcedDoneRevokesTheClaimSoTheHolderCannotRenew) {
+TEST_F(Cli, ForcedDoneRevokesTheClaimSoTheHolderCannotRenew) {
   std::string id = Add("a");
-  std::string token = Token(id);
+  std::string token = ClaimToken(id);
   json t = MustJson({"task", "done", id, "--force"});
   EXPECT_EQ(t["status"], "done");
   EXPECT_EQ(t["attempts"][0]["status"], "released");
@@ -788,33 +835,34 @@ TEST_F(Store, ForcedDoneRevokesTheClaimSoTheHolderCannotRenew) {
   EXPECT_TRUE(recorded) << "no task.forced event naming the revoked token";
 }
 
-TEST_F(Store, ForcedFailOfAReadyTaskFailsItWithoutAClaim) {
+TEST_F(Cli, ForcedFailOfAReadyTaskFailsItWithoutAClaim) {
   std::string id = Add("a");
   json t = MustJson({"task", "fail", id, "--force", "--error", "not needed"});
   EXPECT_EQ(t["status"], "failed");
   EXPECT_EQ(t["error"], "not needed");
 }
 
-TEST_F(Store, ClaimTokenFromTheEnvironmentIsUsed) {
+TEST_F(Cli, ClaimTokenFromTheEnvironmentIsUsed) {
   std::string id = Add("a");
-  std::string token = Token(id);
-  EXPECT_TRUE(RefusedWithoutWriting({"task", "done", id}, 4, "12345", {{"TX_CLAIM_TOKEN", "12345"}}));
+  std::string token = ClaimToken(id);
+  EXPECT_TRUE(
+      RefusedWithoutWriting({"task", "done", id}, 4, "12345", {{"TX_CLAIM_TOKEN", "12345"}}));
   json renewed = MustJson({"claim:renew", id}, {{"TX_CLAIM_TOKEN", token}});
   EXPECT_EQ(renewed["renewed_count"], 1);
   json t = MustJson({"task", "done", id}, {{"TX_CLAIM_TOKEN", token}});
   EXPECT_EQ(t["status"], "done");
 }
 
-TEST_F(Store, TokenFlagTakesPrecedenceOverTheEnvironment) {
+TEST_F(Cli, TokenFlagTakesPrecedenceOverTheEnvironment) {
   std::string id = Add("a");
-  std::string token = Token(id);
+  std::string token = ClaimToken(id);
   json t = MustJson({"task", "done", id, "--token", token}, {{"TX_CLAIM_TOKEN", "999"}});
   EXPECT_EQ(t["status"], "done");
 }
 
-TEST_F(Store, ReleasePutsTheTaskBackToReadyWithoutCountingTheAttempt) {
+TEST_F(Cli, ReleasePutsTheTaskBackToReadyWithoutCountingTheAttempt) {
   std::string id = Add("a");
-  std::string token = Token(id);
+  std::string token = ClaimToken(id);
   EXPECT_EQ(Show(id)["attempt"], 1);
   json released = MustJson({"claim:release", id, "--token", token});
   EXPECT_EQ(released["status"], "ready");
@@ -832,7 +880,7 @@ TEST_F(Store, ReleasePutsTheTaskBackToReadyWithoutCountingTheAttempt) {
   EXPECT_EQ(again["n"], 2);  // the second claim is the second attempt row
 }
 
-TEST_F(Store, RenewIncrementsRenewedCountAndExtendsTheLease) {
+TEST_F(Cli, RenewIncrementsRenewedCountAndExtendsTheLease) {
   std::string id = Add("a");
   json c = ClaimJson(id);
   std::string token = std::to_string(c["token"].get<std::int64_t>());
@@ -846,9 +894,34 @@ TEST_F(Store, RenewIncrementsRenewedCountAndExtendsTheLease) {
   EXPECT_EQ(CountEvents("lease.renewed"), 2);
 }
 
-TEST_F(Store, FailWithAttemptsLeftRequeuesWithBackoffThenFailsWhenExhausted) {
+TEST_F(Cli, RenewBeyondTheRenewalCapExitsFour) {
+  std::string id = Add("a");
+  std::string token = ClaimToken(id);
+  for (int i = 1; i <= 10; ++i) {
+    EXPECT_EQ(MustJson({"claim:renew", id, "--token", token})["renewed_count"], i);
+  }
+  EXPECT_TRUE(RefusedWithoutWriting({"claim:renew", id, "--token", token}, 4, "renewal cap"));
+  Must({"task", "done", id, "--token", token});  // the claim itself is still good
+}
+
+TEST_F(Cli, TaskDoneAfterTheLeaseExpiredExitsFourAndChangesNothing) {
+  std::string id = Add("a");
+  std::string token = ClaimToken(id, {"--lease", "200ms", "--worker", "brief"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(350));
+  EXPECT_TRUE(RefusedWithoutWriting({"task", "done", id, "--token", token}, 4, "expired"));
+  EXPECT_TRUE(RefusedWithoutWriting({"claim:renew", id, "--token", token}, 4, "expired"));
+  EXPECT_EQ(StatusOf(id), "running") << "only the reconciler takes an expired lease back";
+}
+
+TEST_F(Cli, FailWithAttemptsLeftRequeuesWithBackoffThenFailsWhenExhausted) {
   std::string id = Add("flaky", {"--max-attempts", "2"});
-  json after_first = MustJson({"task", "fail", id, "--token", Token(id), "--error", "boom"});
+  json after_first = MustJson({"task", "fail", id, "--token", ClaimToken(id), "--error", "boom"});
+  auto failed_at = std::chrono::steady_clock::now();
+  RunResult next = Tx({"claim", "--next"});
+  if (std::chrono::steady_clock::now() - failed_at < std::chrono::milliseconds(700)) {
+    // The first retry waits 1 s ± 20 %: --next must not see the task yet.
+    EXPECT_TRUE(IsRefusal(next, 3, "no eligible ready task"));
+  }
   EXPECT_EQ(after_first["status"], "ready");
   EXPECT_EQ(after_first["error"], "boom");
   EXPECT_EQ(after_first["attempt"], 1);
@@ -857,7 +930,8 @@ TEST_F(Store, FailWithAttemptsLeftRequeuesWithBackoffThenFailsWhenExhausted) {
       << "a retried task waits for its backoff";
   EXPECT_EQ(after_first["attempts"][0]["end_reason"], "failed");
 
-  json after_second = MustJson({"task", "fail", id, "--token", Token(id), "--error", "boom again"});
+  json after_second =
+      MustJson({"task", "fail", id, "--token", ClaimToken(id), "--error", "boom again"});
   EXPECT_EQ(after_second["status"], "failed");
   EXPECT_EQ(after_second["attempt"], 2);
   EXPECT_EQ(after_second["attempts"].size(), 2u);
@@ -866,9 +940,9 @@ TEST_F(Store, FailWithAttemptsLeftRequeuesWithBackoffThenFailsWhenExhausted) {
                                       "task.claimed", "task.failed"}));
 }
 
-TEST_F(Store, RetryOfAFailedTaskMakesItReadyAgain) {
+TEST_F(Cli, RetryOfAFailedTaskMakesItReadyAgain) {
   std::string id = Add("a", {"--max-attempts", "1"});
-  Must({"task", "fail", id, "--token", Token(id)});
+  Must({"task", "fail", id, "--token", ClaimToken(id)});
   ASSERT_EQ(StatusOf(id), "failed");
   json t = MustJson({"task", "retry", id, "--note", "try again"});
   EXPECT_EQ(t["status"], "ready");
@@ -877,14 +951,14 @@ TEST_F(Store, RetryOfAFailedTaskMakesItReadyAgain) {
   EXPECT_EQ(ClaimJson("", {"--next"})["task_id"], id);
 }
 
-TEST_F(Store, RetryOfATaskThatHasNotFailedExitsFour) {
+TEST_F(Cli, RetryOfATaskThatHasNotFailedExitsFour) {
   std::string id = Add("a");
   EXPECT_TRUE(RefusedWithoutWriting({"task", "retry", id}, 4, id));
 }
 
-TEST_F(Store, CancelOfARunningTaskRevokesItsClaim) {
+TEST_F(Cli, CancelOfARunningTaskRevokesItsClaim) {
   std::string id = Add("a");
-  std::string token = Token(id);
+  std::string token = ClaimToken(id);
   json t = MustJson({"task", "cancel", id, "--note", "not wanted"});
   EXPECT_EQ(t["status"], "cancelled");
   EXPECT_EQ(t["attempts"][0]["end_reason"], "cancelled");
@@ -893,32 +967,32 @@ TEST_F(Store, CancelOfARunningTaskRevokesItsClaim) {
   EXPECT_EQ(EventTypes(id).back(), "task.cancelled");
 }
 
-TEST_F(Store, CancelOfAFinishedTaskExitsFour) {
+TEST_F(Cli, CancelOfAFinishedTaskExitsFour) {
   std::string id = Add("a");
-  Must({"task", "done", id, "--token", Token(id)});
+  Must({"task", "done", id, "--token", ClaimToken(id)});
   EXPECT_TRUE(RefusedWithoutWriting({"task", "cancel", id}, 4, id));
 }
 
-TEST_F(Store, CancelledTaskCanBeRetried) {
+TEST_F(Cli, CancelledTaskCanBeRetried) {
   std::string id = Add("a");
   Must({"task", "cancel", id});
   EXPECT_EQ(MustJson({"task", "retry", id})["status"], "ready");
 }
 
-TEST_F(Store, ReviewTaskGoesToReviewInsteadOfDone) {
+TEST_F(Cli, ReviewTaskGoesToReviewInsteadOfDone) {
   std::string id = Add("a", {"--review"});
-  EXPECT_EQ(MustJson({"task", "done", id, "--token", Token(id)})["status"], "review");
+  EXPECT_EQ(MustJson({"task", "done", id, "--token", ClaimToken(id)})["status"], "review");
   std::string plain = Add("b");
-  EXPECT_EQ(MustJson({"task", "review", plain, "--token", Token(plain)})["status"], "review");
+  EXPECT_EQ(MustJson({"task", "review", plain, "--token", ClaimToken(plain)})["status"], "review");
 }
 
 // ================================ dependencies ==================================================
 
-TEST_F(Store, BlockedTaskBecomesReadyWhenItsDependencyIsDone) {
+TEST_F(Cli, BlockedTaskBecomesReadyWhenItsDependencyIsDone) {
   std::string a = Add("a");
   std::string b = Add("b", {"--after", a});
   EXPECT_EQ(StatusOf(b), "blocked");
-  Must({"task", "done", a, "--token", Token(a)});
+  Must({"task", "done", a, "--token", ClaimToken(a)});
   EXPECT_EQ(StatusOf(b), "ready");
 
   bool unblocked = false;
@@ -928,31 +1002,31 @@ TEST_F(Store, BlockedTaskBecomesReadyWhenItsDependencyIsDone) {
   EXPECT_TRUE(unblocked) << "no task.unblocked event for " << b;
 }
 
-TEST_F(Store, TaskWithTwoDependenciesWaitsForBoth) {
+TEST_F(Cli, TaskWithTwoDependenciesWaitsForBoth) {
   std::string a = Add("a");
   std::string b = Add("b");
   std::string c = Add("c", {"--after", a, "--after", b});
-  Must({"task", "done", a, "--token", Token(a)});
+  Must({"task", "done", a, "--token", ClaimToken(a)});
   EXPECT_EQ(StatusOf(c), "blocked");
-  Must({"task", "done", b, "--token", Token(b)});
+  Must({"task", "done", b, "--token", ClaimToken(b)});
   EXPECT_EQ(StatusOf(c), "ready");
 }
 
-TEST_F(Store, TaskAddedAfterADoneTaskIsReadyAtOnce) {
+TEST_F(Cli, TaskAddedAfterADoneTaskIsReadyAtOnce) {
   std::string a = Add("a");
-  Must({"task", "done", a, "--token", Token(a)});
+  Must({"task", "done", a, "--token", ClaimToken(a)});
   EXPECT_EQ(StatusOf(Add("b", {"--after", a})), "ready");
 }
 
 // ================================ events ========================================================
 
-TEST_F(Store, EveryStateChangeHasAnEventAndEventIdsIncrease) {
+TEST_F(Cli, EveryStateChangeHasAnEventAndEventIdsIncrease) {
   std::string id = Add("a");
-  std::string t1 = Token(id);
+  std::string t1 = ClaimToken(id);
   Must({"claim:renew", id, "--token", t1});
   Must({"claim:release", id, "--token", t1});
-  Must({"task", "fail", id, "--token", Token(id)});
-  Must({"task", "done", id, "--token", Token(id)});
+  Must({"task", "fail", id, "--token", ClaimToken(id)});
+  Must({"task", "done", id, "--token", ClaimToken(id)});
   std::string other = Add("b");
   Must({"task", "update", other, "--priority", "3"});
   Must({"task", "cancel", other});
@@ -977,7 +1051,7 @@ TEST_F(Store, EveryStateChangeHasAnEventAndEventIdsIncrease) {
   EXPECT_EQ(CountEvents("worker.registered"), 1);
 }
 
-TEST_F(Store, ClaimEventCarriesTheWorkerAndToken) {
+TEST_F(Cli, ClaimEventCarriesTheWorkerAndToken) {
   std::string id = Add("a");
   json c = ClaimJson(id);
   for (const auto& e : Events()) {
@@ -988,7 +1062,7 @@ TEST_F(Store, ClaimEventCarriesTheWorkerAndToken) {
   }
 }
 
-TEST_F(Store, EventsSinceReturnsOnlyLaterEvents) {
+TEST_F(Cli, EventsSinceReturnsOnlyLaterEvents) {
   Add("a");
   Add("b");
   Add("c");
@@ -1002,7 +1076,7 @@ TEST_F(Store, EventsSinceReturnsOnlyLaterEvents) {
 
 // ================================ workers and the reconciler ====================================
 
-TEST_F(Store, WorkerListShowsTheCliWorkerAfterAClaim) {
+TEST_F(Cli, WorkerListShowsTheCliWorkerAfterAClaim) {
   EXPECT_EQ(MustJson({"worker", "list"}), json::array());
   std::string id = Add("a");
   json c = ClaimJson(id);
@@ -1026,7 +1100,7 @@ TEST_F(Store, WorkerListShowsTheCliWorkerAfterAClaim) {
   EXPECT_NE(plain.out.find("1 live worker(s): 1 busy"), std::string::npos) << plain.out;
 }
 
-TEST_F(Store, ClaimsByTheSameWorkerNameReuseOneWorker) {
+TEST_F(Cli, ClaimsByTheSameWorkerNameReuseOneWorker) {
   std::string a = Add("a");
   std::string b = Add("b");
   json ca = ClaimJson(a, {"--worker", "alice"});
@@ -1037,31 +1111,44 @@ TEST_F(Store, ClaimsByTheSameWorkerNameReuseOneWorker) {
   EXPECT_EQ(workers[0]["name"], "alice");
 }
 
-TEST_F(Store, WorkerStatusOfAnUnknownWorkerExitsThree) {
+TEST_F(Cli, WorkerStatusFindsAWorkerByName) {
+  json c = ClaimJson(Add("a"), {"--worker", "bob"});
+  json w = MustJson({"worker", "status", "bob"});
+  EXPECT_EQ(w["id"], c["worker_id"]);
+  EXPECT_EQ(w["status"], "busy");
+}
+
+TEST_F(Cli, ClaimAsAnUnknownWorkerIdExitsThree) {
+  std::string id = Add("a");
+  EXPECT_TRUE(
+      RefusedWithoutWriting({"claim", id, "--worker", "worker-deadbeef"}, 3, "worker-deadbeef"));
+}
+
+TEST_F(Cli, WorkerStatusOfAnUnknownWorkerExitsThree) {
   EXPECT_TRUE(RefusedWithoutWriting({"worker", "status", "worker-deadbeef"}, 3, "worker-deadbeef"));
 }
 
-TEST_F(Store, WorkerListWithAnUnknownStatusExitsTwo) {
+TEST_F(Cli, WorkerListWithAnUnknownStatusExitsTwo) {
   EXPECT_TRUE(RefusedWithoutWriting({"worker", "list", "--status", "sleepy"}, 2, "sleepy"));
 }
 
-TEST_F(Store, OrchestratorReconcilePrintsTheFourCounts) {
+TEST_F(Cli, OrchestratorReconcilePrintsTheFourCounts) {
   json r = MustJson({"orchestrator", "reconcile"});
-  for (const char* key : {"dead_workers", "expired_leases", "orphaned_tasks",
-                          "inconsistencies_fixed"}) {
+  for (const char* key :
+       {"dead_workers", "expired_leases", "orphaned_tasks", "inconsistencies_fixed"}) {
     ASSERT_TRUE(r.contains(key)) << key;
     EXPECT_EQ(r[key], 0) << key;
   }
   RunResult plain = Must({"orchestrator", "reconcile"});
-  for (const char* words : {"dead workers", "expired leases", "orphaned tasks",
-                            "inconsistencies fixed"}) {
+  for (const char* words :
+       {"dead workers", "expired leases", "orphaned tasks", "inconsistencies fixed"}) {
     EXPECT_NE(plain.out.find(words), std::string::npos) << plain.out;
   }
 }
 
-TEST_F(Store, ReconcileRecoversATaskWhoseShortLeaseRanOut) {
+TEST_F(Cli, ReconcileRecoversATaskWhoseShortLeaseRanOut) {
   std::string id = Add("a");
-  std::string token = Token(id, {"--lease", "200ms", "--worker", "shortlived"});
+  std::string token = ClaimToken(id, {"--lease", "200ms", "--worker", "shortlived"});
   std::this_thread::sleep_for(std::chrono::milliseconds(700));
   json r = MustJson({"orchestrator", "reconcile"});
   EXPECT_EQ(r["dead_workers"].get<int>() + r["expired_leases"].get<int>(), 1) << r.dump();
@@ -1073,7 +1160,7 @@ TEST_F(Store, ReconcileRecoversATaskWhoseShortLeaseRanOut) {
 
 // ================================ TX_ALLOWED_COMMANDS ===========================================
 
-TEST_F(Store, AllowedCommandsRefusesEveryOtherCommandAndNamesTheVariable) {
+TEST_F(Cli, AllowedCommandsRefusesEveryOtherCommandAndNamesTheVariable) {
   std::string id = Add("a");
   const Env agent = {{"TX_ALLOWED_COMMANDS", "task.show,task.done"}};
   EXPECT_TRUE(RefusedWithoutWriting({"task", "add", "x"}, 2, "TX_ALLOWED_COMMANDS", agent));
@@ -1083,9 +1170,9 @@ TEST_F(Store, AllowedCommandsRefusesEveryOtherCommandAndNamesTheVariable) {
   EXPECT_EQ(shown.exit_code, 0) << shown.err;
 }
 
-TEST_F(Store, AllowedCommandsAcceptsWildcards) {
+TEST_F(Cli, AllowedCommandsAcceptsWildcards) {
   std::string id = Add("a");
-  std::string token = Token(id);
+  std::string token = ClaimToken(id);
   const Env agent = {{"TX_ALLOWED_COMMANDS", "task.show, claim.*"}, {"TX_CLAIM_TOKEN", token}};
   EXPECT_EQ(Tx({"claim:renew", id}, agent).exit_code, 0);
   EXPECT_TRUE(RefusedWithoutWriting({"task", "list"}, 2, "TX_ALLOWED_COMMANDS", agent));

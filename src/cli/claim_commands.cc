@@ -21,13 +21,10 @@ std::string Hostname() {
   return buf;
 }
 
-// The worker a hand-run claim acts as: a registered worker id, or a name that is registered on
-// first use with a heartbeat interval as long as the lease, so it outlives the command.
-Result<Worker> ResolveWorker(Context& ctx, store::Store& store, const std::string& flag,
-                             Millis lease_ms) {
-  service::WorkerService workers(store, ctx.clock(), ctx.options());
-  if (flag.rfind("worker-", 0) == 0) return workers.Get(flag);
-  return workers.EnsureByName(flag.empty() ? "cli" : flag, lease_ms, Hostname(), getppid());
+// A hand-run claim acts as a worker name, registered on first use with a heartbeat interval as
+// long as the lease so it outlives the command (the registration commits with the claim).
+service::ManualWorker Manual(const std::string& flag, Millis lease_ms) {
+  return {flag.empty() ? "cli" : flag, lease_ms, Hostname(), getppid()};
 }
 
 void PrintClaim(Context& ctx, const service::ClaimResult& r) {
@@ -55,9 +52,9 @@ Handler SetupClaim(CLI::App& cmd) {
   auto a = std::make_shared<Args>();
   cmd.add_option("task", a->task, "Task id to claim");
   cmd.add_flag("--next", a->next, "Claim the best eligible ready task instead of a named one");
-  cmd.add_option("--lease", a->lease, "Lease duration (default 30m)");
-  cmd.add_option("--worker", a->worker,
-                 "Worker id, or a name registered on first use (default: cli)");
+  NonEmpty(cmd.add_option("--lease", a->lease, "Lease duration (default 30m)"));
+  NonEmpty(cmd.add_option("--worker", a->worker,
+                 "Worker id, or a name registered on first use (default: cli)"));
   return [a](Context& ctx) -> Status {
     if (a->next == !a->task.empty()) {
       return Error::InvalidArgument("tx claim takes a task id or --next (one of them)");
@@ -68,21 +65,23 @@ Handler SetupClaim(CLI::App& cmd) {
       if (lease <= 0) return Error::InvalidArgument("invalid lease '" + a->lease + "': must be more than 0s");
     }
     TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
-    TX_ASSIGN_OR_RETURN(Worker worker, ResolveWorker(ctx, *store, a->worker, lease));
     service::ClaimService claims(*store, ctx.clock(), ctx.options());
-    if (a->next) {
-      TX_ASSIGN_OR_RETURN(std::optional<service::ClaimResult> r, claims.ClaimNext(worker.id, lease));
-      if (!r) {
-        std::string queues;
-        for (const auto& q : worker.queues) queues += (queues.empty() ? "" : ",") + q;
-        return Error::NotFound("no eligible ready task in queue " + queues + " for worker " +
-                               worker.id);
-      }
+    bool by_id = a->worker.rfind("worker-", 0) == 0;
+    if (a->next && by_id) {
+      TX_ASSIGN_OR_RETURN(std::optional<service::ClaimResult> r, claims.ClaimNext(a->worker, lease));
+      if (!r) return Error::NotFound("no eligible ready task for worker " + a->worker);
       PrintClaim(ctx, *r);
-      return Ok();
+    } else if (a->next) {
+      TX_ASSIGN_OR_RETURN(service::ClaimResult r, claims.ClaimNextAs(Manual(a->worker, lease), lease));
+      PrintClaim(ctx, r);
+    } else if (by_id) {
+      TX_ASSIGN_OR_RETURN(service::ClaimResult r, claims.ClaimTask(a->task, a->worker, lease));
+      PrintClaim(ctx, r);
+    } else {
+      TX_ASSIGN_OR_RETURN(service::ClaimResult r,
+                          claims.ClaimTaskAs(a->task, Manual(a->worker, lease), lease));
+      PrintClaim(ctx, r);
     }
-    TX_ASSIGN_OR_RETURN(service::ClaimResult r, claims.ClaimTask(a->task, worker.id, lease));
-    PrintClaim(ctx, r);
     return Ok();
   };
 }
@@ -93,7 +92,7 @@ Handler SetupClaimRelease(CLI::App& cmd) {
   };
   auto a = std::make_shared<Args>();
   cmd.add_option("task", a->task, "Task id")->required();
-  cmd.add_option("--token", a->token, "The claim's fencing token (default: $TX_CLAIM_TOKEN)");
+  NonEmpty(cmd.add_option("--token", a->token, "The claim's fencing token (default: $TX_CLAIM_TOKEN)"));
   return [a](Context& ctx) -> Status {
     TX_ASSIGN_OR_RETURN(std::int64_t token, ResolveToken(a->token, "tx claim:release"));
     TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
@@ -114,7 +113,7 @@ Handler SetupClaimRenew(CLI::App& cmd) {
   };
   auto a = std::make_shared<Args>();
   cmd.add_option("task", a->task, "Task id")->required();
-  cmd.add_option("--token", a->token, "The claim's fencing token (default: $TX_CLAIM_TOKEN)");
+  NonEmpty(cmd.add_option("--token", a->token, "The claim's fencing token (default: $TX_CLAIM_TOKEN)"));
   return [a](Context& ctx) -> Status {
     TX_ASSIGN_OR_RETURN(std::int64_t token, ResolveToken(a->token, "tx claim:renew"));
     TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());

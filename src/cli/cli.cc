@@ -3,9 +3,11 @@
 #include <cstdlib>
 #include <iostream>
 #include <map>
+#include <optional>
 
 #include "cli/commands.h"
 #include "core/argv.h"
+#include "core/validation.h"
 
 namespace tx::cli {
 
@@ -68,9 +70,56 @@ void RewriteColonCommands(std::vector<std::string>& args) {
 
 int RunParsed(std::vector<std::string> args);
 
+// Names an unknown command word before CLI11 reports only "a subcommand is required".
+std::optional<std::string> UnknownCommand(const std::vector<std::string>& args) {
+  std::vector<std::string> words;
+  for (std::size_t i = 1; i < args.size() && words.size() < 2; ++i) {
+    const std::string& a = args[i];
+    if (a == "--db") {
+      ++i;
+      continue;
+    }
+    if (a.rfind("-", 0) == 0) continue;
+    words.push_back(a);
+  }
+  if (words.empty()) return std::nullopt;
+  bool group = false, top = false;
+  for (const auto& c : kCommands) {
+    std::string_view path = c.path;
+    std::string_view first = path.substr(0, path.find(' '));
+    if (first != words[0]) continue;
+    top = true;
+    group = group || path.find(' ') != std::string_view::npos;
+  }
+  if (!top) return "unknown command '" + words[0] + "'";
+  if (!group || words.size() < 2) return std::nullopt;
+  for (const auto& c : kCommands) {
+    if (c.path == words[0] + " " + words[1]) return std::nullopt;
+  }
+  return "unknown command '" + words[0] + " " + words[1] + "'";
+}
+
 }  // namespace
 
 std::span<const CommandSpec> Commands() { return kCommands; }
+
+CLI::Option* NonEmpty(CLI::Option* option) {
+  // CLI11 skips validators for an empty value unless a value is required.
+  return option->expected(1)->check(CLI::Validator(
+      [](std::string& v) { return v.empty() ? std::string("must not be empty") : std::string(); },
+      "", "non-empty"));
+}
+
+CLI::Option* OnePerFlag(CLI::Option* option) { return option->allow_extra_args(false); }
+
+Result<int> ParseCount(std::string_view field, std::string_view text) {
+  TX_ASSIGN_OR_RETURN(std::int64_t n, ParseInteger(field, text));
+  if (n < 1 || n > 1'000'000'000) {
+    return Error::InvalidArgument("invalid " + std::string(field) + " '" + std::string(text) +
+                                  "': expected a count from 1 to 1000000000");
+  }
+  return static_cast<int>(n);
+}
 
 int Run(int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);
@@ -123,6 +172,10 @@ int RunParsed(std::vector<std::string> args) {
     leaves.push_back({cmd, {&spec, spec.setup(*cmd)}});
   }
 
+  if (auto unknown = UnknownCommand(args)) {
+    std::cerr << "tx: " << *unknown << " (see tx --help)\n";
+    return 2;
+  }
   try {
     std::vector<std::string> reversed(args.rbegin(), std::prev(args.rend()));
     app.parse(reversed);

@@ -25,6 +25,13 @@ struct CommandSpec {
 
 std::span<const CommandSpec> Commands();
 
+// Option helpers: a value that may not be empty (an empty --priority is an error, not "unset"),
+// and repeatable options that take exactly one value per occurrence (--step a --step b).
+CLI::Option* NonEmpty(CLI::Option* option);
+CLI::Option* OnePerFlag(CLI::Option* option);
+// Parses a positive count such as --limit: 1 .. 1,000,000,000.
+Result<int> ParseCount(std::string_view field, std::string_view text);
+
 // Setups, one per command, defined beside their kin.
 Handler SetupInit(CLI::App& cmd);
 Handler SetupTaskAdd(CLI::App& cmd);

@@ -83,8 +83,8 @@ Handler SetupEvents(CLI::App& cmd) {
   };
   auto a = std::make_shared<Args>();
   cmd.add_flag("--follow,-f", a->follow, "Keep printing new events as they happen");
-  cmd.add_option("--since", a->since, "Only events after this event number");
-  cmd.add_option("--limit", a->limit, "At most this many (without --follow)");
+  NonEmpty(cmd.add_option("--since", a->since, "Only events after this event number"));
+  NonEmpty(cmd.add_option("--limit", a->limit, "At most this many (without --follow)"));
   return [a](Context& ctx) -> Status {
     std::int64_t since = 0;
     int limit = 0;
@@ -92,9 +92,9 @@ Handler SetupEvents(CLI::App& cmd) {
       TX_ASSIGN_OR_RETURN(since, ParseInteger("--since", a->since));
     }
     if (!a->limit.empty()) {
-      TX_ASSIGN_OR_RETURN(std::int64_t n, ParseInteger("--limit", a->limit));
-      limit = static_cast<int>(n);
+      TX_ASSIGN_OR_RETURN(limit, ParseCount("--limit", a->limit));
     }
+    if (since < 0) return Error::InvalidArgument("invalid --since '" + a->since + "': negative");
     TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
     service::EventLog log(*store);
     auto print = [&](const std::vector<Event>& events) {
@@ -139,7 +139,7 @@ Handler SetupEvents(CLI::App& cmd) {
 
 Handler SetupWorkerList(CLI::App& cmd) {
   auto status = std::make_shared<std::string>();
-  cmd.add_option("--status", *status, "Only workers in this state");
+  NonEmpty(cmd.add_option("--status", *status, "Only workers in this state"));
   return [status](Context& ctx) -> Status {
     std::vector<WorkerStatus> filter;
     if (!status->empty()) {

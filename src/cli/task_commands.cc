@@ -62,21 +62,21 @@ Handler SetupTaskAdd(CLI::App& cmd) {
   cmd.add_option("--description", a->description, "Longer description");
   cmd.add_option("--instructions", a->instructions, "Instructions for the agent");
   cmd.add_option("--deliverables", a->deliverables, "What must exist when it is done");
-  cmd.add_option("--step", a->steps, "A step (repeatable, in order)");
-  cmd.add_option("--priority", a->priority, "Integer; higher runs first (default 0)");
-  cmd.add_option("--queue", a->queue, "Queue name (default: default)");
-  cmd.add_option("--requires", a->requires_caps, "Capability a worker must have (repeatable)");
-  cmd.add_option("--after", a->after, "Task that must be done first (repeatable)");
-  cmd.add_option("--owner", a->owner, "Pin to a worker name or slot");
-  cmd.add_option("--workdir", a->workdir, "Working directory for the run");
-  cmd.add_option("--command", a->command, "Command line of a plain job (run without a shell)");
-  cmd.add_option("--agent", a->agent, "Agent profile name");
-  cmd.add_option("--timeout", a->timeout, "Run timeout, e.g. 30m (default 30m, at most 2h)");
-  cmd.add_option("--max-attempts", a->max_attempts, "Attempts before failing (default 3)");
+  OnePerFlag(cmd.add_option("--step", a->steps, "A step (repeatable, in order)"));
+  NonEmpty(cmd.add_option("--priority", a->priority, "Integer; higher runs first (default 0)"));
+  NonEmpty(cmd.add_option("--queue", a->queue, "Queue name (default: default)"));
+  OnePerFlag(cmd.add_option("--requires", a->requires_caps, "Capability a worker must have (repeatable)"));
+  OnePerFlag(cmd.add_option("--after", a->after, "Task that must be done first (repeatable)"));
+  NonEmpty(cmd.add_option("--owner", a->owner, "Pin to a worker name or slot"));
+  NonEmpty(cmd.add_option("--workdir", a->workdir, "Working directory for the run"));
+  NonEmpty(cmd.add_option("--command", a->command, "Command line of a plain job (run without a shell)"));
+  NonEmpty(cmd.add_option("--agent", a->agent, "Agent profile name"));
+  NonEmpty(cmd.add_option("--timeout", a->timeout, "Run timeout, e.g. 30m (default 30m, at most 2h)"));
+  NonEmpty(cmd.add_option("--max-attempts", a->max_attempts, "Attempts before failing (default 3)"));
   cmd.add_flag("--review", a->review, "Success goes to review instead of done");
-  cmd.add_option("--repo", a->repo, "Git repository to work in");
-  cmd.add_option("--base", a->base, "Base branch (with --repo)");
-  cmd.add_option("--metadata", a->metadata, "JSON object stored with the task");
+  NonEmpty(cmd.add_option("--repo", a->repo, "Git repository to work in"));
+  NonEmpty(cmd.add_option("--base", a->base, "Base branch (with --repo)"));
+  NonEmpty(cmd.add_option("--metadata", a->metadata, "JSON object stored with the task"));
   return [a](Context& ctx) -> Status {
     Task t;
     t.title = a->title;
@@ -137,11 +137,11 @@ Handler SetupTaskList(CLI::App& cmd) {
     std::string status, queue, owner, limit;
   };
   auto a = std::make_shared<Args>();
-  cmd.add_option("--status", a->status, "blocked|ready|running|review|approved|done|failed|"
-                                        "cancelled (or todo, in-progress, completed, ...)");
-  cmd.add_option("--queue", a->queue, "Only this queue");
-  cmd.add_option("--owner", a->owner, "Only tasks pinned to this worker name or slot");
-  cmd.add_option("--limit", a->limit, "At most this many");
+  NonEmpty(cmd.add_option("--status", a->status, "blocked|ready|running|review|approved|done|failed|"
+                                        "cancelled (or todo, in-progress, completed, ...)"));
+  NonEmpty(cmd.add_option("--queue", a->queue, "Only this queue"));
+  NonEmpty(cmd.add_option("--owner", a->owner, "Only tasks pinned to this worker name or slot"));
+  NonEmpty(cmd.add_option("--limit", a->limit, "At most this many"));
   return [a](Context& ctx) -> Status {
     store::TaskFilter f;
     if (!a->status.empty()) {
@@ -150,8 +150,7 @@ Handler SetupTaskList(CLI::App& cmd) {
     if (!a->queue.empty()) f.queue = a->queue;
     if (!a->owner.empty()) f.owner = a->owner;
     if (!a->limit.empty()) {
-      TX_ASSIGN_OR_RETURN(std::int64_t n, ParseInteger("limit", a->limit));
-      f.limit = static_cast<int>(n);
+      TX_ASSIGN_OR_RETURN(f.limit, ParseCount("--limit", a->limit));
     }
     TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
     service::TaskService tasks(*store, ctx.clock(), ctx.options());
@@ -184,11 +183,11 @@ Handler SetupTaskUpdate(CLI::App& cmd) {
   };
   auto a = std::make_shared<Args>();
   cmd.add_option("id", a->id, "Task id")->required();
-  cmd.add_option("--title", a->title, "New title");
-  cmd.add_option("--priority", a->priority, "New priority (integer)");
-  cmd.add_option("--after", a->after, "Replace after[] with these tasks (repeatable)");
+  NonEmpty(cmd.add_option("--title", a->title, "New title"));
+  NonEmpty(cmd.add_option("--priority", a->priority, "New priority (integer)"));
+  OnePerFlag(cmd.add_option("--after", a->after, "Replace after[] with these tasks (repeatable)"));
   cmd.add_flag("--no-after", a->no_after, "Clear after[]");
-  cmd.add_option("--metadata", a->metadata, "JSON object merged into the metadata");
+  NonEmpty(cmd.add_option("--metadata", a->metadata, "JSON object merged into the metadata"));
   return [a](Context& ctx) -> Status {
     service::TaskPatch p;
     if (!a->title.empty()) p.title = a->title;
@@ -224,7 +223,7 @@ struct OutcomeArgs {
 Handler SetupOutcome(CLI::App& cmd, service::Outcome outcome, const char* name) {
   auto a = std::make_shared<OutcomeArgs>();
   cmd.add_option("id", a->id, "Task id")->required();
-  cmd.add_option("--token", a->token, "The claim's fencing token (default: $TX_CLAIM_TOKEN)");
+  NonEmpty(cmd.add_option("--token", a->token, "The claim's fencing token (default: $TX_CLAIM_TOKEN)"));
   cmd.add_option("--result", a->result, "Result text");
   cmd.add_option("--error", a->error, "Error text");
   cmd.add_flag("--force", a->force,

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/duration.h"
+#include "core/validation.h"
 #include "service/lifecycle.h"
 
 namespace tx::service {
@@ -108,20 +109,47 @@ Result<ClaimResult> ClaimService::ClaimLocked(store::Txn& txn, Task task, Worker
   return ClaimResult{std::move(claim), std::move(task)};
 }
 
+Result<std::optional<ClaimResult>> ClaimService::ClaimNextLocked(store::Txn& txn, Worker worker,
+                                                                 Millis lease_ms, Millis now) {
+  TX_RETURN_IF_ERROR(CheckCanClaim(worker, now));
+  store::PickCriteria criteria{worker.queues, worker.capabilities, worker.name, worker.slot, now};
+  if (criteria.queues.empty()) criteria.queues = {"default"};
+  TX_ASSIGN_OR_RETURN(std::optional<Task> task, txn.PickNextReady(criteria));
+  if (!task) return std::optional<ClaimResult>();
+  TX_ASSIGN_OR_RETURN(ClaimResult r,
+                      ClaimLocked(txn, std::move(*task), std::move(worker), lease_ms, now));
+  return std::optional<ClaimResult>(std::move(r));
+}
+
+Result<ClaimResult> ClaimService::ClaimTaskLocked(store::Txn& txn, std::string_view task_id,
+                                                  Worker worker, Millis lease_ms, Millis now) {
+  TX_ASSIGN_OR_RETURN(Task task, LoadTask(txn, task_id));
+  TX_RETURN_IF_ERROR(CheckCanClaim(worker, now));
+  if (task.status == TaskStatus::kRunning) {
+    TX_ASSIGN_OR_RETURN(std::optional<Claim> holder, txn.GetActiveClaimForTask(task.id));
+    return Error::Conflict("task " + task.id + " is already claimed" +
+                           (holder ? " by " + holder->worker_id : std::string()));
+  }
+  if (task.status == TaskStatus::kBlocked) {
+    return Error::Conflict("task " + task.id + " is blocked until its after[] tasks are done");
+  }
+  if (!task.owner.empty() && task.owner != worker.name && task.owner != worker.slot) {
+    return Error::Conflict("task " + task.id + " is pinned to " + task.owner);
+  }
+  if (!HasCapabilities(worker, task)) {
+    return Error::Conflict("worker " + worker.id + " lacks a capability task " + task.id +
+                           " requires");
+  }
+  return ClaimLocked(txn, std::move(task), std::move(worker), lease_ms, now);
+}
+
 Result<std::optional<ClaimResult>> ClaimService::ClaimNext(std::string_view worker_id,
                                                            Millis lease_ms) {
   std::optional<ClaimResult> out;
   Millis now = clock_.NowMs();
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
     TX_ASSIGN_OR_RETURN(Worker worker, LoadWorker(txn, worker_id));
-    TX_RETURN_IF_ERROR(CheckCanClaim(worker, now));
-    store::PickCriteria criteria{worker.queues, worker.capabilities, worker.name, worker.slot, now};
-    if (criteria.queues.empty()) criteria.queues = {"default"};
-    TX_ASSIGN_OR_RETURN(std::optional<Task> task, txn.PickNextReady(criteria));
-    if (!task) return Ok();
-    TX_ASSIGN_OR_RETURN(ClaimResult r, ClaimLocked(txn, std::move(*task), std::move(worker),
-                                                   lease_ms, now));
-    out = std::move(r);
+    TX_ASSIGN_OR_RETURN(out, ClaimNextLocked(txn, std::move(worker), lease_ms, now));
     return Ok();
   }));
   return out;
@@ -132,26 +160,39 @@ Result<ClaimResult> ClaimService::ClaimTask(std::string_view task_id, std::strin
   std::optional<ClaimResult> out;
   Millis now = clock_.NowMs();
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
-    TX_ASSIGN_OR_RETURN(Task task, LoadTask(txn, task_id));
     TX_ASSIGN_OR_RETURN(Worker worker, LoadWorker(txn, worker_id));
-    TX_RETURN_IF_ERROR(CheckCanClaim(worker, now));
-    if (task.status == TaskStatus::kRunning) {
-      TX_ASSIGN_OR_RETURN(std::optional<Claim> holder, txn.GetActiveClaimForTask(task.id));
-      return Error::Conflict("task " + task.id + " is already claimed" +
-                             (holder ? " by " + holder->worker_id : std::string()));
+    TX_ASSIGN_OR_RETURN(ClaimResult r, ClaimTaskLocked(txn, task_id, std::move(worker), lease_ms, now));
+    out = std::move(r);
+    return Ok();
+  }));
+  return std::move(*out);
+}
+
+Result<ClaimResult> ClaimService::ClaimNextAs(const ManualWorker& who, Millis lease_ms) {
+  TX_RETURN_IF_ERROR(ValidateName("worker name", who.name));
+  std::optional<ClaimResult> out;
+  Millis now = clock_.NowMs();
+  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+    TX_ASSIGN_OR_RETURN(Worker worker, detail::EnsureWorkerByName(txn, who, now));
+    std::string queues;
+    for (const auto& q : worker.queues) queues += (queues.empty() ? "" : ",") + q;
+    TX_ASSIGN_OR_RETURN(out, ClaimNextLocked(txn, std::move(worker), lease_ms, now));
+    if (!out) {  // an error, so the transaction (and any registration) rolls back
+      return Error::NotFound("no eligible ready task in queue " + queues + " for " + who.name);
     }
-    if (task.status == TaskStatus::kBlocked) {
-      return Error::Conflict("task " + task.id + " is blocked until its after[] tasks are done");
-    }
-    if (!task.owner.empty() && task.owner != worker.name && task.owner != worker.slot) {
-      return Error::Conflict("task " + task.id + " is pinned to " + task.owner);
-    }
-    if (!HasCapabilities(worker, task)) {
-      return Error::Conflict("worker " + worker.id + " lacks a capability task " + task.id +
-                             " requires");
-    }
-    TX_ASSIGN_OR_RETURN(ClaimResult r,
-                        ClaimLocked(txn, std::move(task), std::move(worker), lease_ms, now));
+    return Ok();
+  }));
+  return std::move(*out);
+}
+
+Result<ClaimResult> ClaimService::ClaimTaskAs(std::string_view task_id, const ManualWorker& who,
+                                              Millis lease_ms) {
+  TX_RETURN_IF_ERROR(ValidateName("worker name", who.name));
+  std::optional<ClaimResult> out;
+  Millis now = clock_.NowMs();
+  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+    TX_ASSIGN_OR_RETURN(Worker worker, detail::EnsureWorkerByName(txn, who, now));
+    TX_ASSIGN_OR_RETURN(ClaimResult r, ClaimTaskLocked(txn, task_id, std::move(worker), lease_ms, now));
     out = std::move(r);
     return Ok();
   }));

@@ -13,6 +13,7 @@
 #include "core/clock.h"
 #include "core/task.h"
 #include "service/options.h"
+#include "service/worker_service.h"
 #include "store/store.h"
 
 namespace tx::service {
@@ -40,6 +41,13 @@ class ClaimService {
   Result<ClaimResult> ClaimTask(std::string_view task_id, std::string_view worker_id,
                                 Millis lease_ms = 0);
 
+  // The same, acting as a hand-run claimer that is registered on first use in the same
+  // transaction, so a refused claim registers nothing. With nothing eligible, ClaimNextAs is
+  // not_found (and writes nothing).
+  Result<ClaimResult> ClaimNextAs(const ManualWorker& who, Millis lease_ms = 0);
+  Result<ClaimResult> ClaimTaskAs(std::string_view task_id, const ManualWorker& who,
+                                  Millis lease_ms = 0);
+
   // Extends the lease by the claim's lease duration from now. conflict: a bad token, an expired
   // lease, or the renewal cap reached.
   Result<Claim> Renew(std::string_view task_id, std::int64_t token);
@@ -58,6 +66,10 @@ class ClaimService {
  private:
   Result<ClaimResult> ClaimLocked(store::Txn& txn, Task task, Worker worker, Millis lease_ms,
                                   Millis now);
+  Result<std::optional<ClaimResult>> ClaimNextLocked(store::Txn& txn, Worker worker,
+                                                     Millis lease_ms, Millis now);
+  Result<ClaimResult> ClaimTaskLocked(store::Txn& txn, std::string_view task_id, Worker worker,
+                                      Millis lease_ms, Millis now);
 
   store::Store& store_;
   const Clock& clock_;

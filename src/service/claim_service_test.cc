@@ -253,3 +253,29 @@ TEST_F(ClaimServiceTest, DoneUnblocksDependentsWhoseDependenciesAreAllDone) {
 
 }  // namespace
 }  // namespace tx::service
+
+namespace tx::service {
+namespace {
+
+class ManualClaimTest : public ServiceTest {};
+
+TEST_F(ManualClaimTest, AHandRunClaimRegistersItsWorkerInTheSameTransaction) {
+  Task t = AddTask("t");
+  ASSERT_OK_AND_ASSIGN(ClaimResult r, claims_.ClaimNextAs({"alice", 60'000, "host", 1}));
+  EXPECT_EQ(r.task.id, t.id);
+  EXPECT_EQ(GetWorker(r.claim.worker_id).name, "alice");
+}
+
+TEST_F(ManualClaimTest, ARefusedHandRunClaimRegistersNothing) {
+  Task t = AddTask("t");
+  ASSERT_OK(claims_.ClaimTaskAs(t.id, {"alice", 60'000, "host", 1}));
+  std::int64_t events = EventCount();
+  EXPECT_ERROR_CODE(claims_.ClaimTaskAs(t.id, {"bob", 60'000, "host", 1}), ErrorCode::kConflict);
+  EXPECT_ERROR_CODE(claims_.ClaimNextAs({"carol", 60'000, "host", 1}), ErrorCode::kNotFound);
+  EXPECT_EQ(EventCount(), events);
+  EXPECT_ERROR_CODE(workers_.Get("bob"), ErrorCode::kNotFound);
+  EXPECT_ERROR_CODE(workers_.Get("carol"), ErrorCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace tx::service

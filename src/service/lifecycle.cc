@@ -1,6 +1,7 @@
 #include "service/lifecycle.h"
 
 #include "core/duration.h"
+#include "core/ids.h"
 
 namespace tx::service::detail {
 
@@ -112,6 +113,53 @@ Status FinishDone(Txn& txn, Task& task, const std::string& result, Millis now,
     TX_RETURN_IF_ERROR(Emit(txn, now, "task.unblocked", d->id, "", {{"after", task.id}}));
   }
   return Ok();
+}
+
+Result<Worker> InsertWorker(Txn& txn, const Registration& r, Millis now, Millis default_interval) {
+  Worker w;
+  for (int tries = 0;; ++tries) {
+    w.id = NewWorkerId();
+    TX_ASSIGN_OR_RETURN(std::optional<Worker> clash, txn.GetWorker(w.id));
+    if (!clash) break;
+    if (tries > 8) return Error::Internal("could not find a free worker id");
+  }
+  w.name = !r.name.empty() ? r.name : !r.slot.empty() ? r.slot : w.id;
+  w.slot = r.slot;
+  w.hostname = r.hostname;
+  w.pid = r.pid;
+  w.capabilities = r.capabilities;
+  w.queues = r.queues.empty() ? std::vector<std::string>{"default"} : r.queues;
+  w.status = WorkerStatus::kIdle;
+  w.heartbeat_interval_ms = r.heartbeat_interval_ms > 0 ? r.heartbeat_interval_ms : default_interval;
+  w.registered_at = w.last_heartbeat_at = now;
+  w.metadata = r.metadata.is_object() ? r.metadata : nlohmann::json::object();
+  TX_RETURN_IF_ERROR(txn.InsertWorker(w));
+  TX_RETURN_IF_ERROR(Emit(txn, now, "worker.registered", "", w.id,
+                          {{"name", w.name},
+                           {"slot", w.slot},
+                           {"hostname", w.hostname},
+                           {"pid", w.pid},
+                           {"heartbeat_interval", FormatDuration(w.heartbeat_interval_ms)}}));
+  return w;
+}
+
+Result<Worker> EnsureWorkerByName(Txn& txn, const ManualWorker& who, Millis now) {
+  TX_ASSIGN_OR_RETURN(std::vector<Worker> live,
+                      txn.ListWorkers({WorkerStatus::kIdle, WorkerStatus::kBusy}));
+  for (auto& w : live) {  // newest first
+    if (w.name == who.name && !IsStale(w, now)) {
+      w.last_heartbeat_at = now;
+      TX_RETURN_IF_ERROR(txn.UpdateWorker(w));
+      return std::move(w);
+    }
+  }
+  Registration r;
+  r.name = who.name;
+  r.hostname = who.hostname;
+  r.pid = who.pid;
+  r.heartbeat_interval_ms = who.heartbeat_interval_ms;
+  r.metadata = {{"manual", true}};
+  return InsertWorker(txn, r, now, who.heartbeat_interval_ms);
 }
 
 Status MarkDead(Txn& txn, Worker& worker, const std::string& reason, Millis now) {

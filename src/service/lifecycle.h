@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "service/options.h"
+#include "service/worker_service.h"
 #include "store/store.h"
 
 namespace tx::service::detail {
@@ -42,6 +43,14 @@ Status FinishDone(Txn& txn, Task& task, const std::string& result, Millis now,
 
 // True when every task in `after` is done. Unknown ids count as not done.
 Result<bool> DependenciesDone(Txn& txn, const std::vector<std::string>& after);
+
+// Inserts a registered worker (fresh id, `idle`, registration counts as its first heartbeat)
+// and appends worker.registered.
+Result<Worker> InsertWorker(Txn& txn, const Registration& r, Millis now, Millis default_interval);
+
+// The worker a hand-run command acts as: the newest live, fresh worker with this name (its
+// heartbeat refreshed), or a new one registered with `heartbeat_interval_ms`.
+Result<Worker> EnsureWorkerByName(Txn& txn, const ManualWorker& who, Millis now);
 
 // Marks a live worker dead: every active claim it holds ends `worker_died` and its task is
 // requeued (the attempt counts).

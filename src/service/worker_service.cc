@@ -23,30 +23,6 @@ Status ValidateRegistration(const Registration& r) {
   return Ok();
 }
 
-Result<Worker> InsertWorker(store::Txn& txn, Registration r, Millis now, Millis default_interval) {
-  Worker w;
-  for (int tries = 0;; ++tries) {
-    w.id = NewWorkerId();
-    TX_ASSIGN_OR_RETURN(std::optional<Worker> clash, txn.GetWorker(w.id));
-    if (!clash) break;
-    if (tries > 8) return Error::Internal("could not find a free worker id");
-  }
-  w.name = !r.name.empty() ? r.name : !r.slot.empty() ? r.slot : w.id;
-  w.slot = r.slot;
-  w.hostname = r.hostname;
-  w.pid = r.pid;
-  w.capabilities = r.capabilities;
-  w.queues = r.queues.empty() ? std::vector<std::string>{"default"} : r.queues;
-  w.status = WorkerStatus::kIdle;
-  w.heartbeat_interval_ms = r.heartbeat_interval_ms > 0 ? r.heartbeat_interval_ms : default_interval;
-  w.registered_at = w.last_heartbeat_at = now;
-  w.metadata = r.metadata.is_object() ? r.metadata : nlohmann::json::object();
-  TX_RETURN_IF_ERROR(txn.InsertWorker(w));
-  TX_RETURN_IF_ERROR(Emit(txn, now, "worker.registered", "", w.id,
-                          {{"name", w.name}, {"slot", w.slot}, {"hostname", w.hostname},
-                           {"pid", w.pid}, {"heartbeat_interval", FormatDuration(w.heartbeat_interval_ms)}}));
-  return w;
-}
 }  // namespace
 
 Result<Worker> WorkerService::Register(Registration r) {
@@ -62,7 +38,7 @@ Result<Worker> WorkerService::Register(Registration r) {
         }
       }
     }
-    TX_ASSIGN_OR_RETURN(Worker w, InsertWorker(txn, r, now, options_.default_heartbeat_interval_ms));
+    TX_ASSIGN_OR_RETURN(Worker w, detail::InsertWorker(txn, r, now, options_.default_heartbeat_interval_ms));
     out = std::move(w);
     return Ok();
   }));
@@ -166,29 +142,12 @@ Result<Worker> WorkerService::Get(std::string_view id_or_name) {
   return std::move(*out);
 }
 
-Result<Worker> WorkerService::EnsureByName(const std::string& name, Millis heartbeat_interval_ms,
-                                           const std::string& hostname, std::int64_t pid) {
-  TX_RETURN_IF_ERROR(ValidateName("worker name", name));
+Result<Worker> WorkerService::EnsureByName(const ManualWorker& who) {
+  TX_RETURN_IF_ERROR(ValidateName("worker name", who.name));
   std::optional<Worker> out;
   Millis now = clock_.NowMs();
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
-    TX_ASSIGN_OR_RETURN(std::vector<Worker> live,
-                        txn.ListWorkers({WorkerStatus::kIdle, WorkerStatus::kBusy}));
-    for (auto& w : live) {
-      if (w.name == name && !IsStale(w, now)) {
-        w.last_heartbeat_at = now;
-        TX_RETURN_IF_ERROR(txn.UpdateWorker(w));
-        out = std::move(w);
-        return Ok();
-      }
-    }
-    Registration r;
-    r.name = name;
-    r.hostname = hostname;
-    r.pid = pid;
-    r.heartbeat_interval_ms = heartbeat_interval_ms;
-    r.metadata = {{"manual", true}};
-    TX_ASSIGN_OR_RETURN(Worker w, InsertWorker(txn, r, now, heartbeat_interval_ms));
+    TX_ASSIGN_OR_RETURN(Worker w, detail::EnsureWorkerByName(txn, who, now));
     out = std::move(w);
     return Ok();
   }));

@@ -25,6 +25,15 @@ struct Registration {
   nlohmann::json metadata = nlohmann::json::object();
 };
 
+// A hand-run claimer (tx claim): a worker name registered on first use, with a heartbeat interval
+// long enough to outlive the command.
+struct ManualWorker {
+  std::string name;
+  Millis heartbeat_interval_ms = 0;
+  std::string hostname;
+  std::int64_t pid = 0;
+};
+
 struct HeartbeatUpdate {
   std::optional<WorkerStatus> status;  // idle, busy or paused
   nlohmann::json metadata = nlohmann::json::object();  // merged into the worker's metadata
@@ -54,8 +63,7 @@ class WorkerService {
 
   // The worker a hand-run command acts as: the newest live worker with this name, or a new one
   // registered with `heartbeat_interval_ms` so it is not declared dead between commands.
-  Result<Worker> EnsureByName(const std::string& name, Millis heartbeat_interval_ms,
-                              const std::string& hostname, std::int64_t pid);
+  Result<Worker> EnsureByName(const ManualWorker& who);
 
  private:
   store::Store& store_;

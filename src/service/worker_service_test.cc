@@ -104,11 +104,11 @@ TEST_F(WorkerServiceTest, RegistrationRefusesBadNames) {
 }
 
 TEST_F(WorkerServiceTest, EnsureByNameReusesAFreshWorkerAndReplacesAStaleOne) {
-  ASSERT_OK_AND_ASSIGN(Worker a, workers_.EnsureByName("cli", 60'000, "h", 1));
-  ASSERT_OK_AND_ASSIGN(Worker b, workers_.EnsureByName("cli", 60'000, "h", 1));
+  ASSERT_OK_AND_ASSIGN(Worker a, workers_.EnsureByName({"cli", 60'000, "h", 1}));
+  ASSERT_OK_AND_ASSIGN(Worker b, workers_.EnsureByName({"cli", 60'000, "h", 1}));
   EXPECT_EQ(a.id, b.id);
   clock_.Advance(120s);
-  ASSERT_OK_AND_ASSIGN(Worker c, workers_.EnsureByName("cli", 60'000, "h", 1));
+  ASSERT_OK_AND_ASSIGN(Worker c, workers_.EnsureByName({"cli", 60'000, "h", 1}));
   EXPECT_NE(a.id, c.id);
 }
 
