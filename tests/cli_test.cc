@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -1177,6 +1178,30 @@ TEST_F(Cli, AllowedCommandsAcceptsWildcards) {
   EXPECT_EQ(Tx({"claim:renew", id}, agent).exit_code, 0);
   EXPECT_TRUE(RefusedWithoutWriting({"task", "list"}, 2, "TX_ALLOWED_COMMANDS", agent));
   EXPECT_EQ(Tx({"claim:release", id}, agent).exit_code, 0);
+}
+
+// ================================ events --follow ===============================================
+
+TEST_F(Cli, EventsFollowPrintsEachNewEventAsAJsonLine) {
+  // A follower in the background; a task added afterwards must reach it within the bound.
+  const char* script = R"sh(
+    "$0" events --follow --json > follow.out 2>follow.err & pid=$!
+    sleep 0.3
+    "$0" task add "followed task" > /dev/null
+    for i in $(seq 100); do grep -q '"followed task"' follow.out && break; sleep 0.1; done
+    kill $pid; wait $pid 2>/dev/null
+    cat follow.out)sh";
+  RunResult r = tx::testing::RunProcess("/bin/sh", {"-c", script, TX_BINARY}, {}, dir_.str());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<json> lines;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);) lines.push_back(json::parse(line));
+  ASSERT_FALSE(lines.empty()) << "the follower printed nothing";
+  EXPECT_EQ(lines.back()["type"], "task.created");
+  EXPECT_EQ(lines.back()["data"]["title"], "followed task");
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    EXPECT_GT(lines[i]["id"].get<int>(), lines[i - 1]["id"].get<int>());
+  }
 }
 
 }  // namespace

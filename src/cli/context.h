@@ -26,8 +26,9 @@ class Context {
 
   bool json() const { return flags_.json; }
   std::ostream& out() { return out_; }
-  const Clock& clock() const { return clock_; }
-  Millis now() const { return clock_.NowMs(); }
+  // The store's clock once it is open (server time on a remote store), else this machine's.
+  const Clock& clock() const { return store_ ? store_->clock() : clock_; }
+  Millis now() const { return clock().NowMs(); }
   const service::ServiceOptions& options() const { return options_; }
 
   // The store path or URL this invocation uses.

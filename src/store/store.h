@@ -107,6 +107,10 @@ class Store {
   virtual Result<std::int64_t> ChangeCounter() = 0;
   // What the store is, for messages: the file path or the URL without credentials.
   virtual std::string Describe() const = 0;
+  // The clock that lease and heartbeat times are taken from. SQLite: this machine's clock.
+  // PostgreSQL: the database server's clock, so hosts with skewed clocks still agree. Callers
+  // hand it to the services; tests hand them a FakeClock instead.
+  virtual const Clock& clock() const = 0;
 };
 
 struct OpenOptions {

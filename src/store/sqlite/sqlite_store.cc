@@ -489,6 +489,7 @@ class SqliteStore final : public Store {
 
   Result<std::int64_t> ChangeCounter() override { return db_->QueryInt("PRAGMA data_version"); }
   std::string Describe() const override { return path_; }
+  const Clock& clock() const override { return clock_; }
 
  private:
   Status Run(const TxnFn& fn, const char* begin) {
@@ -506,6 +507,7 @@ class SqliteStore final : public Store {
 
   std::unique_ptr<Db> db_;
   std::string path_;
+  RealClock clock_;
 };
 
 }  // namespace
