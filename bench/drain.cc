@@ -17,6 +17,7 @@
 
 #include <sqlite3.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -163,6 +164,7 @@ struct RunResult {
   double seconds = 0;
   double tasks_per_s = 0;
   double after_ready_per_s = 0;
+  double cpu_us_per_task = 0;  // user + system time of the claimers, per task
   double first_ready_ms = 0;  // from the first fork to the first / last claimer registered
   double last_ready_ms = 0;
   std::vector<std::int64_t> per_claimer;
@@ -188,6 +190,8 @@ RunResult OneRun(const Options& o, Shared* shared) {
   }
   std::fflush(nullptr);
 
+  rusage before{};
+  getrusage(RUSAGE_CHILDREN, &before);
   std::vector<pid_t> pids;
   std::int64_t t0 = MonoNs();
   for (int i = 0; i < o.claimers; ++i) {
@@ -220,6 +224,11 @@ RunResult OneRun(const Options& o, Shared* shared) {
   }
   std::int64_t t1 = MonoNs();
   if (failed) std::exit(1);
+  rusage after{};
+  getrusage(RUSAGE_CHILDREN, &after);
+  auto secs = [](const timeval& tv) { return static_cast<double>(tv.tv_sec) + tv.tv_usec / 1e6; };
+  double cpu_s = secs(after.ru_utime) - secs(before.ru_utime) + secs(after.ru_stime) -
+                 secs(before.ru_stime);
 
   auto store = CheckOk(OpenStore(path, o.sync, /*create=*/false), "reopen store");
   auto counts = CheckOk(CountByStatus(*store, clock), "count tasks");
@@ -238,6 +247,7 @@ RunResult OneRun(const Options& o, Shared* shared) {
   RunResult r;
   r.seconds = static_cast<double>(t1 - t0) / 1e9;
   r.tasks_per_s = static_cast<double>(o.tasks) / r.seconds;
+  r.cpu_us_per_task = cpu_s * 1e6 / static_cast<double>(o.tasks);
   std::int64_t first_ready = INT64_MAX;
   std::int64_t last_ready = 0;
   std::int64_t last_done = 0;
@@ -256,7 +266,7 @@ RunResult OneRun(const Options& o, Shared* shared) {
 }
 
 std::string Json(const Options& o, const std::vector<RunResult>& results, const RunStats& s,
-                 const RunStats& ready) {
+                 const RunStats& ready, const RunStats& cpu) {
   std::string runs;
   for (const auto& r : results) {
     if (!runs.empty()) runs += ",";
@@ -268,10 +278,11 @@ std::string Json(const Options& o, const std::vector<RunResult>& results, const 
   std::snprintf(buf, sizeof buf,
                 "{\"bench\":\"drain\",\"claimers\":%d,\"tasks\":%lld,\"queued\":%lld,"
                 "\"sync\":\"%s\",\"runs\":[%s],\"median\":%.1f,\"min\":%.1f,\"max\":%.1f,"
-                "\"spread_pct\":%.1f,\"after_ready_median\":%.1f,\"sqlite\":\"%s\"}",
+                "\"spread_pct\":%.1f,\"after_ready_median\":%.1f,\"cpu_us_per_task\":%.1f,"
+                "\"sqlite\":\"%s\"}",
                 o.claimers, static_cast<long long>(o.tasks), static_cast<long long>(o.queued),
                 o.sync.c_str(), runs.c_str(), s.median, s.min, s.max, s.spread_pct, ready.median,
-                sqlite3_libversion());
+                cpu.median, sqlite3_libversion());
   return buf;
 }
 
@@ -292,6 +303,7 @@ int Main(int argc, char** argv) {
   std::vector<RunResult> results;
   std::vector<double> rates;
   std::vector<double> ready_rates;
+  std::vector<double> cpu;
   for (int run = 1; run <= o.runs; ++run) {
     RunResult r = OneRun(o, shared);
     std::string per;
@@ -300,18 +312,22 @@ int Main(int argc, char** argv) {
       per += std::to_string(n);
     }
     std::printf("run %d/%d: %lld tasks in %.3f s = %.0f tasks/s (after ready %.0f/s; claimers "
-                "ready after %.0f..%.0f ms; per claimer:%s)\n",
+                "ready after %.0f..%.0f ms; %.0f µs cpu/task; per claimer:%s)\n",
                 run, o.runs, static_cast<long long>(o.tasks), r.seconds, r.tasks_per_s,
-                r.after_ready_per_s, r.first_ready_ms, r.last_ready_ms, per.c_str());
+                r.after_ready_per_s, r.first_ready_ms, r.last_ready_ms, r.cpu_us_per_task,
+                per.c_str());
     std::fflush(stdout);
     rates.push_back(r.tasks_per_s);
     ready_rates.push_back(r.after_ready_per_s);
+    cpu.push_back(r.cpu_us_per_task);
     results.push_back(std::move(r));
   }
   RunStats s = Summarize(rates);
   RunStats ready = Summarize(ready_rates);
-  std::printf("median %.0f tasks/s (%.0f..%.0f, ±%.1f%%)\n", s.median, s.min, s.max, s.spread_pct);
-  std::printf("JSON %s\n", Json(o, results, s, ready).c_str());
+  RunStats cpu_stats = Summarize(cpu);
+  std::printf("median %.0f tasks/s (%.0f..%.0f, ±%.1f%%); median %.0f µs cpu/task\n", s.median,
+              s.min, s.max, s.spread_pct, cpu_stats.median);
+  std::printf("JSON %s\n", Json(o, results, s, ready, cpu_stats).c_str());
   return 0;
 }
 

@@ -2,6 +2,16 @@
 // A thin RAII layer over one sqlite3 connection: cached prepared statements (keyed by the SQL
 // literal's address, so SQL passed here must be a string literal), binding, stepping and error
 // conversion. Not thread-safe: one Db per thread.
+//
+// The connection also owns the policies that decide how concurrent processes share the file:
+// - a busy handler that waits for another connection's lock in short, slowly growing sleeps
+//   (SQLite's own sleeps whole milliseconds and up to 100 ms at a time);
+// - the WAL checkpoint policy (a wal hook; see Db::WalHook). A later `PRAGMA wal_autocheckpoint`
+//   on this connection would replace it with SQLite's default, which lets the WAL grow without
+//   bound under a continuous multi-process write load;
+// - a VFS shim that writes each committed transaction's WAL frames with one system call instead
+//   of two per frame (db.cc, namespace walbatch). The file format, locking and the bytes written
+//   are SQLite's own, so other programs (the sqlite3 shell) can open the store as usual.
 
 #include <sqlite3.h>
 
@@ -71,10 +81,16 @@ class Db {
  private:
   explicit Db(sqlite3* db, std::chrono::milliseconds busy_timeout);
   static int BusyHandler(void* self, int count);
+  static int WalHook(void* self, sqlite3* db, const char* schema, int frames);
 
   sqlite3* db_;
   std::chrono::milliseconds busy_timeout_;
   std::chrono::steady_clock::time_point busy_since_;
+  // While WalHook's blocking checkpoint waits for locks, the busy handler gives up at this time
+  // instead of after busy_timeout_.
+  std::optional<std::chrono::steady_clock::time_point> checkpoint_deadline_;
+  // After a checkpoint that could not finish, the next attempt waits for this many WAL frames.
+  int checkpoint_retry_at_ = 0;
   std::unordered_map<const char*, sqlite3_stmt*> cache_;
 };
 
