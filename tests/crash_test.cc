@@ -29,7 +29,8 @@ class FaultyStore final : public store::Store {
     ++writes_;
     if (writes_ != fail_at_) return inner_.Write(fn);
     fired_ = true;
-    if (point_ == FaultPoint::kBeforeCommit) return Error::Unavailable("injected crash before commit");
+    if (point_ == FaultPoint::kBeforeCommit)
+      return Error::Unavailable("injected crash before commit");
     Status s = inner_.Write(fn);
     if (!s.ok()) return s;
     return Error::Unavailable("injected crash after commit");
@@ -81,13 +82,15 @@ struct Tally {
 
 Tally CountClaims(store::Store& store, const std::string& task_id) {
   Tally t;
-  EXPECT_TRUE(store.Read([&](store::Txn& txn) -> Status {
-    for (const auto& c : txn.ListClaimsForTask(task_id).value()) {
-      t.completed_claims += c.status == ClaimStatus::kCompleted;
-      t.active_claims += c.status == ClaimStatus::kActive;
-    }
-    return Ok();
-  }).ok());
+  EXPECT_TRUE(store
+                  .Read([&](store::Txn& txn) -> Status {
+                    for (const auto& c : txn.ListClaimsForTask(task_id).value()) {
+                      t.completed_claims += c.status == ClaimStatus::kCompleted;
+                      t.active_claims += c.status == ClaimStatus::kActive;
+                    }
+                    return Ok();
+                  })
+                  .ok());
   return t;
 }
 

@@ -54,7 +54,7 @@ Handler SetupClaim(CLI::App& cmd) {
   cmd.add_flag("--next", a->next, "Claim the best eligible ready task instead of a named one");
   NonEmpty(cmd.add_option("--lease", a->lease, "Lease duration (default 30m)"));
   NonEmpty(cmd.add_option("--worker", a->worker,
-                 "Worker id, or a name registered on first use (default: cli)"));
+                          "Worker id, or a name registered on first use (default: cli)"));
   return [a](Context& ctx) -> Status {
     if (a->next == !a->task.empty()) {
       return Error::InvalidArgument("tx claim takes a task id or --next (one of them)");
@@ -62,17 +62,20 @@ Handler SetupClaim(CLI::App& cmd) {
     Millis lease = ctx.options().default_lease_ms;
     if (!a->lease.empty()) {
       TX_ASSIGN_OR_RETURN(lease, ParseDuration(a->lease));
-      if (lease <= 0) return Error::InvalidArgument("invalid lease '" + a->lease + "': must be more than 0s");
+      if (lease <= 0)
+        return Error::InvalidArgument("invalid lease '" + a->lease + "': must be more than 0s");
     }
     TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
     service::ClaimService claims(*store, ctx.clock(), ctx.options());
     bool by_id = a->worker.rfind("worker-", 0) == 0;
     if (a->next && by_id) {
-      TX_ASSIGN_OR_RETURN(std::optional<service::ClaimResult> r, claims.ClaimNext(a->worker, lease));
+      TX_ASSIGN_OR_RETURN(std::optional<service::ClaimResult> r,
+                          claims.ClaimNext(a->worker, lease));
       if (!r) return Error::NotFound("no eligible ready task for worker " + a->worker);
       PrintClaim(ctx, *r);
     } else if (a->next) {
-      TX_ASSIGN_OR_RETURN(service::ClaimResult r, claims.ClaimNextAs(Manual(a->worker, lease), lease));
+      TX_ASSIGN_OR_RETURN(service::ClaimResult r,
+                          claims.ClaimNextAs(Manual(a->worker, lease), lease));
       PrintClaim(ctx, r);
     } else if (by_id) {
       TX_ASSIGN_OR_RETURN(service::ClaimResult r, claims.ClaimTask(a->task, a->worker, lease));
@@ -92,7 +95,8 @@ Handler SetupClaimRelease(CLI::App& cmd) {
   };
   auto a = std::make_shared<Args>();
   cmd.add_option("task", a->task, "Task id")->required();
-  NonEmpty(cmd.add_option("--token", a->token, "The claim's fencing token (default: $TX_CLAIM_TOKEN)"));
+  NonEmpty(
+      cmd.add_option("--token", a->token, "The claim's fencing token (default: $TX_CLAIM_TOKEN)"));
   return [a](Context& ctx) -> Status {
     TX_ASSIGN_OR_RETURN(std::int64_t token, ResolveToken(a->token, "tx claim:release"));
     TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
@@ -113,7 +117,8 @@ Handler SetupClaimRenew(CLI::App& cmd) {
   };
   auto a = std::make_shared<Args>();
   cmd.add_option("task", a->task, "Task id")->required();
-  NonEmpty(cmd.add_option("--token", a->token, "The claim's fencing token (default: $TX_CLAIM_TOKEN)"));
+  NonEmpty(
+      cmd.add_option("--token", a->token, "The claim's fencing token (default: $TX_CLAIM_TOKEN)"));
   return [a](Context& ctx) -> Status {
     TX_ASSIGN_OR_RETURN(std::int64_t token, ResolveToken(a->token, "tx claim:renew"));
     TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());

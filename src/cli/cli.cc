@@ -33,8 +33,7 @@ constexpr CommandSpec kCommands[] = {
     {"claim-release", "claim.release",
      "tx claim:release TASK: give a claimed task back to the queue (the attempt is not counted)",
      SetupClaimRelease},
-    {"claim-renew", "claim.renew", "tx claim:renew TASK: extend a claim's lease",
-     SetupClaimRenew},
+    {"claim-renew", "claim.renew", "tx claim:renew TASK: extend a claim's lease", SetupClaimRenew},
     {"events", "events", "Print the event log; --follow to keep printing", SetupEvents},
     {"worker list", "worker.list", "List registered workers", SetupWorkerList},
     {"worker status", "worker.status", "Show one worker, or a summary of live workers",
@@ -52,7 +51,8 @@ constexpr std::string_view kGroupHelp[][2] = {
 
 int Fail(const Error& e, bool json) {
   if (json) {
-    nlohmann::json j = {{"error", {{"code", std::string(CodeName(e.code()))}, {"message", e.message()}}}};
+    nlohmann::json j = {
+        {"error", {{"code", std::string(CodeName(e.code()))}, {"message", e.message()}}}};
     std::cout << j.dump() << '\n';
   }
   std::cerr << "tx: " << e.message() << '\n';
@@ -135,10 +135,11 @@ int Run(int argc, char** argv) {
 namespace {
 
 int RunParsed(std::vector<std::string> args) {
-  CLI::App app{"tx — a durable task queue and supervisor for fleets of AI coding agents and "
-               "other long-running workers.\n\nStore: --db PATH, else $TX_DB, else .tx/tx.db. "
-               "Exit codes: 0 ok, 1 failure, 2 usage, 3 not found, 4 conflict, 5 backpressure.",
-               "tx"};
+  CLI::App app{
+      "tx — a durable task queue and supervisor for fleets of AI coding agents and "
+      "other long-running workers.\n\nStore: --db PATH, else $TX_DB, else .tx/tx.db. "
+      "Exit codes: 0 ok, 1 failure, 2 usage, 3 not found, 4 conflict, 5 backpressure.",
+      "tx"};
   app.require_subcommand(1);
   app.fallthrough();
   app.set_version_flag("--version", "tx 0.1.0");

@@ -2,11 +2,10 @@
 // The command table: every command's path, one-line help and setup. The table drives --help,
 // dispatch and the TX_ALLOWED_COMMANDS allow-list (by the dotted name, e.g. "task.done").
 
+#include <CLI/CLI.hpp>
 #include <functional>
 #include <span>
 #include <string_view>
-
-#include <CLI/CLI.hpp>
 
 #include "cli/context.h"
 
@@ -17,8 +16,8 @@ using Handler = std::function<Status(Context&)>;
 using Setup = Handler (*)(CLI::App& cmd);
 
 struct CommandSpec {
-  std::string_view path;   // "task add"; the first word may group several commands
-  std::string_view name;   // "task.add": for TX_ALLOWED_COMMANDS
+  std::string_view path;  // "task add"; the first word may group several commands
+  std::string_view name;  // "task.add": for TX_ALLOWED_COMMANDS
   std::string_view help;
   Setup setup;
 };

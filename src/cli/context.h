@@ -4,9 +4,8 @@
 
 #include <iostream>
 #include <memory>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "core/clock.h"
 #include "core/error.h"

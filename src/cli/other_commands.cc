@@ -65,8 +65,10 @@ Handler SetupInit(CLI::App&) {
     fs::path token = (db.has_parent_path() ? db.parent_path() : fs::path(".")) / "token";
     TX_RETURN_IF_ERROR(WriteToken(token));
     if (ctx.json()) {
-      ctx.PrintJson({{"db", db.string()}, {"token_file", token.string()},
-                     {"schema_version", store::SchemaVersion()}, {"created", !existed}});
+      ctx.PrintJson({{"db", db.string()},
+                     {"token_file", token.string()},
+                     {"schema_version", store::SchemaVersion()},
+                     {"created", !existed}});
     } else {
       ctx.out() << (existed ? "store already initialised at " : "initialised store at ")
                 << db.string() << " (schema v" << store::SchemaVersion() << "); API token in "
@@ -175,10 +177,10 @@ Handler SetupWorkerStatus(CLI::App& cmd) {
       }
       return Ok();
     }
-    TX_ASSIGN_OR_RETURN(std::vector<Worker> live,
-                        workers.List({WorkerStatus::kStarting, WorkerStatus::kIdle,
-                                      WorkerStatus::kBusy, WorkerStatus::kPaused,
-                                      WorkerStatus::kStopping}));
+    TX_ASSIGN_OR_RETURN(
+        std::vector<Worker> live,
+        workers.List({WorkerStatus::kStarting, WorkerStatus::kIdle, WorkerStatus::kBusy,
+                      WorkerStatus::kPaused, WorkerStatus::kStopping}));
     if (ctx.json()) {
       nlohmann::json arr = nlohmann::json::array();
       for (const auto& w : live) arr.push_back(ToJson(w, ctx.now()));

@@ -74,9 +74,8 @@ void PrintTaskDetail(std::ostream& out, const Task& t, const std::vector<Claim>&
   Table table({"N", "TOKEN", "WORKER", "STARTED", "DURATION", "STATUS", "END REASON", "EXIT"});
   for (const auto& c : attempts) {
     Millis end = c.ended_at > 0 ? c.ended_at : now;
-    table.Add({std::to_string(c.attempt), std::to_string(c.token), c.worker_id,
-               Time(c.claimed_at), FormatDuration(end - c.claimed_at),
-               std::string(ToString(c.status)),
+    table.Add({std::to_string(c.attempt), std::to_string(c.token), c.worker_id, Time(c.claimed_at),
+               FormatDuration(end - c.claimed_at), std::string(ToString(c.status)),
                c.end_reason == EndReason::kNone ? "-" : std::string(ToString(c.end_reason)),
                c.exit_code ? std::to_string(*c.exit_code) : "-"});
   }

@@ -22,7 +22,8 @@ std::vector<std::string> SplitCommas(const std::vector<std::string>& values) {
     std::size_t start = 0;
     while (start <= v.size()) {
       std::size_t comma = v.find(',', start);
-      std::string item = v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      std::string item =
+          v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
       if (!item.empty()) out.push_back(item);
       if (comma == std::string::npos) break;
       start = comma + 1;
@@ -48,8 +49,9 @@ Status ShowTask(Context& ctx, store::Store& store, const std::string& id) {
 }
 
 struct AddArgs {
-  std::string title, description, instructions, deliverables, priority, queue = "default", owner,
-      workdir, command, agent, timeout, max_attempts, repo, base, metadata;
+  std::string title, description, instructions, deliverables, priority,
+      queue = "default", owner, workdir, command, agent, timeout, max_attempts, repo, base,
+      metadata;
   std::vector<std::string> steps, requires_caps, after;
   bool review = false;
 };
@@ -65,14 +67,18 @@ Handler SetupTaskAdd(CLI::App& cmd) {
   OnePerFlag(cmd.add_option("--step", a->steps, "A step (repeatable, in order)"));
   NonEmpty(cmd.add_option("--priority", a->priority, "Integer; higher runs first (default 0)"));
   NonEmpty(cmd.add_option("--queue", a->queue, "Queue name (default: default)"));
-  OnePerFlag(cmd.add_option("--requires", a->requires_caps, "Capability a worker must have (repeatable)"));
+  OnePerFlag(
+      cmd.add_option("--requires", a->requires_caps, "Capability a worker must have (repeatable)"));
   OnePerFlag(cmd.add_option("--after", a->after, "Task that must be done first (repeatable)"));
   NonEmpty(cmd.add_option("--owner", a->owner, "Pin to a worker name or slot"));
   NonEmpty(cmd.add_option("--workdir", a->workdir, "Working directory for the run"));
-  NonEmpty(cmd.add_option("--command", a->command, "Command line of a plain job (run without a shell)"));
+  NonEmpty(
+      cmd.add_option("--command", a->command, "Command line of a plain job (run without a shell)"));
   NonEmpty(cmd.add_option("--agent", a->agent, "Agent profile name"));
-  NonEmpty(cmd.add_option("--timeout", a->timeout, "Run timeout, e.g. 30m (default 30m, at most 2h)"));
-  NonEmpty(cmd.add_option("--max-attempts", a->max_attempts, "Attempts before failing (default 3)"));
+  NonEmpty(
+      cmd.add_option("--timeout", a->timeout, "Run timeout, e.g. 30m (default 30m, at most 2h)"));
+  NonEmpty(
+      cmd.add_option("--max-attempts", a->max_attempts, "Attempts before failing (default 3)"));
   cmd.add_flag("--review", a->review, "Success goes to review instead of done");
   NonEmpty(cmd.add_option("--repo", a->repo, "Git repository to work in"));
   NonEmpty(cmd.add_option("--base", a->base, "Base branch (with --repo)"));
@@ -137,8 +143,9 @@ Handler SetupTaskList(CLI::App& cmd) {
     std::string status, queue, owner, limit;
   };
   auto a = std::make_shared<Args>();
-  NonEmpty(cmd.add_option("--status", a->status, "blocked|ready|running|review|approved|done|failed|"
-                                        "cancelled (or todo, in-progress, completed, ...)"));
+  NonEmpty(cmd.add_option("--status", a->status,
+                          "blocked|ready|running|review|approved|done|failed|"
+                          "cancelled (or todo, in-progress, completed, ...)"));
   NonEmpty(cmd.add_option("--queue", a->queue, "Only this queue"));
   NonEmpty(cmd.add_option("--owner", a->owner, "Only tasks pinned to this worker name or slot"));
   NonEmpty(cmd.add_option("--limit", a->limit, "At most this many"));
@@ -203,8 +210,9 @@ Handler SetupTaskUpdate(CLI::App& cmd) {
       TX_ASSIGN_OR_RETURN(p.metadata_merge, ParseJsonObject("metadata", a->metadata));
     }
     if (!p.title && !p.priority && !p.after && !p.metadata_merge) {
-      return Error::InvalidArgument("nothing to update: pass --title, --priority, --after, "
-                                    "--no-after or --metadata");
+      return Error::InvalidArgument(
+          "nothing to update: pass --title, --priority, --after, "
+          "--no-after or --metadata");
     }
     TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
     service::TaskService tasks(*store, ctx.clock(), ctx.options());
@@ -223,7 +231,8 @@ struct OutcomeArgs {
 Handler SetupOutcome(CLI::App& cmd, service::Outcome outcome, const char* name) {
   auto a = std::make_shared<OutcomeArgs>();
   cmd.add_option("id", a->id, "Task id")->required();
-  NonEmpty(cmd.add_option("--token", a->token, "The claim's fencing token (default: $TX_CLAIM_TOKEN)"));
+  NonEmpty(
+      cmd.add_option("--token", a->token, "The claim's fencing token (default: $TX_CLAIM_TOKEN)"));
   cmd.add_option("--result", a->result, "Result text");
   cmd.add_option("--error", a->error, "Error text");
   cmd.add_flag("--force", a->force,
@@ -234,7 +243,8 @@ Handler SetupOutcome(CLI::App& cmd, service::Outcome outcome, const char* name) 
                            : (a->result.empty() ? a->error : a->result);
     TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
     if (a->force) {
-      if (!a->token.empty()) return Error::InvalidArgument("--force and --token exclude each other");
+      if (!a->token.empty())
+        return Error::InvalidArgument("--force and --token exclude each other");
       service::TaskService tasks(*store, ctx.clock(), ctx.options());
       TX_RETURN_IF_ERROR(tasks.ForceOutcome(a->id, outcome, text));
     } else {

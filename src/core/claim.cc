@@ -8,8 +8,8 @@ namespace {
 constexpr std::array<std::string_view, 4> kClaimStatus = {"active", "released", "expired",
                                                           "completed"};
 constexpr std::array<std::string_view, 12> kEndReasons = {
-    "",          "exited",   "failed",   "timed_out", "stalled", "lease_lost",
-    "worker_died", "cancelled", "shutdown", "released",  "forced",  "orphaned"};
+    "",          "exited",   "failed",   "timed_out", "stalled", "lease_lost", "worker_died",
+    "cancelled", "shutdown", "released", "forced",    "orphaned"};
 
 template <typename Enum, std::size_t N>
 Result<Enum> ParseFrom(const std::array<std::string_view, N>& names, std::string_view name,

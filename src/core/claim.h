@@ -3,8 +3,8 @@
 // integer. Invariant: at most one active claim per task; a stale token changes nothing.
 
 #include <cstdint>
-#include <string>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "core/clock.h"

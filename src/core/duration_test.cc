@@ -17,14 +17,13 @@ TEST(Duration, ParsesEveryUnit) {
 TEST(Duration, ParsesCompoundDurations) { EXPECT_EQ(*ParseDuration("1h30m15s"), 5'415'000); }
 
 TEST(Duration, RejectsGarbageQuotingIt) {
-  for (const char* bad : {"", "5", "abc", "5q", "m5", "1.5s", "-3s", "5 s", "30S", "1h 2m",
-                          "99999999999999999h"}) {
+  for (const char* bad :
+       {"", "5", "abc", "5q", "m5", "1.5s", "-3s", "5 s", "30S", "1h 2m", "99999999999999999h"}) {
     auto r = ParseDuration(bad);
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_EQ(r.error().code(), ErrorCode::kInvalidArgument);
     std::string quoted = std::string("'").append(bad).append("'");
-    EXPECT_NE(r.error().message().find(quoted), std::string::npos)
-        << r.error().message();
+    EXPECT_NE(r.error().message().find(quoted), std::string::npos) << r.error().message();
   }
 }
 

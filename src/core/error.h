@@ -29,7 +29,9 @@ class Error {
   ErrorCode code() const { return code_; }
   const std::string& message() const { return message_; }
 
-  static Error InvalidArgument(std::string m) { return {ErrorCode::kInvalidArgument, std::move(m)}; }
+  static Error InvalidArgument(std::string m) {
+    return {ErrorCode::kInvalidArgument, std::move(m)};
+  }
   static Error NotFound(std::string m) { return {ErrorCode::kNotFound, std::move(m)}; }
   static Error Conflict(std::string m) { return {ErrorCode::kConflict, std::move(m)}; }
   static Error Backpressure(std::string m) { return {ErrorCode::kBackpressure, std::move(m)}; }
@@ -45,7 +47,7 @@ class Error {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}      // NOLINT(google-explicit-constructor)
   Result(Error error) : v_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
 
   bool ok() const { return v_.index() == 0; }
@@ -94,7 +96,8 @@ inline Status Ok() { return {}; }
   } while (0)
 
 // Declares or assigns `lhs` from a Result, or returns its error.
-#define TX_ASSIGN_OR_RETURN(lhs, expr) TX_ASSIGN_OR_RETURN_IMPL(TX_CONCAT(tx_r_, __LINE__), lhs, expr)
+#define TX_ASSIGN_OR_RETURN(lhs, expr) \
+  TX_ASSIGN_OR_RETURN_IMPL(TX_CONCAT(tx_r_, __LINE__), lhs, expr)
 #define TX_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
   auto tmp = (expr);                             \
   if (!tmp.ok()) return tmp.error();             \

@@ -2,9 +2,8 @@
 // Event: an append-only, numbered record of a state change, written in the same transaction.
 
 #include <cstdint>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "core/clock.h"
 

@@ -20,7 +20,7 @@ nlohmann::json ToJson(const Claim& c) {
       {"renewed_count", c.renewed_count},
       {"ended_at", Time(c.ended_at)},
       {"end_reason", c.end_reason == EndReason::kNone ? nlohmann::json()
-                                                       : nlohmann::json(ToString(c.end_reason))},
+                                                      : nlohmann::json(ToString(c.end_reason))},
       {"exit_code", c.exit_code ? nlohmann::json(*c.exit_code) : nlohmann::json()},
   };
   return j;
@@ -77,7 +77,8 @@ nlohmann::json ToJson(const Worker& w, Millis now) {
       {"heartbeat_interval", FormatDuration(w.heartbeat_interval_ms)},
       {"registered_at", Time(w.registered_at)},
       {"last_heartbeat_at", Time(w.last_heartbeat_at)},
-      {"current_task_id", w.current_task_id.empty() ? nlohmann::json() : nlohmann::json(w.current_task_id)},
+      {"current_task_id",
+       w.current_task_id.empty() ? nlohmann::json() : nlohmann::json(w.current_task_id)},
       {"reason", w.reason},
       {"metadata", w.metadata},
   };

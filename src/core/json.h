@@ -2,9 +2,8 @@
 // The wire form of each domain type, written once and shared by `--json` output and the HTTP API.
 // Times are ISO-8601 UTC strings; absent times are null.
 
-#include <vector>
-
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "core/claim.h"
 #include "core/event.h"

@@ -2,9 +2,8 @@
 // The orchestrator's singleton record and the reconciler's report.
 
 #include <cstdint>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "core/clock.h"
 
@@ -17,7 +16,9 @@ struct ReconcileReport {
   int inconsistencies_fixed = 0;  // busy without task, held by a dead worker, claim on terminal
   Millis at = 0;
 
-  int Total() const { return dead_workers + expired_leases + orphaned_tasks + inconsistencies_fixed; }
+  int Total() const {
+    return dead_workers + expired_leases + orphaned_tasks + inconsistencies_fixed;
+  }
 };
 
 struct OrchestratorState {

@@ -10,16 +10,16 @@ struct StatusName {
   std::string_view name;
 };
 constexpr StatusName kStatusNames[] = {
-    {TaskStatus::kBlocked, "blocked"}, {TaskStatus::kReady, "ready"},
-    {TaskStatus::kRunning, "running"}, {TaskStatus::kReview, "review"},
+    {TaskStatus::kBlocked, "blocked"},   {TaskStatus::kReady, "ready"},
+    {TaskStatus::kRunning, "running"},   {TaskStatus::kReview, "review"},
     {TaskStatus::kApproved, "approved"}, {TaskStatus::kDone, "done"},
-    {TaskStatus::kFailed, "failed"},   {TaskStatus::kCancelled, "cancelled"},
+    {TaskStatus::kFailed, "failed"},     {TaskStatus::kCancelled, "cancelled"},
 };
 constexpr StatusName kAliases[] = {
-    {TaskStatus::kReady, "todo"},         {TaskStatus::kRunning, "in-progress"},
+    {TaskStatus::kReady, "todo"},          {TaskStatus::kRunning, "in-progress"},
     {TaskStatus::kRunning, "in_progress"}, {TaskStatus::kRunning, "active"},
-    {TaskStatus::kRunning, "claimed"},    {TaskStatus::kReview, "in_review"},
-    {TaskStatus::kReview, "in-review"},   {TaskStatus::kDone, "completed"},
+    {TaskStatus::kRunning, "claimed"},     {TaskStatus::kReview, "in_review"},
+    {TaskStatus::kReview, "in-review"},    {TaskStatus::kDone, "completed"},
     {TaskStatus::kCancelled, "canceled"},
 };
 
@@ -66,9 +66,10 @@ constexpr Transition kTransitions[] = {
 };
 
 constexpr std::array<std::string_view, 14> kEventNames = {
-    "unblock", "claim",  "succeed", "submit for review", "fail an attempt", "requeue",
-    "approve", "request changes", "merge", "cancel", "retry", "force done", "force fail",
-    "force review"};
+    "unblock",         "claim",       "succeed", "submit for review",
+    "fail an attempt", "requeue",     "approve", "request changes",
+    "merge",           "cancel",      "retry",   "force done",
+    "force fail",      "force review"};
 }  // namespace
 
 std::string_view ToString(TaskStatus s) {

@@ -2,19 +2,27 @@
 // Task: a unit of work, and the task state machine of design.md §1.
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/clock.h"
 #include "core/error.h"
 
 namespace tx {
 
-enum class TaskStatus { kBlocked, kReady, kRunning, kReview, kApproved, kDone, kFailed, kCancelled };
+enum class TaskStatus {
+  kBlocked,
+  kReady,
+  kRunning,
+  kReview,
+  kApproved,
+  kDone,
+  kFailed,
+  kCancelled
+};
 
 std::string_view ToString(TaskStatus s);
 // Accepts the canonical names and the source notes' aliases (todo, in-progress, active, claimed,

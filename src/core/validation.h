@@ -2,11 +2,10 @@
 // Input validation shared by the CLI and the API. Each check returns an invalid-argument error
 // that names the field and quotes the offending value.
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "core/task.h"

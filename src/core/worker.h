@@ -2,11 +2,10 @@
 // Worker: a process that claims and runs tasks, one at a time (design.md §1).
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/clock.h"
 #include "core/error.h"

@@ -36,8 +36,8 @@ Status CheckCanClaim(const Worker& w, Millis now) {
                            " and may not claim");
   }
   if (IsStale(w, now)) {
-    std::string age = w.last_heartbeat_at > 0 ? FormatDuration(now - w.last_heartbeat_at) + " ago"
-                                               : "never";
+    std::string age =
+        w.last_heartbeat_at > 0 ? FormatDuration(now - w.last_heartbeat_at) + " ago" : "never";
     return Error::Conflict("worker " + w.id + " is stale (last heartbeat " + age +
                            "); heartbeat before claiming");
   }
@@ -51,12 +51,13 @@ Result<Claim> CheckToken(store::Txn& txn, std::string_view task_id, std::int64_t
   if (!task_id.empty()) TX_RETURN_IF_ERROR(LoadTask(txn, task_id));
   if (!claim) return Error::Conflict("no claim has token " + std::to_string(token));
   if (!task_id.empty() && claim->task_id != task_id) {
-    return Error::Conflict("token " + std::to_string(token) + " belongs to task " +
-                           claim->task_id + ", not " + std::string(task_id));
+    return Error::Conflict("token " + std::to_string(token) + " belongs to task " + claim->task_id +
+                           ", not " + std::string(task_id));
   }
   if (claim->status != ClaimStatus::kActive) {
     std::string why = std::string(ToString(claim->status));
-    if (claim->end_reason != EndReason::kNone) why += " (" + std::string(ToString(claim->end_reason)) + ")";
+    if (claim->end_reason != EndReason::kNone)
+      why += " (" + std::string(ToString(claim->end_reason)) + ")";
     return Error::Conflict("token " + std::to_string(token) + " of task " + claim->task_id +
                            " is stale: its claim was " + why);
   }
@@ -81,7 +82,8 @@ ClaimService::ClaimService(store::Store& store, const Clock& clock, ServiceOptio
 
 Result<ClaimResult> ClaimService::ClaimLocked(store::Txn& txn, Task task, Worker worker,
                                               Millis lease_ms, Millis now) {
-  TX_RETURN_IF_ERROR(CheckTransition(task.id, task.status, TaskEvent::kClaim, TaskStatus::kRunning));
+  TX_RETURN_IF_ERROR(
+      CheckTransition(task.id, task.status, TaskEvent::kClaim, TaskStatus::kRunning));
   TX_ASSIGN_OR_RETURN(int previous, txn.CountClaimsForTask(task.id));
   task.status = TaskStatus::kRunning;
   ++task.attempt;
@@ -161,7 +163,8 @@ Result<ClaimResult> ClaimService::ClaimTask(std::string_view task_id, std::strin
   Millis now = clock_.NowMs();
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
     TX_ASSIGN_OR_RETURN(Worker worker, LoadWorker(txn, worker_id));
-    TX_ASSIGN_OR_RETURN(ClaimResult r, ClaimTaskLocked(txn, task_id, std::move(worker), lease_ms, now));
+    TX_ASSIGN_OR_RETURN(ClaimResult r,
+                        ClaimTaskLocked(txn, task_id, std::move(worker), lease_ms, now));
     out = std::move(r);
     return Ok();
   }));
@@ -192,7 +195,8 @@ Result<ClaimResult> ClaimService::ClaimTaskAs(std::string_view task_id, const Ma
   Millis now = clock_.NowMs();
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
     TX_ASSIGN_OR_RETURN(Worker worker, detail::EnsureWorkerByName(txn, who, now));
-    TX_ASSIGN_OR_RETURN(ClaimResult r, ClaimTaskLocked(txn, task_id, std::move(worker), lease_ms, now));
+    TX_ASSIGN_OR_RETURN(ClaimResult r,
+                        ClaimTaskLocked(txn, task_id, std::move(worker), lease_ms, now));
     out = std::move(r);
     return Ok();
   }));
@@ -225,8 +229,7 @@ Result<Claim> ClaimService::Renew(std::string_view task_id, std::int64_t token) 
   return std::move(*out);
 }
 
-Result<Task> ClaimService::Release(std::string_view task_id, std::int64_t token,
-                                   EndReason reason) {
+Result<Task> ClaimService::Release(std::string_view task_id, std::int64_t token, EndReason reason) {
   std::optional<Task> out;
   Millis now = clock_.NowMs();
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
@@ -269,8 +272,8 @@ Result<Task> ClaimService::Report(std::string_view task_id, std::int64_t token, 
       task.result = text;
       task.updated_at = now;
       TX_RETURN_IF_ERROR(txn.UpdateTask(task));
-      TX_RETURN_IF_ERROR(Emit(txn, now, "task.review", task.id, claim.worker_id,
-                              {{"attempt", task.attempt}}));
+      TX_RETURN_IF_ERROR(
+          Emit(txn, now, "task.review", task.id, claim.worker_id, {{"attempt", task.attempt}}));
     } else {
       TX_RETURN_IF_ERROR(
           CheckTransition(task.id, task.status, TaskEvent::kSucceed, TaskStatus::kDone));

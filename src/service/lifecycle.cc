@@ -43,7 +43,8 @@ Status RequeueTask(Txn& txn, Task& task, EndReason why, bool counts, Millis now)
   if (!counts && task.attempt > 0) --task.attempt;
   task.updated_at = now;
   if (counts && task.attempt >= task.max_attempts) {
-    TX_RETURN_IF_ERROR(CheckTransition(task.id, task.status, TaskEvent::kRequeue, TaskStatus::kFailed));
+    TX_RETURN_IF_ERROR(
+        CheckTransition(task.id, task.status, TaskEvent::kRequeue, TaskStatus::kFailed));
     task.status = TaskStatus::kFailed;
     task.finished_at = now;
     task.error = "attempts exhausted: attempt " + std::to_string(task.attempt) + " of " +
@@ -52,7 +53,8 @@ Status RequeueTask(Txn& txn, Task& task, EndReason why, bool counts, Millis now)
     return Emit(txn, now, "task.failed", task.id, "",
                 {{"reason", ToString(why)}, {"attempt", task.attempt}, {"error", task.error}});
   }
-  TX_RETURN_IF_ERROR(CheckTransition(task.id, task.status, TaskEvent::kRequeue, TaskStatus::kReady));
+  TX_RETURN_IF_ERROR(
+      CheckTransition(task.id, task.status, TaskEvent::kRequeue, TaskStatus::kReady));
   task.status = TaskStatus::kReady;
   task.run_after = now;
   TX_RETURN_IF_ERROR(txn.UpdateTask(task));
@@ -130,7 +132,8 @@ Result<Worker> InsertWorker(Txn& txn, const Registration& r, Millis now, Millis 
   w.capabilities = r.capabilities;
   w.queues = r.queues.empty() ? std::vector<std::string>{"default"} : r.queues;
   w.status = WorkerStatus::kIdle;
-  w.heartbeat_interval_ms = r.heartbeat_interval_ms > 0 ? r.heartbeat_interval_ms : default_interval;
+  w.heartbeat_interval_ms =
+      r.heartbeat_interval_ms > 0 ? r.heartbeat_interval_ms : default_interval;
   w.registered_at = w.last_heartbeat_at = now;
   w.metadata = r.metadata.is_object() ? r.metadata : nlohmann::json::object();
   TX_RETURN_IF_ERROR(txn.InsertWorker(w));

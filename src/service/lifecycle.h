@@ -3,10 +3,9 @@
 // caller's transaction and appends its events there, so a change and its event commit together.
 // Contract and invariants: docs/leases.md and docs/reconcile.md.
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "service/options.h"
 #include "service/worker_service.h"

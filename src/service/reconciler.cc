@@ -16,8 +16,8 @@ Status Reconciler::DeclareDeadWorkers(Millis now, ReconcileReport& report) {
     TX_ASSIGN_OR_RETURN(std::vector<Worker> workers, txn.ListWorkers({}));
     for (auto& w : workers) {
       if (!IsLive(w.status) || !IsStale(w, now)) continue;
-      std::string age = w.last_heartbeat_at > 0 ? FormatDuration(now - w.last_heartbeat_at)
-                                                : std::string("ever");
+      std::string age =
+          w.last_heartbeat_at > 0 ? FormatDuration(now - w.last_heartbeat_at) : std::string("ever");
       TX_RETURN_IF_ERROR(detail::MarkDead(txn, w, "no heartbeat for " + age, now));
       ++report.dead_workers;
     }

@@ -17,21 +17,20 @@ namespace tx::service {
 using namespace std::chrono_literals;
 
 // Unwraps a Result in a test, failing loudly with its message.
-#define ASSERT_OK_AND_ASSIGN(lhs, expr)                                 \
-  auto TX_CONCAT(r_, __LINE__) = (expr);                                \
-  ASSERT_TRUE(TX_CONCAT(r_, __LINE__).ok())                             \
-      << TX_CONCAT(r_, __LINE__).error().message();                     \
+#define ASSERT_OK_AND_ASSIGN(lhs, expr)                                                   \
+  auto TX_CONCAT(r_, __LINE__) = (expr);                                                  \
+  ASSERT_TRUE(TX_CONCAT(r_, __LINE__).ok()) << TX_CONCAT(r_, __LINE__).error().message(); \
   lhs = std::move(TX_CONCAT(r_, __LINE__)).value()
-#define ASSERT_OK(expr)                                                       \
-  do {                                                                        \
-    auto&& s_ = (expr);                                                       \
-    ASSERT_TRUE(s_.ok()) << s_.error().message();                             \
+#define ASSERT_OK(expr)                           \
+  do {                                            \
+    auto&& s_ = (expr);                           \
+    ASSERT_TRUE(s_.ok()) << s_.error().message(); \
   } while (0)
-#define EXPECT_ERROR_CODE(expr, code_)                                        \
-  do {                                                                        \
-    auto&& s_ = (expr);                                                       \
-    ASSERT_FALSE(s_.ok());                                                    \
-    EXPECT_EQ(s_.error().code(), code_) << s_.error().message();              \
+#define EXPECT_ERROR_CODE(expr, code_)                           \
+  do {                                                           \
+    auto&& s_ = (expr);                                          \
+    ASSERT_FALSE(s_.ok());                                       \
+    EXPECT_EQ(s_.error().code(), code_) << s_.error().message(); \
   } while (0)
 
 inline ServiceOptions TestOptions() {

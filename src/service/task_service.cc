@@ -42,7 +42,9 @@ Status TaskService::Insert(store::Txn& txn, Task& t, Millis now) {
   t.error.clear();
   TX_RETURN_IF_ERROR(txn.InsertTask(t));
   return Emit(txn, now, "task.created", t.id, "",
-              {{"title", t.title}, {"status", ToString(t.status)}, {"queue", t.queue},
+              {{"title", t.title},
+               {"status", ToString(t.status)},
+               {"queue", t.queue},
                {"priority", t.priority}});
 }
 
@@ -177,16 +179,16 @@ Result<Task> TaskService::Cancel(std::string_view id, const std::string& note) {
         CheckTransition(task.id, task.status, TaskEvent::kCancel, TaskStatus::kCancelled));
     TX_ASSIGN_OR_RETURN(std::optional<Claim> claim, txn.GetActiveClaimForTask(task.id));
     if (claim) {
-      TX_RETURN_IF_ERROR(detail::EndClaim(txn, *claim, ClaimStatus::kReleased,
-                                          EndReason::kCancelled, now));
+      TX_RETURN_IF_ERROR(
+          detail::EndClaim(txn, *claim, ClaimStatus::kReleased, EndReason::kCancelled, now));
     }
     task.status = TaskStatus::kCancelled;
     task.finished_at = now;
     task.updated_at = now;
     if (!note.empty()) task.error = note;
     TX_RETURN_IF_ERROR(txn.UpdateTask(task));
-    TX_RETURN_IF_ERROR(Emit(txn, now, "task.cancelled", task.id, claim ? claim->worker_id : "",
-                            {{"note", note}}));
+    TX_RETURN_IF_ERROR(
+        Emit(txn, now, "task.cancelled", task.id, claim ? claim->worker_id : "", {{"note", note}}));
     out = std::move(task);
     return Ok();
   }));
@@ -208,8 +210,8 @@ Result<Task> TaskService::Retry(std::string_view id, const std::string& note) {
     task.error.clear();
     task.updated_at = now;
     TX_RETURN_IF_ERROR(txn.UpdateTask(task));
-    TX_RETURN_IF_ERROR(Emit(txn, now, "task.retried", task.id, "",
-                            {{"status", ToString(to)}, {"note", note}}));
+    TX_RETURN_IF_ERROR(
+        Emit(txn, now, "task.retried", task.id, "", {{"status", ToString(to)}, {"note", note}}));
     out = std::move(task);
     return Ok();
   }));
@@ -236,9 +238,10 @@ Result<Task> TaskService::ForceOutcome(std::string_view id, Outcome outcome,
       TX_RETURN_IF_ERROR(
           detail::EndClaim(txn, *claim, ClaimStatus::kReleased, EndReason::kForced, now));
     }
-    TX_RETURN_IF_ERROR(Emit(txn, now, "task.forced", task.id, worker_id,
-                            {{"outcome", ToString(outcome)},
-                             {"revoked_token", claim ? nlohmann::json(claim->token) : nlohmann::json()}}));
+    TX_RETURN_IF_ERROR(
+        Emit(txn, now, "task.forced", task.id, worker_id,
+             {{"outcome", ToString(outcome)},
+              {"revoked_token", claim ? nlohmann::json(claim->token) : nlohmann::json()}}));
     if (to == TaskStatus::kDone) {
       TX_RETURN_IF_ERROR(detail::FinishDone(txn, task, text, now, worker_id));
     } else {

@@ -51,7 +51,8 @@ class TaskService {
   // renewal or report is refused.
   Result<Task> Cancel(std::string_view id, const std::string& note);
 
-  // failed / cancelled -> ready (or blocked while after[] is not done), with a fresh attempt budget.
+  // failed / cancelled -> ready (or blocked while after[] is not done), with a fresh attempt
+  // budget.
   Result<Task> Retry(std::string_view id, const std::string& note = "");
 
   // The operator's override (--force): records the outcome without the token, ending any active

@@ -38,7 +38,8 @@ Result<Worker> WorkerService::Register(Registration r) {
         }
       }
     }
-    TX_ASSIGN_OR_RETURN(Worker w, detail::InsertWorker(txn, r, now, options_.default_heartbeat_interval_ms));
+    TX_ASSIGN_OR_RETURN(Worker w,
+                        detail::InsertWorker(txn, r, now, options_.default_heartbeat_interval_ms));
     out = std::move(w);
     return Ok();
   }));
@@ -60,7 +61,8 @@ Result<Worker> WorkerService::Heartbeat(std::string_view id, const HeartbeatUpda
                               {{"from", ToString(w.status)}, {"to", ToString(*update.status)}}));
       w.status = *update.status;
     }
-    if (update.metadata.is_object() && !update.metadata.empty()) w.metadata.merge_patch(update.metadata);
+    if (update.metadata.is_object() && !update.metadata.empty())
+      w.metadata.merge_patch(update.metadata);
     TX_RETURN_IF_ERROR(txn.UpdateWorker(w));
     out = std::move(w);
     return Ok();

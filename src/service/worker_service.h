@@ -35,7 +35,7 @@ struct ManualWorker {
 };
 
 struct HeartbeatUpdate {
-  std::optional<WorkerStatus> status;  // idle, busy or paused
+  std::optional<WorkerStatus> status;                  // idle, busy or paused
   nlohmann::json metadata = nlohmann::json::object();  // merged into the worker's metadata
 };
 

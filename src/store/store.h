@@ -114,7 +114,7 @@ class Store {
 };
 
 struct OpenOptions {
-  std::string url;  // a file path, ":memory:", or (later) postgresql://...
+  std::string url;      // a file path, ":memory:", or (later) postgresql://...
   bool create = false;  // create the database if missing (tx init); otherwise it must exist
   std::string synchronous = "NORMAL";  // SQLite: NORMAL or FULL
   Millis busy_timeout_ms = 10'000;

@@ -1,12 +1,11 @@
 // The store contract suite: one parameterised suite that every backend must pass (SQLite file
 // and :memory: today; PostgreSQL joins with its backend).
 
+#include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <unistd.h>
 
 #include <filesystem>
-
-#include <gtest/gtest.h>
 
 #include "store/store.h"
 
@@ -56,12 +55,14 @@ class StoreContract : public ::testing::TestWithParam<Backend> {
 
   std::optional<Task> Pick(PickCriteria c) {
     std::optional<Task> out;
-    EXPECT_TRUE(store_->Read([&](Txn& txn) -> Status {
-      auto r = txn.PickNextReady(c);
-      if (!r.ok()) return r.error();
-      out = *r;
-      return Ok();
-    }).ok());
+    EXPECT_TRUE(store_
+                    ->Read([&](Txn& txn) -> Status {
+                      auto r = txn.PickNextReady(c);
+                      if (!r.ok()) return r.error();
+                      out = *r;
+                      return Ok();
+                    })
+                    .ok());
     return out;
   }
 
@@ -92,12 +93,14 @@ TEST_P(StoreContract, TaskRoundTripsEveryField) {
   t.run_after = 77;
   Insert(t);
   std::optional<Task> got;
-  ASSERT_TRUE(store_->Read([&](Txn& txn) -> Status {
-    auto r = txn.GetTask("task-aaaaaaaa");
-    if (!r.ok()) return r.error();
-    got = *r;
-    return Ok();
-  }).ok());
+  ASSERT_TRUE(store_
+                  ->Read([&](Txn& txn) -> Status {
+                    auto r = txn.GetTask("task-aaaaaaaa");
+                    if (!r.ok()) return r.error();
+                    got = *r;
+                    return Ok();
+                  })
+                  .ok());
   ASSERT_TRUE(got);
   EXPECT_GT(got->seq, 0);
   EXPECT_EQ(got->steps, t.steps);
@@ -125,13 +128,15 @@ TEST_P(StoreContract, AFailedWriteLeavesNoPartialWrite) {
   });
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().message(), "changed my mind");
-  ASSERT_TRUE(store_->Read([&](Txn& txn) -> Status {
-    auto t = txn.GetTask("task-bbbbbbbb");
-    EXPECT_TRUE(t.ok() && !t->has_value());
-    auto ev = txn.ListEvents(0, 0);
-    EXPECT_TRUE(ev.ok() && ev->empty());
-    return Ok();
-  }).ok());
+  ASSERT_TRUE(store_
+                  ->Read([&](Txn& txn) -> Status {
+                    auto t = txn.GetTask("task-bbbbbbbb");
+                    EXPECT_TRUE(t.ok() && !t->has_value());
+                    auto ev = txn.ListEvents(0, 0);
+                    EXPECT_TRUE(ev.ok() && ev->empty());
+                    return Ok();
+                  })
+                  .ok());
 }
 
 TEST_P(StoreContract, PicksHighestPriorityThenOldest) {
@@ -195,17 +200,19 @@ TEST_P(StoreContract, TokensIncreaseAndOnlyOneClaimPerTaskIsActive) {
   ASSERT_TRUE(store_->Write([&](Txn& txn) { return txn.UpdateClaim(a); }).ok());
   ASSERT_TRUE(store_->Write([&](Txn& txn) { return txn.InsertClaim(b); }).ok());
   EXPECT_GT(b.token, a.token);
-  ASSERT_TRUE(store_->Read([&](Txn& txn) -> Status {
-    auto active = txn.GetActiveClaimForTask("task-aaaaaaa1");
-    EXPECT_TRUE(active.ok() && *active && (*active)->token == b.token);
-    auto expired = txn.ListActiveClaimsExpiredAt(101);
-    EXPECT_TRUE(expired.ok() && expired->size() == 1);
-    auto not_yet = txn.ListActiveClaimsExpiredAt(100);
-    EXPECT_TRUE(not_yet.ok() && not_yet->empty());
-    auto all = txn.ListClaimsForTask("task-aaaaaaa1");
-    EXPECT_TRUE(all.ok() && all->size() == 2);
-    return Ok();
-  }).ok());
+  ASSERT_TRUE(store_
+                  ->Read([&](Txn& txn) -> Status {
+                    auto active = txn.GetActiveClaimForTask("task-aaaaaaa1");
+                    EXPECT_TRUE(active.ok() && *active && (*active)->token == b.token);
+                    auto expired = txn.ListActiveClaimsExpiredAt(101);
+                    EXPECT_TRUE(expired.ok() && expired->size() == 1);
+                    auto not_yet = txn.ListActiveClaimsExpiredAt(100);
+                    EXPECT_TRUE(not_yet.ok() && not_yet->empty());
+                    auto all = txn.ListClaimsForTask("task-aaaaaaa1");
+                    EXPECT_TRUE(all.ok() && all->size() == 2);
+                    return Ok();
+                  })
+                  .ok());
 }
 
 TEST_P(StoreContract, EventsAreNumberedInOrder) {
@@ -217,13 +224,15 @@ TEST_P(StoreContract, EventsAreNumberedInOrder) {
   }
   EXPECT_LT(ids[0], ids[1]);
   EXPECT_LT(ids[1], ids[2]);
-  ASSERT_TRUE(store_->Read([&](Txn& txn) -> Status {
-    auto after = txn.ListEvents(ids[0], 0);
-    EXPECT_TRUE(after.ok() && after->size() == 2 && (*after)[0].data["i"] == 1);
-    auto last = txn.LastEventId();
-    EXPECT_TRUE(last.ok() && *last == ids[2]);
-    return Ok();
-  }).ok());
+  ASSERT_TRUE(store_
+                  ->Read([&](Txn& txn) -> Status {
+                    auto after = txn.ListEvents(ids[0], 0);
+                    EXPECT_TRUE(after.ok() && after->size() == 2 && (*after)[0].data["i"] == 1);
+                    auto last = txn.LastEventId();
+                    EXPECT_TRUE(last.ok() && *last == ids[2]);
+                    return Ok();
+                  })
+                  .ok());
 }
 
 TEST_P(StoreContract, DependenciesAreIndexedBothWays) {
@@ -232,11 +241,13 @@ TEST_P(StoreContract, DependenciesAreIndexedBothWays) {
   b.after = {"task-aaaaaaa1"};
   b.status = TaskStatus::kBlocked;
   Insert(b);
-  ASSERT_TRUE(store_->Read([&](Txn& txn) -> Status {
-    auto deps = txn.ListDependents("task-aaaaaaa1");
-    EXPECT_TRUE(deps.ok() && *deps == std::vector<std::string>{"task-aaaaaaa2"});
-    return Ok();
-  }).ok());
+  ASSERT_TRUE(store_
+                  ->Read([&](Txn& txn) -> Status {
+                    auto deps = txn.ListDependents("task-aaaaaaa1");
+                    EXPECT_TRUE(deps.ok() && *deps == std::vector<std::string>{"task-aaaaaaa2"});
+                    return Ok();
+                  })
+                  .ok());
 }
 
 TEST_P(StoreContract, WorkersAndTheOrchestratorRowRoundTrip) {
@@ -248,22 +259,27 @@ TEST_P(StoreContract, WorkersAndTheOrchestratorRowRoundTrip) {
   w.status = WorkerStatus::kBusy;
   w.metadata = {{"rss_mb", 3}};
   ASSERT_TRUE(store_->Write([&](Txn& txn) { return txn.InsertWorker(w); }).ok());
-  ASSERT_TRUE(store_->Write([&](Txn& txn) -> Status {
-    auto o = txn.GetOrchestrator();
-    if (!o.ok()) return o.error();
-    o->status = "running";
-    o->last_reconcile_at = 42;
-    return txn.PutOrchestrator(*o);
-  }).ok());
-  ASSERT_TRUE(store_->Read([&](Txn& txn) -> Status {
-    auto busy = txn.ListWorkers({WorkerStatus::kBusy});
-    EXPECT_TRUE(busy.ok() && busy->size() == 1 && (*busy)[0].metadata["rss_mb"] == 3);
-    auto idle = txn.ListWorkers({WorkerStatus::kIdle});
-    EXPECT_TRUE(idle.ok() && idle->empty());
-    auto o = txn.GetOrchestrator();
-    EXPECT_TRUE(o.ok() && o->status == "running" && o->last_reconcile_at == 42);
-    return Ok();
-  }).ok());
+  ASSERT_TRUE(store_
+                  ->Write([&](Txn& txn) -> Status {
+                    auto o = txn.GetOrchestrator();
+                    if (!o.ok()) return o.error();
+                    o->status = "running";
+                    o->last_reconcile_at = 42;
+                    return txn.PutOrchestrator(*o);
+                  })
+                  .ok());
+  ASSERT_TRUE(store_
+                  ->Read([&](Txn& txn) -> Status {
+                    auto busy = txn.ListWorkers({WorkerStatus::kBusy});
+                    EXPECT_TRUE(busy.ok() && busy->size() == 1 &&
+                                (*busy)[0].metadata["rss_mb"] == 3);
+                    auto idle = txn.ListWorkers({WorkerStatus::kIdle});
+                    EXPECT_TRUE(idle.ok() && idle->empty());
+                    auto o = txn.GetOrchestrator();
+                    EXPECT_TRUE(o.ok() && o->status == "running" && o->last_reconcile_at == 42);
+                    return Ok();
+                  })
+                  .ok());
 }
 
 INSTANTIATE_TEST_SUITE_P(Sqlite, StoreContract,
@@ -308,10 +324,11 @@ TEST(SqliteStore, ReopeningKeepsDataAndAppliesNoMigrationTwice) {
   auto s = Open({path, false});
   ASSERT_TRUE(s.ok()) << s.error().message();
   ASSERT_TRUE((*s)->Read([&](Txn& txn) -> Status {
-    auto last = txn.LastEventId();
-    EXPECT_TRUE(last.ok() && *last == 1);
-    return Ok();
-  }).ok());
+                    auto last = txn.LastEventId();
+                    EXPECT_TRUE(last.ok() && *last == 1);
+                    return Ok();
+                  })
+                  .ok());
   fs::remove_all(dir);
 }
 

@@ -83,10 +83,9 @@ int Write(sqlite3_file* f, const void* data, int n, sqlite3_int64 off) {
     if (rc != SQLITE_OK) return rc;
     if (!wal_header && !frame_header) return w->real->pMethods->xWrite(w->real, data, n, off);
   }
-  int rc = Append(w, data, n, off);
-  if (rc != SQLITE_OK) {
-    Flush(w);
-    return w->real->pMethods->xWrite(w->real, data, n, off);
+  if (Append(w, data, n, off) != SQLITE_OK) {  // out of memory: write through
+    int rc = Flush(w);
+    return rc != SQLITE_OK ? rc : w->real->pMethods->xWrite(w->real, data, n, off);
   }
   if (frame_header) {
     const auto* b = static_cast<const unsigned char*>(data);
@@ -110,10 +109,10 @@ int Close(sqlite3_file* f) {
 
 sqlite3_file* Real(sqlite3_file* f) { return reinterpret_cast<WalFile*>(f)->real; }
 
-#define TX_FLUSH_OR_RETURN(f)                                         \
-  do {                                                                \
-    int flush_rc_ = Flush(reinterpret_cast<WalFile*>(f));             \
-    if (flush_rc_ != SQLITE_OK) return flush_rc_;                     \
+#define TX_FLUSH_OR_RETURN(f)                                \
+  do {                                                       \
+    int flush_rc_ = Flush(reinterpret_cast<WalFile*>(f));    \
+    if (flush_rc_ != SQLITE_OK) return flush_rc_;            \
   } while (0)
 
 int Read(sqlite3_file* f, void* p, int n, sqlite3_int64 off) {
@@ -145,41 +144,43 @@ int SectorSize(sqlite3_file* f) { return Real(f)->pMethods->xSectorSize(Real(f))
 int DeviceCharacteristics(sqlite3_file* f) {
   return Real(f)->pMethods->xDeviceCharacteristics(Real(f));
 }
+// SQLite never uses shared memory or memory-mapped I/O through a WAL file handle; these only
+// forward, or refuse when the wrapped file lacks them.
 int ShmMap(sqlite3_file* f, int pg, int pgsz, int extend, void volatile** pp) {
+  if (Real(f)->pMethods->iVersion < 2) return SQLITE_IOERR;
   return Real(f)->pMethods->xShmMap(Real(f), pg, pgsz, extend, pp);
 }
 int ShmLock(sqlite3_file* f, int offset, int n, int flags) {
+  if (Real(f)->pMethods->iVersion < 2) return SQLITE_IOERR;
   return Real(f)->pMethods->xShmLock(Real(f), offset, n, flags);
 }
-void ShmBarrier(sqlite3_file* f) { Real(f)->pMethods->xShmBarrier(Real(f)); }
-int ShmUnmap(sqlite3_file* f, int del) { return Real(f)->pMethods->xShmUnmap(Real(f), del); }
-int Fetch(sqlite3_file* f, sqlite3_int64 off, int n, void** pp) {
-  *pp = nullptr;  // no memory-mapped reads of the WAL file
-  (void)f;
-  (void)off;
-  (void)n;
+void ShmBarrier(sqlite3_file* f) {
+  if (Real(f)->pMethods->iVersion >= 2) Real(f)->pMethods->xShmBarrier(Real(f));
+}
+int ShmUnmap(sqlite3_file* f, int del) {
+  if (Real(f)->pMethods->iVersion < 2) return SQLITE_OK;
+  return Real(f)->pMethods->xShmUnmap(Real(f), del);
+}
+int Fetch(sqlite3_file*, sqlite3_int64, int, void** pp) {
+  *pp = nullptr;  // "read it with xRead instead"
   return SQLITE_OK;
 }
-int Unfetch(sqlite3_file* f, sqlite3_int64 off, void* p) {
-  (void)f;
-  (void)off;
-  (void)p;
-  return SQLITE_OK;
-}
+int Unfetch(sqlite3_file*, sqlite3_int64, void*) { return SQLITE_OK; }
 #undef TX_FLUSH_OR_RETURN
 
 const sqlite3_io_methods kMethods = {
-    3,        Close,      Read,     Write,    Truncate,          Sync,
-    FileSize, Lock,       Unlock,   CheckReservedLock, FileControl, SectorSize,
-    DeviceCharacteristics, ShmMap, ShmLock, ShmBarrier, ShmUnmap, Fetch,
-    Unfetch,
+    3,          Close,       Read,       Write,      Truncate, Sync,     FileSize,
+    Lock,       Unlock,      CheckReservedLock,      FileControl,        SectorSize,
+    DeviceCharacteristics,   ShmMap,     ShmLock,    ShmBarrier,         ShmUnmap,
+    Fetch,      Unfetch,
 };
 
 int Open(sqlite3_vfs*, const char* name, sqlite3_file* f, int flags, int* out_flags) {
   if ((flags & SQLITE_OPEN_WAL) == 0) return g_real->xOpen(g_real, name, f, flags, out_flags);
   auto* w = reinterpret_cast<WalFile*>(f);
   std::memset(w, 0, sizeof(WalFile));
-  w->real = reinterpret_cast<sqlite3_file*>(reinterpret_cast<char*>(f) + RoundUp8(sizeof(WalFile)));
+  w->real = reinterpret_cast<sqlite3_file*>(reinterpret_cast<char*>(f) +
+                                             RoundUp8(static_cast<int>(sizeof(WalFile))));
   std::memset(w->real, 0, static_cast<std::size_t>(g_real->szOsFile));
   int rc = g_real->xOpen(g_real, name, w->real, flags, out_flags);
   // SQLite calls xClose whenever pMethods is set, even after a failed xOpen.
@@ -198,7 +199,9 @@ int FullPathname(sqlite3_vfs*, const char* name, int n, char* out) {
 }
 void* DlOpen(sqlite3_vfs*, const char* name) { return g_real->xDlOpen(g_real, name); }
 void DlError(sqlite3_vfs*, int n, char* msg) { g_real->xDlError(g_real, n, msg); }
-void (*DlSym(sqlite3_vfs*, void* h, const char* sym))(void) { return g_real->xDlSym(g_real, h, sym); }
+void (*DlSym(sqlite3_vfs*, void* h, const char* sym))(void) {
+  return g_real->xDlSym(g_real, h, sym);
+}
 void DlClose(sqlite3_vfs*, void* h) { g_real->xDlClose(g_real, h); }
 int Randomness(sqlite3_vfs*, int n, char* out) { return g_real->xRandomness(g_real, n, out); }
 int SleepUs(sqlite3_vfs*, int us) { return g_real->xSleep(g_real, us); }
@@ -211,23 +214,25 @@ int CurrentTimeInt64(sqlite3_vfs*, sqlite3_int64* t) {
 // Registers the shim over the default VFS once; returns its name, or nullptr (use the default)
 // when the default VFS is not one this shim can wrap.
 const char* Register() {
-  static const char* name = [] () -> const char* {
+  static const char* name = []() -> const char* {
     sqlite3_vfs* real = sqlite3_vfs_find(nullptr);
     if (real == nullptr || real->iVersion < 2 || real->xCurrentTimeInt64 == nullptr) return nullptr;
     g_real = real;
     g_vfs = sqlite3_vfs{};
     g_vfs.iVersion = 2;
-    g_vfs.szOsFile = RoundUp8(sizeof(WalFile)) + real->szOsFile;
+    g_vfs.szOsFile = RoundUp8(static_cast<int>(sizeof(WalFile))) + real->szOsFile;
     g_vfs.mxPathname = real->mxPathname;
     g_vfs.zName = "tx-walbatch";
     g_vfs.xOpen = Open;
     g_vfs.xDelete = Delete;
     g_vfs.xAccess = Access;
     g_vfs.xFullPathname = FullPathname;
-    g_vfs.xDlOpen = DlOpen;
-    g_vfs.xDlError = DlError;
-    g_vfs.xDlSym = DlSym;
-    g_vfs.xDlClose = DlClose;
+    if (real->xDlOpen != nullptr) {
+      g_vfs.xDlOpen = DlOpen;
+      g_vfs.xDlError = DlError;
+      g_vfs.xDlSym = DlSym;
+      g_vfs.xDlClose = DlClose;
+    }
     g_vfs.xRandomness = Randomness;
     g_vfs.xSleep = SleepUs;
     g_vfs.xCurrentTime = CurrentTime;

@@ -34,10 +34,10 @@ json Object(const std::string& text) {
   return j.is_object() ? j : json::object();
 }
 
-#define TASK_COLS                                                                            \
-  "seq, id, title, description, instructions, deliverables, steps, priority, queue, requires, " \
+#define TASK_COLS                                                                                \
+  "seq, id, title, description, instructions, deliverables, steps, priority, queue, requires, "  \
   "after, owner, workdir, command, agent, timeout_ms, max_attempts, review, repo, base_branch, " \
-  "metadata, result, error, status, attempt, run_after, created_at, updated_at, started_at, "   \
+  "metadata, result, error, status, attempt, run_after, created_at, updated_at, started_at, "    \
   "finished_at"
 
 Result<Task> ReadTask(const Stmt& s) {
@@ -108,8 +108,8 @@ void BindTask(Stmt& s, const Task& t) {
       .Bind(29, t.finished_at);
 }
 
-#define CLAIM_COLS                                                                     \
-  "token, task_id, worker_id, attempt, claimed_at, lease_ms, lease_expires_at, "       \
+#define CLAIM_COLS                                                               \
+  "token, task_id, worker_id, attempt, claimed_at, lease_ms, lease_expires_at, " \
   "renewed_count, status, ended_at, end_reason, exit_code"
 
 Result<Claim> ReadClaim(const Stmt& s) {
@@ -129,8 +129,8 @@ Result<Claim> ReadClaim(const Stmt& s) {
   return c;
 }
 
-#define WORKER_COLS                                                                        \
-  "id, name, slot, hostname, pid, capabilities, queues, status, heartbeat_interval_ms, "   \
+#define WORKER_COLS                                                                      \
+  "id, name, slot, hostname, pid, capabilities, queues, status, heartbeat_interval_ms, " \
   "registered_at, last_heartbeat_at, current_task_id, reason, metadata"
 
 Result<Worker> ReadWorker(const Stmt& s) {
@@ -251,9 +251,9 @@ class SqliteTxn final : public Txn {
       TX_RETURN_IF_ERROR(del.Run());
     }
     for (const auto& dep : after) {
-      TX_ASSIGN_OR_RETURN(
-          Stmt ins, db_.Prepare("INSERT OR IGNORE INTO task_deps (task_id, depends_on) "
-                                "VALUES (?1, ?2)"));
+      TX_ASSIGN_OR_RETURN(Stmt ins,
+                          db_.Prepare("INSERT OR IGNORE INTO task_deps (task_id, depends_on) "
+                                      "VALUES (?1, ?2)"));
       ins.Bind(1, task_id).Bind(2, dep);
       TX_RETURN_IF_ERROR(ins.Run());
     }
@@ -292,7 +292,8 @@ class SqliteTxn final : public Txn {
     TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("SELECT task_id FROM task_deps WHERE depends_on = ?1 "
                                             "ORDER BY task_id"));
     s.Bind(1, task_id);
-    return ReadAll<std::string>(s, [](const Stmt& st) -> Result<std::string> { return st.Text(0); });
+    return ReadAll<std::string>(s,
+                                [](const Stmt& st) -> Result<std::string> { return st.Text(0); });
   }
 
   Result<std::vector<std::string>> ListRunningTasksWithoutActiveClaim() override {
@@ -300,7 +301,8 @@ class SqliteTxn final : public Txn {
         Stmt s, db_.Prepare("SELECT id FROM tasks t WHERE status = 'running' AND NOT EXISTS "
                             "(SELECT 1 FROM claims c WHERE c.task_id = t.id AND "
                             "c.status = 'active') ORDER BY seq"));
-    return ReadAll<std::string>(s, [](const Stmt& st) -> Result<std::string> { return st.Text(0); });
+    return ReadAll<std::string>(s,
+                                [](const Stmt& st) -> Result<std::string> { return st.Text(0); });
   }
 
   Result<std::vector<StatusCount>> CountTasks() override {
@@ -393,8 +395,9 @@ class SqliteTxn final : public Txn {
   }
 
   Status InsertWorker(const Worker& w) override {
-    TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("INSERT INTO workers (" WORKER_COLS ") VALUES (?1, ?2, "
-                                            "?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"));
+    TX_ASSIGN_OR_RETURN(Stmt s,
+                        db_.Prepare("INSERT INTO workers (" WORKER_COLS ") VALUES (?1, ?2, "
+                                    "?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"));
     BindWorker(s, w);
     return s.Run();
   }
@@ -456,16 +459,15 @@ class SqliteTxn final : public Txn {
                                             "FROM orchestrator WHERE id = 1"));
     TX_ASSIGN_OR_RETURN(bool row, s.Step());
     if (!row) return Error::Internal("the orchestrator row is missing");
-    return OrchestratorState{s.Text(0), s.Int(1),           s.Text(2),
-                             s.Int(3),  s.Int(4),           Object(s.Text(5)),
-                             Object(s.Text(6))};
+    return OrchestratorState{s.Text(0), s.Int(1),          s.Text(2),        s.Int(3),
+                             s.Int(4),  Object(s.Text(5)), Object(s.Text(6))};
   }
 
   Status PutOrchestrator(const OrchestratorState& o) override {
-    TX_ASSIGN_OR_RETURN(
-        Stmt s, db_.Prepare("UPDATE orchestrator SET status = ?1, pid = ?2, hostname = ?3, "
-                            "started_at = ?4, last_reconcile_at = ?5, last_report = ?6, "
-                            "config = ?7 WHERE id = 1"));
+    TX_ASSIGN_OR_RETURN(Stmt s,
+                        db_.Prepare("UPDATE orchestrator SET status = ?1, pid = ?2, hostname = ?3, "
+                                    "started_at = ?4, last_reconcile_at = ?5, last_report = ?6, "
+                                    "config = ?7 WHERE id = 1"));
     s.Bind(1, o.status)
         .Bind(2, o.pid)
         .Bind(3, o.hostname)
@@ -482,7 +484,8 @@ class SqliteTxn final : public Txn {
 
 class SqliteStore final : public Store {
  public:
-  SqliteStore(std::unique_ptr<Db> db, std::string path) : db_(std::move(db)), path_(std::move(path)) {}
+  SqliteStore(std::unique_ptr<Db> db, std::string path)
+      : db_(std::move(db)), path_(std::move(path)) {}
 
   Status Write(const TxnFn& fn) override { return Run(fn, "BEGIN IMMEDIATE"); }
   Status Read(const TxnFn& fn) override { return Run(fn, "BEGIN"); }
@@ -518,16 +521,18 @@ Result<std::unique_ptr<Store>> OpenSqlite(const OpenOptions& o) {
                                   "': expected NORMAL or FULL");
   }
   bool memory = o.url == ":memory:";
-  TX_ASSIGN_OR_RETURN(std::unique_ptr<Db> db,
-                      Db::Open(o.url, o.create || memory, std::chrono::milliseconds(o.busy_timeout_ms)));
+  TX_ASSIGN_OR_RETURN(
+      std::unique_ptr<Db> db,
+      Db::Open(o.url, o.create || memory, std::chrono::milliseconds(o.busy_timeout_ms)));
   if (!memory) {
     TX_ASSIGN_OR_RETURN(std::int64_t wal_ok, db->QueryInt("PRAGMA journal_mode = WAL"));
     (void)wal_ok;
   }
   std::string sync = "PRAGMA synchronous = " + o.synchronous;
   TX_RETURN_IF_ERROR(db->Exec(sync.c_str()));
-  TX_RETURN_IF_ERROR(db->Exec("PRAGMA foreign_keys = ON; PRAGMA temp_store = MEMORY; "
-                              "PRAGMA cache_size = -16000"));
+  TX_RETURN_IF_ERROR(
+      db->Exec("PRAGMA foreign_keys = ON; PRAGMA temp_store = MEMORY; "
+               "PRAGMA cache_size = -16000"));
   TX_RETURN_IF_ERROR(Migrate(*db, o.url));
   return std::unique_ptr<Store>(new SqliteStore(std::move(db), o.url));
 }
