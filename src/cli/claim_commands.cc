@@ -50,11 +50,12 @@ Handler SetupClaim(CLI::App& cmd) {
     bool next = false;
   };
   auto a = std::make_shared<Args>();
-  cmd.add_option("task", a->task, "Task id to claim");
+  cmd.add_option("task", a->task, "Task id to claim")->type_name("");
   cmd.add_flag("--next", a->next, "Claim the best eligible ready task instead of a named one");
-  NonEmpty(cmd.add_option("--lease", a->lease, "Lease duration (default 30m)"));
+  NonEmpty(cmd.add_option("--lease", a->lease, "Lease duration (default 30m)")->type_name("DUR"));
   NonEmpty(cmd.add_option("--worker", a->worker,
-                          "Worker id, or a name registered on first use (default: cli)"));
+                          "Worker id, or a name registered on first use (default: cli)")
+               ->type_name("W"));
   return [a](Context& ctx) -> Status {
     if (a->next == !a->task.empty()) {
       return Error::InvalidArgument("tx claim takes a task id or --next (one of them)");
@@ -94,9 +95,10 @@ Handler SetupClaimRelease(CLI::App& cmd) {
     std::string task, token;
   };
   auto a = std::make_shared<Args>();
-  cmd.add_option("task", a->task, "Task id")->required();
+  cmd.add_option("task", a->task, "Task id")->type_name("")->required();
   NonEmpty(
-      cmd.add_option("--token", a->token, "The claim's fencing token (default: $TX_CLAIM_TOKEN)"));
+      cmd.add_option("--token", a->token, "The claim's fencing token (default: $TX_CLAIM_TOKEN)")
+          ->type_name("N"));
   return [a](Context& ctx) -> Status {
     TX_ASSIGN_OR_RETURN(std::int64_t token, ResolveToken(a->token, "tx claim:release"));
     TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
@@ -116,9 +118,10 @@ Handler SetupClaimRenew(CLI::App& cmd) {
     std::string task, token;
   };
   auto a = std::make_shared<Args>();
-  cmd.add_option("task", a->task, "Task id")->required();
+  cmd.add_option("task", a->task, "Task id")->type_name("")->required();
   NonEmpty(
-      cmd.add_option("--token", a->token, "The claim's fencing token (default: $TX_CLAIM_TOKEN)"));
+      cmd.add_option("--token", a->token, "The claim's fencing token (default: $TX_CLAIM_TOKEN)")
+          ->type_name("N"));
   return [a](Context& ctx) -> Status {
     TX_ASSIGN_OR_RETURN(std::int64_t token, ResolveToken(a->token, "tx claim:renew"));
     TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());

@@ -85,8 +85,10 @@ Handler SetupEvents(CLI::App& cmd) {
   };
   auto a = std::make_shared<Args>();
   cmd.add_flag("--follow,-f", a->follow, "Keep printing new events as they happen");
-  NonEmpty(cmd.add_option("--since", a->since, "Only events after this event number"));
-  NonEmpty(cmd.add_option("--limit", a->limit, "At most this many (without --follow)"));
+  NonEmpty(
+      cmd.add_option("--since", a->since, "Only events after this event number")->type_name("N"));
+  NonEmpty(
+      cmd.add_option("--limit", a->limit, "At most this many (without --follow)")->type_name("N"));
   return [a](Context& ctx) -> Status {
     std::int64_t since = 0;
     int limit = 0;
@@ -141,7 +143,7 @@ Handler SetupEvents(CLI::App& cmd) {
 
 Handler SetupWorkerList(CLI::App& cmd) {
   auto status = std::make_shared<std::string>();
-  NonEmpty(cmd.add_option("--status", *status, "Only workers in this state"));
+  NonEmpty(cmd.add_option("--status", *status, "Only workers in this state")->type_name("S"));
   return [status](Context& ctx) -> Status {
     std::vector<WorkerStatus> filter;
     if (!status->empty()) {
@@ -164,7 +166,7 @@ Handler SetupWorkerList(CLI::App& cmd) {
 
 Handler SetupWorkerStatus(CLI::App& cmd) {
   auto id = std::make_shared<std::string>();
-  cmd.add_option("id", *id, "Worker id, name or slot (default: every live worker)");
+  cmd.add_option("id", *id, "Worker id, name or slot (default: every live worker)")->type_name("");
   return [id](Context& ctx) -> Status {
     TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
     service::WorkerService workers(*store, ctx.clock(), ctx.options());

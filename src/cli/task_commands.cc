@@ -60,29 +60,36 @@ struct AddArgs {
 
 Handler SetupTaskAdd(CLI::App& cmd) {
   auto a = std::make_shared<AddArgs>();
-  cmd.add_option("title", a->title, "What the task is, in a line")->required();
-  cmd.add_option("--description", a->description, "Longer description");
-  cmd.add_option("--instructions", a->instructions, "Instructions for the agent");
-  cmd.add_option("--deliverables", a->deliverables, "What must exist when it is done");
-  OnePerFlag(cmd.add_option("--step", a->steps, "A step (repeatable, in order)"));
-  NonEmpty(cmd.add_option("--priority", a->priority, "Integer; higher runs first (default 0)"));
-  NonEmpty(cmd.add_option("--queue", a->queue, "Queue name (default: default)"));
+  cmd.add_option("title", a->title, "What the task is, in a line")->type_name("")->required();
+  cmd.add_option("--description", a->description, "Longer description")->type_name("T");
+  cmd.add_option("--instructions", a->instructions, "Instructions for the agent")->type_name("T");
+  cmd.add_option("--deliverables", a->deliverables, "What must exist when it is done")
+      ->type_name("T");
+  OnePerFlag(cmd.add_option("--step", a->steps, "A step (repeatable, in order)")->type_name("T"));
+  NonEmpty(cmd.add_option("--priority", a->priority, "Integer, higher runs first (default 0)")->type_name("N"));
+  NonEmpty(cmd.add_option("--queue", a->queue, "Queue name (default: default)")->type_name("Q"));
   OnePerFlag(
-      cmd.add_option("--requires", a->requires_caps, "Capability a worker must have (repeatable)"));
-  OnePerFlag(cmd.add_option("--after", a->after, "Task that must be done first (repeatable)"));
-  NonEmpty(cmd.add_option("--owner", a->owner, "Pin to a worker name or slot"));
-  NonEmpty(cmd.add_option("--workdir", a->workdir, "Working directory for the run"));
+      cmd.add_option("--requires", a->requires_caps, "Capability a worker must have (repeatable)")
+          ->type_name("CAP"));
+  OnePerFlag(cmd.add_option("--after", a->after, "Task that must be done first (repeatable)")
+                 ->type_name("TASK"));
+  NonEmpty(cmd.add_option("--owner", a->owner, "Pin to a worker name or slot")->type_name("W"));
   NonEmpty(
-      cmd.add_option("--command", a->command, "Command line of a plain job (run without a shell)"));
-  NonEmpty(cmd.add_option("--agent", a->agent, "Agent profile name"));
+      cmd.add_option("--workdir", a->workdir, "Working directory for the run")->type_name("DIR"));
   NonEmpty(
-      cmd.add_option("--timeout", a->timeout, "Run timeout, e.g. 30m (default 30m, at most 2h)"));
+      cmd.add_option("--command", a->command, "Command line of a plain job (run without a shell)")
+          ->type_name("'ARGV'"));
+  NonEmpty(cmd.add_option("--agent", a->agent, "Agent profile name")->type_name("NAME"));
   NonEmpty(
-      cmd.add_option("--max-attempts", a->max_attempts, "Attempts before failing (default 3)"));
+      cmd.add_option("--timeout", a->timeout, "Run timeout, e.g. 30m (default 30m, at most 2h)")
+          ->type_name("DUR"));
+  NonEmpty(cmd.add_option("--max-attempts", a->max_attempts, "Attempts before failing (default 3)")
+               ->type_name("N"));
   cmd.add_flag("--review", a->review, "Success goes to review instead of done");
-  NonEmpty(cmd.add_option("--repo", a->repo, "Git repository to work in"));
-  NonEmpty(cmd.add_option("--base", a->base, "Base branch (with --repo)"));
-  NonEmpty(cmd.add_option("--metadata", a->metadata, "JSON object stored with the task"));
+  NonEmpty(cmd.add_option("--repo", a->repo, "Git repository to work in")->type_name("PATH"));
+  NonEmpty(cmd.add_option("--base", a->base, "Base branch (with --repo)")->type_name("BRANCH"));
+  NonEmpty(cmd.add_option("--metadata", a->metadata, "JSON object stored with the task")
+               ->type_name("JSON"));
   return [a](Context& ctx) -> Status {
     Task t;
     t.title = a->title;
@@ -145,10 +152,12 @@ Handler SetupTaskList(CLI::App& cmd) {
   auto a = std::make_shared<Args>();
   NonEmpty(cmd.add_option("--status", a->status,
                           "blocked|ready|running|review|approved|done|failed|"
-                          "cancelled (or todo, in-progress, completed, ...)"));
-  NonEmpty(cmd.add_option("--queue", a->queue, "Only this queue"));
-  NonEmpty(cmd.add_option("--owner", a->owner, "Only tasks pinned to this worker name or slot"));
-  NonEmpty(cmd.add_option("--limit", a->limit, "At most this many"));
+                          "cancelled (or todo, in-progress, completed, ...)")
+               ->type_name("S"));
+  NonEmpty(cmd.add_option("--queue", a->queue, "Only this queue")->type_name("Q"));
+  NonEmpty(cmd.add_option("--owner", a->owner, "Only tasks pinned to this worker name or slot")
+               ->type_name("W"));
+  NonEmpty(cmd.add_option("--limit", a->limit, "At most this many")->type_name("N"));
   return [a](Context& ctx) -> Status {
     store::TaskFilter f;
     if (!a->status.empty()) {
@@ -175,7 +184,7 @@ Handler SetupTaskList(CLI::App& cmd) {
 
 Handler SetupTaskShow(CLI::App& cmd) {
   auto id = std::make_shared<std::string>();
-  cmd.add_option("id", *id, "Task id")->required();
+  cmd.add_option("id", *id, "Task id")->type_name("")->required();
   return [id](Context& ctx) -> Status {
     TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
     return ShowTask(ctx, *store, *id);
@@ -189,12 +198,14 @@ Handler SetupTaskUpdate(CLI::App& cmd) {
     bool no_after = false;
   };
   auto a = std::make_shared<Args>();
-  cmd.add_option("id", a->id, "Task id")->required();
-  NonEmpty(cmd.add_option("--title", a->title, "New title"));
-  NonEmpty(cmd.add_option("--priority", a->priority, "New priority (integer)"));
-  OnePerFlag(cmd.add_option("--after", a->after, "Replace after[] with these tasks (repeatable)"));
+  cmd.add_option("id", a->id, "Task id")->type_name("")->required();
+  NonEmpty(cmd.add_option("--title", a->title, "New title")->type_name("T"));
+  NonEmpty(cmd.add_option("--priority", a->priority, "New priority (integer)")->type_name("N"));
+  OnePerFlag(cmd.add_option("--after", a->after, "Replace after[] with these tasks (repeatable)")
+                 ->type_name("TASK"));
   cmd.add_flag("--no-after", a->no_after, "Clear after[]");
-  NonEmpty(cmd.add_option("--metadata", a->metadata, "JSON object merged into the metadata"));
+  NonEmpty(cmd.add_option("--metadata", a->metadata, "JSON object merged into the metadata")
+               ->type_name("JSON"));
   return [a](Context& ctx) -> Status {
     service::TaskPatch p;
     if (!a->title.empty()) p.title = a->title;
@@ -230,11 +241,12 @@ struct OutcomeArgs {
 
 Handler SetupOutcome(CLI::App& cmd, service::Outcome outcome, const char* name) {
   auto a = std::make_shared<OutcomeArgs>();
-  cmd.add_option("id", a->id, "Task id")->required();
+  cmd.add_option("id", a->id, "Task id")->type_name("")->required();
   NonEmpty(
-      cmd.add_option("--token", a->token, "The claim's fencing token (default: $TX_CLAIM_TOKEN)"));
-  cmd.add_option("--result", a->result, "Result text");
-  cmd.add_option("--error", a->error, "Error text");
+      cmd.add_option("--token", a->token, "The claim's fencing token (default: $TX_CLAIM_TOKEN)")
+          ->type_name("N"));
+  cmd.add_option("--result", a->result, "Result text")->type_name("T");
+  cmd.add_option("--error", a->error, "Error text")->type_name("T");
   cmd.add_flag("--force", a->force,
                "Operator override without a token: revokes the claim, recorded as forced");
   return [a, outcome, name](Context& ctx) -> Status {
@@ -273,8 +285,8 @@ Handler SetupTaskCancel(CLI::App& cmd) {
     std::string id, note;
   };
   auto a = std::make_shared<Args>();
-  cmd.add_option("id", a->id, "Task id")->required();
-  cmd.add_option("--note", a->note, "Why");
+  cmd.add_option("id", a->id, "Task id")->type_name("")->required();
+  cmd.add_option("--note", a->note, "Why")->type_name("T");
   return [a](Context& ctx) -> Status {
     TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
     service::TaskService tasks(*store, ctx.clock(), ctx.options());
@@ -288,8 +300,8 @@ Handler SetupTaskRetry(CLI::App& cmd) {
     std::string id, note;
   };
   auto a = std::make_shared<Args>();
-  cmd.add_option("id", a->id, "Task id")->required();
-  cmd.add_option("--note", a->note, "Why (recorded in the event)");
+  cmd.add_option("id", a->id, "Task id")->type_name("")->required();
+  cmd.add_option("--note", a->note, "Why (recorded in the event)")->type_name("T");
   return [a](Context& ctx) -> Status {
     TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
     service::TaskService tasks(*store, ctx.clock(), ctx.options());
