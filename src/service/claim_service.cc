@@ -44,11 +44,19 @@ Status CheckCanClaim(const Worker& w, Millis now) {
   return Ok();
 }
 
+// A claim that passed the token checks, with its task.
+struct Held {
+  Claim claim;
+  Task task;
+};
+
 // The checks every token-holding call makes. Nothing is written.
-Result<Claim> CheckToken(store::Txn& txn, std::string_view task_id, std::int64_t token,
-                         Millis now) {
+Result<Held> CheckToken(store::Txn& txn, std::string_view task_id, std::int64_t token, Millis now) {
   TX_ASSIGN_OR_RETURN(std::optional<Claim> claim, txn.GetClaim(token));
-  if (!task_id.empty()) TX_RETURN_IF_ERROR(LoadTask(txn, task_id));
+  std::optional<Task> task;
+  if (!task_id.empty()) {
+    TX_ASSIGN_OR_RETURN(task, LoadTask(txn, task_id));
+  }
   if (!claim) return Error::Conflict("no claim has token " + std::to_string(token));
   if (!task_id.empty() && claim->task_id != task_id) {
     return Error::Conflict("token " + std::to_string(token) + " belongs to task " + claim->task_id +
@@ -56,8 +64,9 @@ Result<Claim> CheckToken(store::Txn& txn, std::string_view task_id, std::int64_t
   }
   if (claim->status != ClaimStatus::kActive) {
     std::string why = std::string(ToString(claim->status));
-    if (claim->end_reason != EndReason::kNone)
+    if (claim->end_reason != EndReason::kNone) {
       why += " (" + std::string(ToString(claim->end_reason)) + ")";
+    }
     return Error::Conflict("token " + std::to_string(token) + " of task " + claim->task_id +
                            " is stale: its claim was " + why);
   }
@@ -66,7 +75,10 @@ Result<Claim> CheckToken(store::Txn& txn, std::string_view task_id, std::int64_t
                            claim->task_id + " expired " +
                            FormatDuration(now - claim->lease_expires_at) + " ago");
   }
-  return std::move(*claim);
+  if (!task) {
+    TX_ASSIGN_OR_RETURN(task, LoadTask(txn, claim->task_id));
+  }
+  return Held{std::move(*claim), std::move(*task)};
 }
 
 bool HasCapabilities(const Worker& w, const Task& t) {
@@ -207,7 +219,8 @@ Result<Claim> ClaimService::Renew(std::string_view task_id, std::int64_t token) 
   std::optional<Claim> out;
   Millis now = clock_.NowMs();
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
-    TX_ASSIGN_OR_RETURN(Claim claim, CheckToken(txn, task_id, token, now));
+    TX_ASSIGN_OR_RETURN(Held held, CheckToken(txn, task_id, token, now));
+    Claim& claim = held.claim;
     if (claim.renewed_count >= options_.max_renewals) {
       return Error::Conflict("token " + std::to_string(token) + " on task " + claim.task_id +
                              " reached the renewal cap (" + std::to_string(options_.max_renewals) +
@@ -233,9 +246,11 @@ Result<Task> ClaimService::Release(std::string_view task_id, std::int64_t token,
   std::optional<Task> out;
   Millis now = clock_.NowMs();
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
-    TX_ASSIGN_OR_RETURN(Claim claim, CheckToken(txn, task_id, token, now));
-    TX_RETURN_IF_ERROR(detail::EndClaim(txn, claim, ClaimStatus::kReleased, reason, now));
-    TX_ASSIGN_OR_RETURN(Task task, LoadTask(txn, claim.task_id));
+    TX_ASSIGN_OR_RETURN(Held held, CheckToken(txn, task_id, token, now));
+    Claim& claim = held.claim;
+    Task& task = held.task;
+    TX_RETURN_IF_ERROR(detail::EndClaim(txn, claim, ClaimStatus::kReleased, reason, now,
+                                        std::nullopt, {.heartbeat = true}));
     TX_RETURN_IF_ERROR(Emit(txn, now, "task.released", task.id, claim.worker_id,
                             {{"token", token}, {"reason", ToString(reason)}}));
     TX_RETURN_IF_ERROR(detail::RequeueTask(txn, task, reason, /*counts=*/false, now));
@@ -245,41 +260,62 @@ Result<Task> ClaimService::Release(std::string_view task_id, std::int64_t token,
   return std::move(*out);
 }
 
+Result<Task> ClaimService::ReportLocked(store::Txn& txn, std::string_view task_id,
+                                        std::int64_t token, Outcome outcome,
+                                        const std::string& text, std::optional<int> exit_code,
+                                        Millis now, std::string* worker_id) {
+  TX_ASSIGN_OR_RETURN(Held held, CheckToken(txn, task_id, token, now));
+  Claim& claim = held.claim;
+  Task& task = held.task;
+  EndReason reason = outcome == Outcome::kFail ? EndReason::kFailed : EndReason::kExited;
+  TX_RETURN_IF_ERROR(detail::EndClaim(txn, claim, ClaimStatus::kCompleted, reason, now, exit_code,
+                                      {.heartbeat = true, .completed = outcome != Outcome::kFail}));
+  if (outcome == Outcome::kFail) {
+    TX_RETURN_IF_ERROR(detail::FailAttempt(txn, task, text, now, options_));
+  } else if (outcome == Outcome::kReview || task.review) {
+    TX_RETURN_IF_ERROR(
+        CheckTransition(task.id, task.status, TaskEvent::kSubmitReview, TaskStatus::kReview));
+    task.status = TaskStatus::kReview;
+    task.result = text;
+    task.updated_at = now;
+    TX_RETURN_IF_ERROR(txn.UpdateTask(task));
+    TX_RETURN_IF_ERROR(
+        Emit(txn, now, "task.review", task.id, claim.worker_id, {{"attempt", task.attempt}}));
+  } else {
+    TX_RETURN_IF_ERROR(
+        CheckTransition(task.id, task.status, TaskEvent::kSucceed, TaskStatus::kDone));
+    TX_RETURN_IF_ERROR(detail::FinishDone(txn, task, text, now, claim.worker_id));
+  }
+  *worker_id = claim.worker_id;
+  return std::move(task);
+}
+
 Result<Task> ClaimService::Report(std::string_view task_id, std::int64_t token, Outcome outcome,
                                   const std::string& text, std::optional<int> exit_code) {
   std::optional<Task> out;
   Millis now = clock_.NowMs();
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
-    TX_ASSIGN_OR_RETURN(Claim claim, CheckToken(txn, task_id, token, now));
-    TX_ASSIGN_OR_RETURN(Task task, LoadTask(txn, claim.task_id));
-    EndReason reason = outcome == Outcome::kFail ? EndReason::kFailed : EndReason::kExited;
-    TX_RETURN_IF_ERROR(
-        detail::EndClaim(txn, claim, ClaimStatus::kCompleted, reason, now, exit_code));
-    TX_ASSIGN_OR_RETURN(std::optional<Worker> w, txn.GetWorker(claim.worker_id));
-    if (w && IsLive(w->status)) {
-      w->last_heartbeat_at = now;
-      if (outcome != Outcome::kFail) {
-        w->metadata["tasks_completed"] = w->metadata.value("tasks_completed", 0) + 1;
-      }
-      TX_RETURN_IF_ERROR(txn.UpdateWorker(*w));
-    }
-    if (outcome == Outcome::kFail) {
-      TX_RETURN_IF_ERROR(detail::FailAttempt(txn, task, text, now, options_));
-    } else if (outcome == Outcome::kReview || task.review) {
-      TX_RETURN_IF_ERROR(
-          CheckTransition(task.id, task.status, TaskEvent::kSubmitReview, TaskStatus::kReview));
-      task.status = TaskStatus::kReview;
-      task.result = text;
-      task.updated_at = now;
-      TX_RETURN_IF_ERROR(txn.UpdateTask(task));
-      TX_RETURN_IF_ERROR(
-          Emit(txn, now, "task.review", task.id, claim.worker_id, {{"attempt", task.attempt}}));
-    } else {
-      TX_RETURN_IF_ERROR(
-          CheckTransition(task.id, task.status, TaskEvent::kSucceed, TaskStatus::kDone));
-      TX_RETURN_IF_ERROR(detail::FinishDone(txn, task, text, now, claim.worker_id));
-    }
-    out = std::move(task);
+    std::string worker_id;
+    TX_ASSIGN_OR_RETURN(
+        out, ReportLocked(txn, task_id, token, outcome, text, exit_code, now, &worker_id));
+    return Ok();
+  }));
+  return std::move(*out);
+}
+
+Result<ClaimService::ReportResult> ClaimService::ReportAndClaimNext(
+    std::string_view task_id, std::int64_t token, Outcome outcome, const std::string& text,
+    std::optional<int> exit_code, Millis lease_ms) {
+  std::optional<ReportResult> out;
+  Millis now = clock_.NowMs();
+  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+    std::string worker_id;
+    TX_ASSIGN_OR_RETURN(
+        Task task, ReportLocked(txn, task_id, token, outcome, text, exit_code, now, &worker_id));
+    out = ReportResult{std::move(task), std::nullopt};
+    TX_ASSIGN_OR_RETURN(std::optional<Worker> worker, txn.GetWorker(worker_id));
+    if (!worker || !CheckCanClaim(*worker, now).ok()) return Ok();
+    TX_ASSIGN_OR_RETURN(out->next, ClaimNextLocked(txn, std::move(*worker), lease_ms, now));
     return Ok();
   }));
   return std::move(*out);

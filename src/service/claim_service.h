@@ -57,6 +57,21 @@ class ClaimService {
   Result<Task> Release(std::string_view task_id, std::int64_t token,
                        EndReason reason = EndReason::kReleased);
 
+  // What ReportAndClaimNext returns: the finished task and, when one was eligible, the next claim.
+  struct ReportResult {
+    Task task;
+    std::optional<ClaimResult> next;
+  };
+
+  // Records the outcome exactly as Report does and then, in the same transaction, claims the
+  // holder's next task as ClaimNext does: what a worker does between two tasks, in one commit
+  // instead of two. A worker that may not claim (stopping, paused) gets no next claim; the
+  // report still stands.
+  Result<ReportResult> ReportAndClaimNext(std::string_view task_id, std::int64_t token,
+                                          Outcome outcome, const std::string& text,
+                                          std::optional<int> exit_code = std::nullopt,
+                                          Millis lease_ms = 0);
+
   // Records the holder's outcome. kDone goes to `review` instead when the task asks for review.
   // A failure retries with backoff until max_attempts, then fails the task.
   // `task_id` may be empty to skip the check that the token belongs to it.
@@ -68,6 +83,9 @@ class ClaimService {
                                   Millis now);
   Result<std::optional<ClaimResult>> ClaimNextLocked(store::Txn& txn, Worker worker,
                                                      Millis lease_ms, Millis now);
+  Result<Task> ReportLocked(store::Txn& txn, std::string_view task_id, std::int64_t token,
+                            Outcome outcome, const std::string& text, std::optional<int> exit_code,
+                            Millis now, std::string* worker_id);
   Result<ClaimResult> ClaimTaskLocked(store::Txn& txn, std::string_view task_id, Worker worker,
                                       Millis lease_ms, Millis now);
 

@@ -279,3 +279,68 @@ TEST_F(ManualClaimTest, ARefusedHandRunClaimRegistersNothing) {
 
 }  // namespace
 }  // namespace tx::service
+
+namespace tx::service {
+namespace {
+
+class ReportAndClaimNextTest : public ServiceTest {};
+
+TEST_F(ReportAndClaimNextTest, CompletesTheTaskAndClaimsTheNextInOneTransaction) {
+  Task a = AddTask("a", 2);
+  Task b = AddTask("b", 1);
+  Worker w = Register();
+  ClaimResult first = ClaimNextFor(w);
+  ASSERT_EQ(first.task.id, a.id);
+  ASSERT_OK_AND_ASSIGN(auto r,
+                       claims_.ReportAndClaimNext(a.id, first.claim.token, Outcome::kDone, "ok"));
+  EXPECT_EQ(r.task.status, TaskStatus::kDone);
+  ASSERT_TRUE(r.next.has_value());
+  EXPECT_EQ(r.next->task.id, b.id);
+  EXPECT_GT(r.next->claim.token, first.claim.token);
+  EXPECT_EQ(Get(a.id).status, TaskStatus::kDone);
+  EXPECT_EQ(Get(b.id).status, TaskStatus::kRunning);
+  Worker after = GetWorker(w.id);
+  EXPECT_EQ(after.status, WorkerStatus::kBusy);
+  EXPECT_EQ(after.current_task_id, b.id);
+  EXPECT_EQ(after.metadata["tasks_completed"], 1);
+}
+
+TEST_F(ReportAndClaimNextTest, WithNothingLeftTheReportStandsAndTheWorkerIsIdle) {
+  Task a = AddTask("a");
+  Worker w = Register();
+  ClaimResult first = ClaimNextFor(w);
+  ASSERT_OK_AND_ASSIGN(auto r,
+                       claims_.ReportAndClaimNext(a.id, first.claim.token, Outcome::kFail, "boom"));
+  EXPECT_EQ(r.task.status, TaskStatus::kReady);  // retried after its backoff, not claimed now
+  EXPECT_FALSE(r.next.has_value());
+  EXPECT_EQ(GetWorker(w.id).status, WorkerStatus::kIdle);
+}
+
+TEST_F(ReportAndClaimNextTest, AWorkerThatMayNotClaimGetsNoNextTask) {
+  Task a = AddTask("a");
+  AddTask("b");
+  Worker w = Register();
+  ClaimResult first = ClaimNextFor(w);
+  HeartbeatUpdate stopping;
+  stopping.status = WorkerStatus::kStopping;
+  ASSERT_OK(workers_.Heartbeat(w.id, stopping));
+  ASSERT_OK_AND_ASSIGN(auto r,
+                       claims_.ReportAndClaimNext(a.id, first.claim.token, Outcome::kDone, ""));
+  EXPECT_EQ(r.task.status, TaskStatus::kDone);
+  EXPECT_FALSE(r.next.has_value());
+}
+
+TEST_F(ReportAndClaimNextTest, AStaleTokenIsRefusedAndNothingIsClaimed) {
+  Task a = AddTask("a");
+  AddTask("b");
+  Worker w = Register();
+  ClaimResult first = ClaimNextFor(w);
+  ASSERT_OK(claims_.Release(a.id, first.claim.token));
+  std::int64_t events = EventCount();
+  EXPECT_ERROR_CODE(claims_.ReportAndClaimNext(a.id, first.claim.token, Outcome::kDone, ""),
+                    ErrorCode::kConflict);
+  EXPECT_EQ(EventCount(), events);
+}
+
+}  // namespace
+}  // namespace tx::service

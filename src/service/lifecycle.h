@@ -21,10 +21,16 @@ Status Emit(Txn& txn, Millis now, std::string type, const std::string& task_id,
 Result<Task> LoadTask(Txn& txn, std::string_view id);
 Result<Worker> LoadWorker(Txn& txn, std::string_view id);
 
+// What ending a claim also records on its worker, when that worker is live.
+struct WorkerTouch {
+  bool heartbeat = false;  // the call came from the worker itself: proof of life
+  bool completed = false;  // count a completed task in its metadata
+};
+
 // Ends an active claim with `status` and `reason`, and frees its worker if that worker's current
-// task is this claim's task.
+// task is this claim's task (one read and at most one write of the worker).
 Status EndClaim(Txn& txn, Claim& claim, ClaimStatus status, EndReason reason, Millis now,
-                std::optional<int> exit_code = std::nullopt);
+                std::optional<int> exit_code = std::nullopt, WorkerTouch touch = {});
 
 // Sends a running task back to `ready` after an attempt that ended without an outcome (lease
 // lost, worker died, released, orphaned). When `counts` is false the attempt is given back (a

@@ -46,8 +46,9 @@ CREATE TABLE tasks (
   finished_at INTEGER NOT NULL DEFAULT 0
 );
 -- The claim path walks this partial index in (priority desc, seq) order: flat in queue size.
+-- Indexes are kept few and partial: every page a transaction dirties is written to the WAL.
 CREATE INDEX tasks_ready ON tasks(queue, priority DESC, seq) WHERE status = 'ready';
-CREATE INDEX tasks_status ON tasks(status, queue);
+CREATE INDEX tasks_running ON tasks(seq) WHERE status = 'running';
 
 CREATE TABLE task_deps (
   task_id TEXT NOT NULL,
@@ -90,14 +91,14 @@ CREATE TABLE claims (
   end_reason TEXT NOT NULL DEFAULT '',
   exit_code INTEGER
 );
--- At most one active claim per task.
+-- At most one active claim per task. Active claims are few (one per busy worker), so the
+-- reconciler's scans of them go through this index too.
 CREATE UNIQUE INDEX claims_one_active ON claims(task_id) WHERE status = 'active';
 CREATE INDEX claims_task ON claims(task_id, token);
-CREATE INDEX claims_worker ON claims(worker_id);
-CREATE INDEX claims_active_expiry ON claims(lease_expires_at) WHERE status = 'active';
 
+-- Events are never deleted out of order, so the rowid alone only grows.
 CREATE TABLE events (
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  id INTEGER PRIMARY KEY,
   type TEXT NOT NULL,
   at INTEGER NOT NULL,
   task_id TEXT NOT NULL DEFAULT '',

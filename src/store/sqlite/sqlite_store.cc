@@ -1,6 +1,7 @@
 #include "store/sqlite/sqlite_store.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "store/sqlite/db.h"
 #include "store/sqlite/migrations.h"
@@ -495,16 +496,22 @@ class SqliteStore final : public Store {
   const Clock& clock() const override { return clock_; }
 
  private:
+  // Runs a cached statement that returns no rows (BEGIN, COMMIT, ROLLBACK).
+  Status Simple(const char* sql) {
+    TX_ASSIGN_OR_RETURN(Stmt s, db_->Prepare(sql));
+    return s.Run();
+  }
+
   Status Run(const TxnFn& fn, const char* begin) {
-    TX_RETURN_IF_ERROR(db_->Exec(begin));
+    TX_RETURN_IF_ERROR(Simple(begin));
     SqliteTxn txn(*db_);
     Status s = fn(txn);
     if (!s.ok()) {
-      (void)db_->Exec("ROLLBACK");
+      (void)Simple("ROLLBACK");
       return s;
     }
-    Status c = db_->Exec("COMMIT");
-    if (!c.ok()) (void)db_->Exec("ROLLBACK");
+    Status c = Simple("COMMIT");
+    if (!c.ok()) (void)Simple("ROLLBACK");
     return c;
   }
 
