@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <functional>
 #include <memory>
 
 #include "cli/commands.h"
@@ -90,7 +91,14 @@ Handler SetupClaim(CLI::App& cmd) {
   };
 }
 
-Handler SetupClaimRelease(CLI::App& cmd) {
+namespace {
+
+// A command on the holder's own claim: the task, and its token (--token or $TX_CLAIM_TOKEN).
+// `run` gets the resolved token and an open ClaimService.
+using HeldClaimFn =
+    std::function<Status(Context&, service::ClaimService&, const std::string&, std::int64_t)>;
+
+Handler SetupHeldClaimCommand(CLI::App& cmd, const char* name, HeldClaimFn run) {
   struct Args {
     std::string task, token;
   };
@@ -99,43 +107,46 @@ Handler SetupClaimRelease(CLI::App& cmd) {
   NonEmpty(
       cmd.add_option("--token", a->token, "The claim's fencing token (default: $TX_CLAIM_TOKEN)")
           ->type_name("N"));
-  return [a](Context& ctx) -> Status {
-    TX_ASSIGN_OR_RETURN(std::int64_t token, ResolveToken(a->token, "tx claim:release"));
+  return [a, name, run](Context& ctx) -> Status {
+    TX_ASSIGN_OR_RETURN(std::int64_t token, ResolveToken(a->token, name));
     TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
     service::ClaimService claims(*store, ctx.clock(), ctx.options());
-    TX_ASSIGN_OR_RETURN(Task t, claims.Release(a->task, token));
-    if (ctx.json()) {
-      ctx.PrintJson(ToJson(t, {}));
-    } else {
-      ctx.out() << "released " << t.id << ": it is " << ToString(t.status) << " again\n";
-    }
-    return Ok();
+    return run(ctx, claims, a->task, token);
   };
 }
 
+}  // namespace
+
+Handler SetupClaimRelease(CLI::App& cmd) {
+  return SetupHeldClaimCommand(cmd, "tx claim:release",
+                               [](Context& ctx, service::ClaimService& claims,
+                                  const std::string& task, std::int64_t token) -> Status {
+                                 TX_ASSIGN_OR_RETURN(Task t, claims.Release(task, token));
+                                 if (ctx.json()) {
+                                   ctx.PrintJson(ToJson(t, {}));
+                                 } else {
+                                   ctx.out() << "released " << t.id << ": it is "
+                                             << ToString(t.status) << " again\n";
+                                 }
+                                 return Ok();
+                               });
+}
+
 Handler SetupClaimRenew(CLI::App& cmd) {
-  struct Args {
-    std::string task, token;
-  };
-  auto a = std::make_shared<Args>();
-  cmd.add_option("task", a->task, "Task id")->type_name("")->required();
-  NonEmpty(
-      cmd.add_option("--token", a->token, "The claim's fencing token (default: $TX_CLAIM_TOKEN)")
-          ->type_name("N"));
-  return [a](Context& ctx) -> Status {
-    TX_ASSIGN_OR_RETURN(std::int64_t token, ResolveToken(a->token, "tx claim:renew"));
-    TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
-    service::ClaimService claims(*store, ctx.clock(), ctx.options());
-    TX_ASSIGN_OR_RETURN(Claim c, claims.Renew(a->task, token));
-    if (ctx.json()) {
-      ctx.PrintJson(ToJson(c));
-    } else {
-      ctx.out() << "renewed " << c.task_id << " (token " << c.token << "): lease until "
-                << FormatTime(c.lease_expires_at) << ", renewal " << c.renewed_count << " of "
-                << ctx.options().max_renewals << '\n';
-    }
-    return Ok();
-  };
+  return SetupHeldClaimCommand(cmd, "tx claim:renew",
+                               [](Context& ctx, service::ClaimService& claims,
+                                  const std::string& task, std::int64_t token) -> Status {
+                                 TX_ASSIGN_OR_RETURN(Claim c, claims.Renew(task, token));
+                                 if (ctx.json()) {
+                                   ctx.PrintJson(ToJson(c));
+                                 } else {
+                                   ctx.out() << "renewed " << c.task_id << " (token " << c.token
+                                             << "): lease until " << FormatTime(c.lease_expires_at)
+                                             << ", renewal " << c.renewed_count << " of "
+                                             << ctx.options().max_renewals << '\n';
+                                 }
+                                 return Ok();
+                               });
 }
 
 }  // namespace tx::cli

@@ -176,22 +176,36 @@ Result<Worker> EnsureWorkerByName(Txn& txn, const ManualWorker& who, Millis now)
   return InsertWorker(txn, r, now, who.heartbeat_interval_ms);
 }
 
+Status ReleaseClaimsOf(Txn& txn, const std::string& worker_id, EndReason reason, bool counts,
+                       Millis now) {
+  TX_ASSIGN_OR_RETURN(std::vector<Claim> active, txn.ListActiveClaims());
+  for (auto& claim : active) {
+    if (claim.worker_id != worker_id) continue;
+    TX_RETURN_IF_ERROR(EndClaim(txn, claim, ClaimStatus::kReleased, reason, now));
+    TX_ASSIGN_OR_RETURN(Task task, LoadTask(txn, claim.task_id));
+    if (task.status == TaskStatus::kRunning) {
+      TX_RETURN_IF_ERROR(RequeueTask(txn, task, reason, counts, now));
+    }
+  }
+  return Ok();
+}
+
+Result<Worker> LoadLiveWorker(Txn& txn, std::string_view id) {
+  TX_ASSIGN_OR_RETURN(Worker w, LoadWorker(txn, id));
+  if (!IsLive(w.status)) {
+    return Error::Conflict("worker " + w.id + " is already " + std::string(ToString(w.status)));
+  }
+  return w;
+}
+
 Status MarkDead(Txn& txn, Worker& worker, const std::string& reason, Millis now) {
+  TX_RETURN_IF_ERROR(ReleaseClaimsOf(txn, worker.id, EndReason::kWorkerDied, /*counts=*/true, now));
+  TX_ASSIGN_OR_RETURN(worker, LoadWorker(txn, worker.id));
   worker.status = WorkerStatus::kDead;
   worker.reason = reason;
   worker.current_task_id.clear();
   TX_RETURN_IF_ERROR(txn.UpdateWorker(worker));
-  TX_RETURN_IF_ERROR(Emit(txn, now, "worker.dead", "", worker.id, {{"reason", reason}}));
-  TX_ASSIGN_OR_RETURN(std::vector<Claim> active, txn.ListActiveClaims());
-  for (auto& claim : active) {
-    if (claim.worker_id != worker.id) continue;
-    TX_RETURN_IF_ERROR(EndClaim(txn, claim, ClaimStatus::kReleased, EndReason::kWorkerDied, now));
-    TX_ASSIGN_OR_RETURN(Task task, LoadTask(txn, claim.task_id));
-    if (task.status == TaskStatus::kRunning) {
-      TX_RETURN_IF_ERROR(RequeueTask(txn, task, EndReason::kWorkerDied, /*counts=*/true, now));
-    }
-  }
-  return Ok();
+  return Emit(txn, now, "worker.dead", "", worker.id, {{"reason", reason}});
 }
 
 }  // namespace tx::service::detail

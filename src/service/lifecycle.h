@@ -57,6 +57,14 @@ Result<Worker> InsertWorker(Txn& txn, const Registration& r, Millis now, Millis 
 // heartbeat refreshed), or a new one registered with `heartbeat_interval_ms`.
 Result<Worker> EnsureWorkerByName(Txn& txn, const ManualWorker& who, Millis now);
 
+// Ends every active claim the worker holds with `reason` and requeues each running task; the
+// attempts count only when `counts` (a death does, a graceful exit does not).
+Status ReleaseClaimsOf(Txn& txn, const std::string& worker_id, EndReason reason, bool counts,
+                       Millis now);
+
+// Loads a worker that must still be live; conflict when it is already stopped or dead.
+Result<Worker> LoadLiveWorker(Txn& txn, std::string_view id);
+
 // Marks a live worker dead: every active claim it holds ends `worker_died` and its task is
 // requeued (the attempt counts).
 Status MarkDead(Txn& txn, Worker& worker, const std::string& reason, Millis now);

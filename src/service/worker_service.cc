@@ -74,21 +74,10 @@ Result<Worker> WorkerService::Deregister(std::string_view id, const std::string&
   std::optional<Worker> out;
   Millis now = clock_.NowMs();
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+    TX_RETURN_IF_ERROR(detail::LoadLiveWorker(txn, id));
+    TX_RETURN_IF_ERROR(
+        detail::ReleaseClaimsOf(txn, std::string(id), EndReason::kShutdown, false, now));
     TX_ASSIGN_OR_RETURN(Worker w, LoadWorker(txn, id));
-    if (!IsLive(w.status)) {
-      return Error::Conflict("worker " + w.id + " is already " + std::string(ToString(w.status)));
-    }
-    TX_ASSIGN_OR_RETURN(std::vector<Claim> active, txn.ListActiveClaims());
-    for (auto& claim : active) {
-      if (claim.worker_id != w.id) continue;
-      TX_RETURN_IF_ERROR(
-          detail::EndClaim(txn, claim, ClaimStatus::kReleased, EndReason::kShutdown, now));
-      TX_ASSIGN_OR_RETURN(Task task, detail::LoadTask(txn, claim.task_id));
-      if (task.status == TaskStatus::kRunning) {
-        TX_RETURN_IF_ERROR(detail::RequeueTask(txn, task, EndReason::kShutdown, false, now));
-      }
-    }
-    TX_ASSIGN_OR_RETURN(w, LoadWorker(txn, id));
     w.status = WorkerStatus::kStopped;
     w.reason = reason;
     w.current_task_id.clear();
@@ -104,10 +93,7 @@ Result<Worker> WorkerService::MarkDead(std::string_view id, const std::string& r
   std::optional<Worker> out;
   Millis now = clock_.NowMs();
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
-    TX_ASSIGN_OR_RETURN(Worker w, LoadWorker(txn, id));
-    if (!IsLive(w.status)) {
-      return Error::Conflict("worker " + w.id + " is already " + std::string(ToString(w.status)));
-    }
+    TX_ASSIGN_OR_RETURN(Worker w, detail::LoadLiveWorker(txn, id));
     TX_RETURN_IF_ERROR(detail::MarkDead(txn, w, reason, now));
     out = std::move(w);
     return Ok();
