@@ -101,7 +101,7 @@ Result<ClaimResult> ClaimService::ClaimLocked(store::Txn& txn, Task task, Worker
   ++task.attempt;
   task.started_at = now;
   task.updated_at = now;
-  TX_RETURN_IF_ERROR(txn.UpdateTask(task));
+  TX_RETURN_IF_ERROR(txn.UpdateTaskState(task));
 
   Claim claim;
   claim.task_id = task.id;
@@ -278,7 +278,7 @@ Result<Task> ClaimService::ReportLocked(store::Txn& txn, std::string_view task_i
     task.status = TaskStatus::kReview;
     task.result = text;
     task.updated_at = now;
-    TX_RETURN_IF_ERROR(txn.UpdateTask(task));
+    TX_RETURN_IF_ERROR(txn.UpdateTaskState(task));
     TX_RETURN_IF_ERROR(
         Emit(txn, now, "task.review", task.id, claim.worker_id, {{"attempt", task.attempt}}));
   } else {

@@ -60,7 +60,7 @@ Status RequeueTask(Txn& txn, Task& task, EndReason why, bool counts, Millis now)
     task.finished_at = now;
     task.error = "attempts exhausted: attempt " + std::to_string(task.attempt) + " of " +
                  std::to_string(task.max_attempts) + " ended " + std::string(ToString(why));
-    TX_RETURN_IF_ERROR(txn.UpdateTask(task));
+    TX_RETURN_IF_ERROR(txn.UpdateTaskState(task));
     return Emit(txn, now, "task.failed", task.id, "",
                 {{"reason", ToString(why)}, {"attempt", task.attempt}, {"error", task.error}});
   }
@@ -68,7 +68,7 @@ Status RequeueTask(Txn& txn, Task& task, EndReason why, bool counts, Millis now)
       CheckTransition(task.id, task.status, TaskEvent::kRequeue, TaskStatus::kReady));
   task.status = TaskStatus::kReady;
   task.run_after = now;
-  TX_RETURN_IF_ERROR(txn.UpdateTask(task));
+  TX_RETURN_IF_ERROR(txn.UpdateTaskState(task));
   return Emit(txn, now, "task.requeued", task.id, "",
               {{"reason", ToString(why)}, {"attempt", task.attempt}, {"counted", counts}});
 }
@@ -82,7 +82,7 @@ Status FailAttempt(Txn& txn, Task& task, const std::string& error, Millis now,
         CheckTransition(task.id, task.status, TaskEvent::kAttemptFailed, TaskStatus::kFailed));
     task.status = TaskStatus::kFailed;
     task.finished_at = now;
-    TX_RETURN_IF_ERROR(txn.UpdateTask(task));
+    TX_RETURN_IF_ERROR(txn.UpdateTaskState(task));
     return Emit(txn, now, "task.failed", task.id, "",
                 {{"attempt", task.attempt}, {"error", error}});
   }
@@ -91,7 +91,7 @@ Status FailAttempt(Txn& txn, Task& task, const std::string& error, Millis now,
   Millis delay = RetryDelay(options.backoff, task.attempt, options.unit_random());
   task.status = TaskStatus::kReady;
   task.run_after = now + delay;
-  TX_RETURN_IF_ERROR(txn.UpdateTask(task));
+  TX_RETURN_IF_ERROR(txn.UpdateTaskState(task));
   return Emit(txn, now, "task.retry_scheduled", task.id, "",
               {{"attempt", task.attempt}, {"delay", FormatDuration(delay)}, {"error", error}});
 }
@@ -111,7 +111,7 @@ Status FinishDone(Txn& txn, Task& task, const std::string& result, Millis now,
   task.error.clear();  // an earlier attempt's error stays in attempts[] and the event log
   task.finished_at = now;
   task.updated_at = now;
-  TX_RETURN_IF_ERROR(txn.UpdateTask(task));
+  TX_RETURN_IF_ERROR(txn.UpdateTaskState(task));
   TX_RETURN_IF_ERROR(Emit(txn, now, "task.done", task.id, worker_id, {{"attempt", task.attempt}}));
   TX_ASSIGN_OR_RETURN(std::vector<std::string> dependents, txn.ListDependents(task.id));
   for (const auto& id : dependents) {
@@ -122,7 +122,7 @@ Status FinishDone(Txn& txn, Task& task, const std::string& result, Millis now,
     d->status = TaskStatus::kReady;
     d->run_after = now;
     d->updated_at = now;
-    TX_RETURN_IF_ERROR(txn.UpdateTask(*d));
+    TX_RETURN_IF_ERROR(txn.UpdateTaskState(*d));
     TX_RETURN_IF_ERROR(Emit(txn, now, "task.unblocked", d->id, "", {{"after", task.id}}));
   }
   return Ok();

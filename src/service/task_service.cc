@@ -186,7 +186,7 @@ Result<Task> TaskService::Cancel(std::string_view id, const std::string& note) {
     task.finished_at = now;
     task.updated_at = now;
     if (!note.empty()) task.error = note;
-    TX_RETURN_IF_ERROR(txn.UpdateTask(task));
+    TX_RETURN_IF_ERROR(txn.UpdateTaskState(task));
     TX_RETURN_IF_ERROR(
         Emit(txn, now, "task.cancelled", task.id, claim ? claim->worker_id : "", {{"note", note}}));
     out = std::move(task);
@@ -209,7 +209,7 @@ Result<Task> TaskService::Retry(std::string_view id, const std::string& note) {
     task.finished_at = 0;
     task.error.clear();
     task.updated_at = now;
-    TX_RETURN_IF_ERROR(txn.UpdateTask(task));
+    TX_RETURN_IF_ERROR(txn.UpdateTaskState(task));
     TX_RETURN_IF_ERROR(
         Emit(txn, now, "task.retried", task.id, "", {{"status", ToString(to)}, {"note", note}}));
     out = std::move(task);
@@ -253,7 +253,7 @@ Result<Task> TaskService::ForceOutcome(std::string_view id, Outcome outcome,
       } else {
         task.result = text;
       }
-      TX_RETURN_IF_ERROR(txn.UpdateTask(task));
+      TX_RETURN_IF_ERROR(txn.UpdateTaskState(task));
       TX_RETURN_IF_ERROR(Emit(txn, now, to == TaskStatus::kFailed ? "task.failed" : "task.review",
                               task.id, worker_id, {{"forced", true}}));
     }

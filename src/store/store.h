@@ -59,6 +59,9 @@ class Txn {
   virtual Result<std::vector<Task>> ListTasks(const TaskFilter& filter) = 0;
   virtual Status InsertTask(Task& task) = 0;  // sets task.seq
   virtual Status UpdateTask(const Task& task) = 0;
+  // Writes only the state of a task (status, attempt, run_after, result, error and its times):
+  // what lifecycle transitions change. The hot path of claiming and completing.
+  virtual Status UpdateTaskState(const Task& task) = 0;
   // Rewrites the dependency index of a task (InsertTask already indexes task.after).
   virtual Status ReplaceDependencies(const std::string& task_id,
                                      const std::vector<std::string>& after) = 0;

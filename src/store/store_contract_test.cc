@@ -118,6 +118,39 @@ TEST_P(StoreContract, TaskRoundTripsEveryField) {
   EXPECT_EQ(got->run_after, 77);
 }
 
+TEST_P(StoreContract, UpdateTaskStateWritesOnlyTheStateColumns) {
+  Task t = NewTask("task-aaaaaaa9", 4);
+  t.metadata = {{"keep", true}};
+  Insert(t);
+  Task changed = t;
+  changed.status = TaskStatus::kRunning;
+  changed.attempt = 1;
+  changed.started_at = 2000;
+  changed.result = "r";
+  changed.title = "not written by a state update";
+  changed.metadata = nlohmann::json::object();
+  ASSERT_TRUE(store_->Write([&](Txn& txn) { return txn.UpdateTaskState(changed); }).ok());
+  ASSERT_TRUE(store_
+                  ->Read([&](Txn& txn) -> Status {
+                    auto got = txn.GetTask(t.id).value().value();
+                    EXPECT_EQ(got.status, TaskStatus::kRunning);
+                    EXPECT_EQ(got.attempt, 1);
+                    EXPECT_EQ(got.started_at, 2000);
+                    EXPECT_EQ(got.result, "r");
+                    EXPECT_EQ(got.title, t.title);
+                    EXPECT_EQ(got.metadata, t.metadata);
+                    auto ready = txn.PickNextReady(Default());
+                    EXPECT_TRUE(ready.ok() && !ready->has_value())
+                        << "a running task is still in the ready index";
+                    return Ok();
+                  })
+                  .ok());
+  Task missing = NewTask("task-zzzzzzzz");
+  Status s = store_->Write([&](Txn& txn) { return txn.UpdateTaskState(missing); });
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code(), ErrorCode::kNotFound);
+}
+
 TEST_P(StoreContract, AFailedWriteLeavesNoPartialWrite) {
   Status s = store_->Write([&](Txn& txn) -> Status {
     Task t = NewTask("task-bbbbbbbb");

@@ -1,5 +1,7 @@
 #include "store/sqlite/sqlite_store.h"
 
+#include <sqlite3.h>
+
 #include <algorithm>
 #include <cstdlib>
 
@@ -240,6 +242,24 @@ class SqliteTxn final : public Txn {
                             "run_after = ?25, created_at = ?26, updated_at = ?27, "
                             "started_at = ?28, finished_at = ?29 WHERE id = ?1"));
     BindTask(s, t);
+    TX_RETURN_IF_ERROR(s.Run());
+    return ExpectChange(db_, "task " + t.id);
+  }
+
+  Status UpdateTaskState(const Task& t) override {
+    TX_ASSIGN_OR_RETURN(Stmt s,
+                        db_.Prepare("UPDATE tasks SET status = ?2, attempt = ?3, run_after = ?4, "
+                                    "result = ?5, error = ?6, updated_at = ?7, started_at = ?8, "
+                                    "finished_at = ?9 WHERE id = ?1"));
+    s.Bind(1, t.id)
+        .Bind(2, ToString(t.status))
+        .Bind(3, t.attempt)
+        .Bind(4, t.run_after)
+        .Bind(5, t.result)
+        .Bind(6, t.error)
+        .Bind(7, t.updated_at)
+        .Bind(8, t.started_at)
+        .Bind(9, t.finished_at);
     TX_RETURN_IF_ERROR(s.Run());
     return ExpectChange(db_, "task " + t.id);
   }
@@ -523,6 +543,12 @@ class SqliteStore final : public Store {
 }  // namespace
 
 Result<std::unique_ptr<Store>> OpenSqlite(const OpenOptions& o) {
+  // SQLite's allocation statistics take a global mutex on every malloc; tx never reads them.
+  static const bool configured = [] {
+    sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+    return true;
+  }();
+  (void)configured;
   if (o.synchronous != "NORMAL" && o.synchronous != "FULL") {
     return Error::InvalidArgument("invalid synchronous '" + o.synchronous +
                                   "': expected NORMAL or FULL");
