@@ -263,13 +263,14 @@ Result<Task> ClaimService::Release(std::string_view task_id, std::int64_t token,
 Result<Task> ClaimService::ReportLocked(store::Txn& txn, std::string_view task_id,
                                         std::int64_t token, Outcome outcome,
                                         const std::string& text, std::optional<int> exit_code,
-                                        Millis now, std::string* worker_id) {
+                                        Millis now, Worker* deferred) {
   TX_ASSIGN_OR_RETURN(Held held, CheckToken(txn, task_id, token, now));
   Claim& claim = held.claim;
   Task& task = held.task;
   EndReason reason = outcome == Outcome::kFail ? EndReason::kFailed : EndReason::kExited;
   TX_RETURN_IF_ERROR(detail::EndClaim(txn, claim, ClaimStatus::kCompleted, reason, now, exit_code,
-                                      {.heartbeat = true, .completed = outcome != Outcome::kFail}));
+                                      {.heartbeat = true, .completed = outcome != Outcome::kFail},
+                                      deferred));
   if (outcome == Outcome::kFail) {
     TX_RETURN_IF_ERROR(detail::FailAttempt(txn, task, text, now, options_));
   } else if (outcome == Outcome::kReview || task.review) {
@@ -286,7 +287,6 @@ Result<Task> ClaimService::ReportLocked(store::Txn& txn, std::string_view task_i
         CheckTransition(task.id, task.status, TaskEvent::kSucceed, TaskStatus::kDone));
     TX_RETURN_IF_ERROR(detail::FinishDone(txn, task, text, now, claim.worker_id));
   }
-  *worker_id = claim.worker_id;
   return std::move(task);
 }
 
@@ -295,9 +295,8 @@ Result<Task> ClaimService::Report(std::string_view task_id, std::int64_t token, 
   std::optional<Task> out;
   Millis now = clock_.NowMs();
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
-    std::string worker_id;
-    TX_ASSIGN_OR_RETURN(
-        out, ReportLocked(txn, task_id, token, outcome, text, exit_code, now, &worker_id));
+    TX_ASSIGN_OR_RETURN(out, ReportLocked(txn, task_id, token, outcome, text, exit_code, now,
+                                          /*deferred=*/nullptr));
     return Ok();
   }));
   return std::move(*out);
@@ -309,13 +308,15 @@ Result<ClaimService::ReportResult> ClaimService::ReportAndClaimNext(
   std::optional<ReportResult> out;
   Millis now = clock_.NowMs();
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
-    std::string worker_id;
-    TX_ASSIGN_OR_RETURN(
-        Task task, ReportLocked(txn, task_id, token, outcome, text, exit_code, now, &worker_id));
+    // The worker is read once and written once: busy with its next task, or idle.
+    Worker worker;
+    TX_ASSIGN_OR_RETURN(Task task,
+                        ReportLocked(txn, task_id, token, outcome, text, exit_code, now, &worker));
     out = ReportResult{std::move(task), std::nullopt};
-    TX_ASSIGN_OR_RETURN(std::optional<Worker> worker, txn.GetWorker(worker_id));
-    if (!worker || !CheckCanClaim(*worker, now).ok()) return Ok();
-    TX_ASSIGN_OR_RETURN(out->next, ClaimNextLocked(txn, std::move(*worker), lease_ms, now));
+    if (worker.id.empty()) return Ok();
+    if (!CheckCanClaim(worker, now).ok()) return txn.UpdateWorker(worker);
+    TX_ASSIGN_OR_RETURN(out->next, ClaimNextLocked(txn, worker, lease_ms, now));
+    if (!out->next) return txn.UpdateWorker(worker);
     return Ok();
   }));
   return std::move(*out);

@@ -85,7 +85,7 @@ class ClaimService {
                                                      Millis lease_ms, Millis now);
   Result<Task> ReportLocked(store::Txn& txn, std::string_view task_id, std::int64_t token,
                             Outcome outcome, const std::string& text, std::optional<int> exit_code,
-                            Millis now, std::string* worker_id);
+                            Millis now, Worker* deferred);
   Result<ClaimResult> ClaimTaskLocked(store::Txn& txn, std::string_view task_id, Worker worker,
                                       Millis lease_ms, Millis now);
 

@@ -24,14 +24,17 @@ Result<Worker> LoadWorker(Txn& txn, std::string_view id) {
 }
 
 Status EndClaim(Txn& txn, Claim& claim, ClaimStatus status, EndReason reason, Millis now,
-                std::optional<int> exit_code, WorkerTouch touch) {
+                std::optional<int> exit_code, WorkerTouch touch, Worker* deferred) {
   claim.status = status;
   claim.end_reason = reason;
   claim.ended_at = now;
   claim.exit_code = exit_code;
   TX_RETURN_IF_ERROR(txn.UpdateClaim(claim));
   TX_ASSIGN_OR_RETURN(std::optional<Worker> w, txn.GetWorker(claim.worker_id));
-  if (!w) return Ok();
+  if (!w) {
+    if (deferred != nullptr) deferred->id.clear();
+    return Ok();
+  }
   bool changed = false;
   if (w->current_task_id == claim.task_id) {
     w->current_task_id.clear();
@@ -45,6 +48,10 @@ Status EndClaim(Txn& txn, Claim& claim, ClaimStatus status, EndReason reason, Mi
   if (IsLive(w->status) && touch.completed) {
     w->metadata["tasks_completed"] = w->metadata.value("tasks_completed", 0) + 1;
     changed = true;
+  }
+  if (deferred != nullptr) {
+    *deferred = std::move(*w);
+    return Ok();
   }
   if (changed) TX_RETURN_IF_ERROR(txn.UpdateWorker(*w));
   return Ok();

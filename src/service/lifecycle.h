@@ -28,9 +28,12 @@ struct WorkerTouch {
 };
 
 // Ends an active claim with `status` and `reason`, and frees its worker if that worker's current
-// task is this claim's task (one read and at most one write of the worker).
+// task is this claim's task (one read and at most one write of the worker). With `deferred`,
+// the updated worker is handed back there instead of written, for a caller that writes it
+// anyway (ReportAndClaimNext); its id is empty when the worker no longer exists.
 Status EndClaim(Txn& txn, Claim& claim, ClaimStatus status, EndReason reason, Millis now,
-                std::optional<int> exit_code = std::nullopt, WorkerTouch touch = {});
+                std::optional<int> exit_code = std::nullopt, WorkerTouch touch = {},
+                Worker* deferred = nullptr);
 
 // Sends a running task back to `ready` after an attempt that ended without an outcome (lease
 // lost, worker died, released, orphaned). When `counts` is false the attempt is given back (a

@@ -44,10 +44,20 @@ Status Reconciler::ReleaseExpiredLeases(Millis now, ReconcileReport& report) {
 }
 
 Status Reconciler::RequeueOrphanedTasks(Millis now, ReconcileReport& report) {
+  // Finding them scans the tasks, so it runs as a read, which never holds up claimers; each
+  // candidate is checked again inside the write before it is touched.
+  std::vector<std::string> candidates;
+  TX_RETURN_IF_ERROR(store_.Read([&](store::Txn& txn) -> Status {
+    TX_ASSIGN_OR_RETURN(candidates, txn.ListRunningTasksWithoutActiveClaim());
+    return Ok();
+  }));
+  if (candidates.empty()) return Ok();
   return store_.Write([&](store::Txn& txn) -> Status {
-    TX_ASSIGN_OR_RETURN(std::vector<std::string> ids, txn.ListRunningTasksWithoutActiveClaim());
-    for (const auto& id : ids) {
+    for (const auto& id : candidates) {
       TX_ASSIGN_OR_RETURN(Task task, detail::LoadTask(txn, id));
+      if (task.status != TaskStatus::kRunning) continue;
+      TX_ASSIGN_OR_RETURN(std::optional<Claim> claim, txn.GetActiveClaimForTask(id));
+      if (claim) continue;
       // Its claim vanished without an outcome: the attempt is given back, not held against it.
       TX_RETURN_IF_ERROR(detail::RequeueTask(txn, task, EndReason::kOrphaned, false, now));
       ++report.orphaned_tasks;

@@ -69,6 +69,8 @@ class Txn {
   // lock rows (skipping rows other transactions hold).
   virtual Result<std::optional<Task>> PickNextReady(const PickCriteria& criteria) = 0;
   virtual Result<std::vector<std::string>> ListDependents(std::string_view task_id) = 0;
+  // Running tasks with no active claim. May scan every task: call it in a Read (which never
+  // blocks writers) and re-check each candidate inside the Write that repairs it.
   virtual Result<std::vector<std::string>> ListRunningTasksWithoutActiveClaim() = 0;
   virtual Result<std::vector<StatusCount>> CountTasks() = 0;
 

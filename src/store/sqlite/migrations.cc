@@ -48,7 +48,6 @@ CREATE TABLE tasks (
 -- The claim path walks this partial index in (priority desc, seq) order: flat in queue size.
 -- Indexes are kept few and partial: every page a transaction dirties is written to the WAL.
 CREATE INDEX tasks_ready ON tasks(queue, priority DESC, seq) WHERE status = 'ready';
-CREATE INDEX tasks_running ON tasks(seq) WHERE status = 'running';
 
 CREATE TABLE task_deps (
   task_id TEXT NOT NULL,
