@@ -3,12 +3,14 @@
 // at a time, the way K `tx worker` processes would with an instant agent.
 //
 //   tx_drain --claimers K --tasks N [--runs R] [--sync NORMAL|FULL] [--queued Q] [--batch B]
+//            [--combined]
 //
 // Each run: a fresh temp dir and store; N ready tasks seeded with TaskService::AddMany (B per
 // transaction), plus Q lower-priority tasks that stay queued (a backlog the claim path must not
 // notice); the store is closed; then K children are forked, each opening the store itself,
 // registering a worker and claiming until the queue is empty (with a backlog: until N claims in
-// all). The clock runs from just before the first fork to the last child's exit, so it includes
+// all). With --combined, each claimer reports and claims its next task in one transaction
+// (ClaimService::ReportAndClaimNext), as a worker between two tasks does. The clock runs from just before the first fork to the last child's exit, so it includes
 // process start-up, opening the store and registering, as the peers' figures do. Afterwards the
 // parent checks that all N tasks are done and none is running.
 //
@@ -49,6 +51,7 @@ struct Options {
   std::string sync = "NORMAL";
   std::int64_t queued = 0;
   std::int64_t batch = 10'000;
+  bool combined = false;  // ReportAndClaimNext: one transaction per task instead of two
 };
 
 // Shared between the parent and its forked claimers (MAP_SHARED | MAP_ANONYMOUS).
@@ -68,7 +71,7 @@ std::int64_t MonoNs() {
 [[noreturn]] void Usage(const char* msg) {
   std::fprintf(stderr,
                "tx_drain: %s\nusage: tx_drain [--claimers K] [--tasks N] [--runs R] "
-               "[--sync NORMAL|FULL] [--queued Q] [--batch B]\n",
+               "[--sync NORMAL|FULL] [--queued Q] [--batch B] [--combined]\n",
                msg);
   std::exit(2);
 }
@@ -105,6 +108,8 @@ Options ParseArgs(int argc, char** argv) {
       o.queued = ParseInt("--queued", value(), 0);
     } else if (a == "--batch") {
       o.batch = ParseInt("--batch", value(), 1);
+    } else if (a == "--combined") {
+      o.combined = true;
     } else if (a == "-h" || a == "--help") {
       Usage("help");
     } else {
@@ -136,26 +141,47 @@ int Claimer(const Options& o, const std::string& path, int index, Shared* shared
   }
   shared->ready_ns[index] = MonoNs();
   service::ClaimService claims(*store, clock);
-  bool budgeted = o.queued > 0;
+  const bool budgeted = o.queued > 0;
+  // With a backlog the queue never empties, so the claimers share a budget of N claims.
+  auto take_budget = [&] { return !budgeted || shared->budget.fetch_sub(1) > 0; };
   std::int64_t done = 0;
-  for (;;) {
-    if (budgeted && shared->budget.fetch_sub(1) <= 0) break;
-    auto c = claims.ClaimNext(worker->id);
-    if (!c.ok()) {
-      std::fprintf(stderr, "claimer %d: claim: %s\n", index, c.error().message().c_str());
-      return 1;
-    }
-    if (!c->has_value()) break;
-    const service::ClaimResult& cr = **c;
-    auto t = claims.Report(cr.task.id, cr.claim.token, service::Outcome::kDone, "");
-    if (!t.ok()) {
-      std::fprintf(stderr, "claimer %d: report %s: %s\n", index, cr.task.id.c_str(),
-                   t.error().message().c_str());
-      return 1;
-    }
+  auto record = [&] {
     ++done;
     shared->completed[index] = done;
     shared->last_ns[index] = MonoNs();
+  };
+  auto fail = [&](const char* what, const std::string& task, const Error& e) {
+    std::fprintf(stderr, "claimer %d: %s %s: %s\n", index, what, task.c_str(), e.message().c_str());
+    return 1;
+  };
+  std::optional<service::ClaimResult> held;
+  if (take_budget()) {
+    auto c = claims.ClaimNext(worker->id);
+    if (!c.ok()) return fail("claim", "", c.error());
+    held = std::move(*c);
+  }
+  while (held) {
+    const std::string task_id = held->task.id;
+    if (!o.combined) {
+      auto t = claims.Report(task_id, held->claim.token, service::Outcome::kDone, "");
+      if (!t.ok()) return fail("report", task_id, t.error());
+      record();
+      held.reset();
+      if (!take_budget()) break;
+      auto c = claims.ClaimNext(worker->id);
+      if (!c.ok()) return fail("claim", "", c.error());
+      held = std::move(*c);
+    } else if (take_budget()) {
+      auto r = claims.ReportAndClaimNext(task_id, held->claim.token, service::Outcome::kDone, "");
+      if (!r.ok()) return fail("report and claim after", task_id, r.error());
+      record();
+      held = std::move(r->next);
+    } else {
+      auto t = claims.Report(task_id, held->claim.token, service::Outcome::kDone, "");
+      if (!t.ok()) return fail("report", task_id, t.error());
+      record();
+      held.reset();
+    }
   }
   return 0;
 }
@@ -274,14 +300,14 @@ std::string Json(const Options& o, const std::vector<RunResult>& results, const 
     std::snprintf(buf, sizeof buf, "%.1f", r.tasks_per_s);
     runs += buf;
   }
-  char buf[512];
+  char buf[1024];
   std::snprintf(buf, sizeof buf,
                 "{\"bench\":\"drain\",\"claimers\":%d,\"tasks\":%lld,\"queued\":%lld,"
-                "\"sync\":\"%s\",\"runs\":[%s],\"median\":%.1f,\"min\":%.1f,\"max\":%.1f,"
+                "\"sync\":\"%s\",\"combined\":%s,\"runs\":[%s],\"median\":%.1f,\"min\":%.1f,\"max\":%.1f,"
                 "\"spread_pct\":%.1f,\"after_ready_median\":%.1f,\"cpu_us_per_task\":%.1f,"
                 "\"sqlite\":\"%s\"}",
                 o.claimers, static_cast<long long>(o.tasks), static_cast<long long>(o.queued),
-                o.sync.c_str(), runs.c_str(), s.median, s.min, s.max, s.spread_pct, ready.median,
+                o.sync.c_str(), o.combined ? "true" : "false", runs.c_str(), s.median, s.min, s.max, s.spread_pct, ready.median,
                 cpu.median, sqlite3_libversion());
   return buf;
 }
@@ -296,10 +322,11 @@ int Main(int argc, char** argv) {
   }
   auto* shared = new (mem) Shared();
 
-  std::printf("drain: %d claimers, %lld tasks + %lld queued backlog, sync %s, %d runs "
+  std::printf("drain: %d claimers, %lld tasks + %lld queued backlog, sync %s, %s, %d runs "
               "(sqlite %s, %ld cpus)\n",
               o.claimers, static_cast<long long>(o.tasks), static_cast<long long>(o.queued),
-              o.sync.c_str(), o.runs, sqlite3_libversion(), sysconf(_SC_NPROCESSORS_ONLN));
+              o.sync.c_str(), o.combined ? "ReportAndClaimNext" : "ClaimNext + Report", o.runs,
+              sqlite3_libversion(), sysconf(_SC_NPROCESSORS_ONLN));
   std::vector<RunResult> results;
   std::vector<double> rates;
   std::vector<double> ready_rates;
