@@ -13,7 +13,8 @@ namespace tx::bench {
 
 TempDir::TempDir() {
   const char* base = getenv("TMPDIR");
-  std::string tmpl = std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/tx-bench-XXXXXX";
+  std::string tmpl =
+      std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/tx-bench-XXXXXX";
   if (mkdtemp(tmpl.data()) == nullptr) {
     std::perror("mkdtemp");
     std::exit(1);

@@ -35,9 +35,8 @@ Result<std::unique_ptr<store::Store>> OpenStore(const std::string& path, const s
                                                 bool create);
 
 // Adds `n` ready no-op tasks in one queue with TaskService::AddMany, `batch` per transaction.
-Status SeedTasks(store::Store& store, const Clock& clock, std::int64_t n,
-                 std::int64_t priority = 0, std::int64_t batch = 10'000,
-                 const std::string& queue = "default");
+Status SeedTasks(store::Store& store, const Clock& clock, std::int64_t n, std::int64_t priority = 0,
+                 std::int64_t batch = 10'000, const std::string& queue = "default");
 
 // Task counts by status over all queues.
 Result<std::map<TaskStatus, std::int64_t>> CountByStatus(store::Store& store, const Clock& clock);

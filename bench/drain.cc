@@ -10,9 +10,10 @@
 // notice); the store is closed; then K children are forked, each opening the store itself,
 // registering a worker and claiming until the queue is empty (with a backlog: until N claims in
 // all). With --combined, each claimer reports and claims its next task in one transaction
-// (ClaimService::ReportAndClaimNext), as a worker between two tasks does. The clock runs from just before the first fork to the last child's exit, so it includes
-// process start-up, opening the store and registering, as the peers' figures do. Afterwards the
-// parent checks that all N tasks are done and none is running.
+// (ClaimService::ReportAndClaimNext), as a worker between two tasks does. The clock runs from just
+// before the first fork to the last child's exit, so it includes process start-up, opening the
+// store and registering, as the peers' figures do. Afterwards the parent checks that all N tasks
+// are done and none is running.
 //
 // Output: one line per run, `median X tasks/s (min..max, ±S%)` (S = half the min..max range
 // relative to the median), and a final `JSON {...}` line for scripts.
@@ -191,7 +192,7 @@ struct RunResult {
   double tasks_per_s = 0;
   double after_ready_per_s = 0;
   double cpu_us_per_task = 0;  // user + system time of the claimers, per task
-  double first_ready_ms = 0;  // from the first fork to the first / last claimer registered
+  double first_ready_ms = 0;   // from the first fork to the first / last claimer registered
   double last_ready_ms = 0;
   std::vector<std::int64_t> per_claimer;
 };
@@ -253,8 +254,8 @@ RunResult OneRun(const Options& o, Shared* shared) {
   rusage after{};
   getrusage(RUSAGE_CHILDREN, &after);
   auto secs = [](const timeval& tv) { return static_cast<double>(tv.tv_sec) + tv.tv_usec / 1e6; };
-  double cpu_s = secs(after.ru_utime) - secs(before.ru_utime) + secs(after.ru_stime) -
-                 secs(before.ru_stime);
+  double cpu_s =
+      secs(after.ru_utime) - secs(before.ru_utime) + secs(after.ru_stime) - secs(before.ru_stime);
 
   auto store = CheckOk(OpenStore(path, o.sync, /*create=*/false), "reopen store");
   auto counts = CheckOk(CountByStatus(*store, clock), "count tasks");
@@ -262,7 +263,8 @@ RunResult OneRun(const Options& o, Shared* shared) {
   std::int64_t running = counts[TaskStatus::kRunning];
   std::int64_t ready = counts[TaskStatus::kReady];
   if (done != o.tasks || running != 0 || ready != o.queued) {
-    std::fprintf(stderr, "verification failed: done %lld (want %lld), running %lld (want 0), "
+    std::fprintf(stderr,
+                 "verification failed: done %lld (want %lld), running %lld (want 0), "
                  "ready %lld (want %lld)\n",
                  static_cast<long long>(done), static_cast<long long>(o.tasks),
                  static_cast<long long>(running), static_cast<long long>(ready),
@@ -286,7 +288,8 @@ RunResult OneRun(const Options& o, Shared* shared) {
   r.first_ready_ms = static_cast<double>(first_ready - t0) / 1e6;
   r.last_ready_ms = static_cast<double>(last_ready - t0) / 1e6;
   if (last_done > first_ready) {
-    r.after_ready_per_s = static_cast<double>(o.tasks) / (static_cast<double>(last_done - first_ready) / 1e9);
+    r.after_ready_per_s =
+        static_cast<double>(o.tasks) / (static_cast<double>(last_done - first_ready) / 1e9);
   }
   return r;
 }
@@ -301,32 +304,34 @@ std::string Json(const Options& o, const std::vector<RunResult>& results, const 
     runs += buf;
   }
   char buf[1024];
-  std::snprintf(buf, sizeof buf,
-                "{\"bench\":\"drain\",\"claimers\":%d,\"tasks\":%lld,\"queued\":%lld,"
-                "\"sync\":\"%s\",\"combined\":%s,\"runs\":[%s],\"median\":%.1f,\"min\":%.1f,\"max\":%.1f,"
-                "\"spread_pct\":%.1f,\"after_ready_median\":%.1f,\"cpu_us_per_task\":%.1f,"
-                "\"sqlite\":\"%s\"}",
-                o.claimers, static_cast<long long>(o.tasks), static_cast<long long>(o.queued),
-                o.sync.c_str(), o.combined ? "true" : "false", runs.c_str(), s.median, s.min, s.max, s.spread_pct, ready.median,
-                cpu.median, sqlite3_libversion());
+  std::snprintf(
+      buf, sizeof buf,
+      "{\"bench\":\"drain\",\"claimers\":%d,\"tasks\":%lld,\"queued\":%lld,"
+      "\"sync\":\"%s\",\"combined\":%s,\"runs\":[%s],\"median\":%.1f,\"min\":%.1f,\"max\":%.1f,"
+      "\"spread_pct\":%.1f,\"after_ready_median\":%.1f,\"cpu_us_per_task\":%.1f,"
+      "\"sqlite\":\"%s\"}",
+      o.claimers, static_cast<long long>(o.tasks), static_cast<long long>(o.queued), o.sync.c_str(),
+      o.combined ? "true" : "false", runs.c_str(), s.median, s.min, s.max, s.spread_pct,
+      ready.median, cpu.median, sqlite3_libversion());
   return buf;
 }
 
 int Main(int argc, char** argv) {
   Options o = ParseArgs(argc, argv);
-  void* mem = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                   -1, 0);
+  void* mem =
+      mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) {
     std::perror("mmap");
     return 1;
   }
   auto* shared = new (mem) Shared();
 
-  std::printf("drain: %d claimers, %lld tasks + %lld queued backlog, sync %s, %s, %d runs "
-              "(sqlite %s, %ld cpus)\n",
-              o.claimers, static_cast<long long>(o.tasks), static_cast<long long>(o.queued),
-              o.sync.c_str(), o.combined ? "ReportAndClaimNext" : "ClaimNext + Report", o.runs,
-              sqlite3_libversion(), sysconf(_SC_NPROCESSORS_ONLN));
+  std::printf(
+      "drain: %d claimers, %lld tasks + %lld queued backlog, sync %s, %s, %d runs "
+      "(sqlite %s, %ld cpus)\n",
+      o.claimers, static_cast<long long>(o.tasks), static_cast<long long>(o.queued), o.sync.c_str(),
+      o.combined ? "ReportAndClaimNext" : "ClaimNext + Report", o.runs, sqlite3_libversion(),
+      sysconf(_SC_NPROCESSORS_ONLN));
   std::vector<RunResult> results;
   std::vector<double> rates;
   std::vector<double> ready_rates;
@@ -338,11 +343,11 @@ int Main(int argc, char** argv) {
       per += ' ';
       per += std::to_string(n);
     }
-    std::printf("run %d/%d: %lld tasks in %.3f s = %.0f tasks/s (after ready %.0f/s; claimers "
-                "ready after %.0f..%.0f ms; %.0f µs cpu/task; per claimer:%s)\n",
-                run, o.runs, static_cast<long long>(o.tasks), r.seconds, r.tasks_per_s,
-                r.after_ready_per_s, r.first_ready_ms, r.last_ready_ms, r.cpu_us_per_task,
-                per.c_str());
+    std::printf(
+        "run %d/%d: %lld tasks in %.3f s = %.0f tasks/s (after ready %.0f/s; claimers "
+        "ready after %.0f..%.0f ms; %.0f µs cpu/task; per claimer:%s)\n",
+        run, o.runs, static_cast<long long>(o.tasks), r.seconds, r.tasks_per_s, r.after_ready_per_s,
+        r.first_ready_ms, r.last_ready_ms, r.cpu_us_per_task, per.c_str());
     std::fflush(stdout);
     rates.push_back(r.tasks_per_s);
     ready_rates.push_back(r.after_ready_per_s);

@@ -66,7 +66,8 @@ Handler SetupTaskAdd(CLI::App& cmd) {
   cmd.add_option("--deliverables", a->deliverables, "What must exist when it is done")
       ->type_name("T");
   OnePerFlag(cmd.add_option("--step", a->steps, "A step (repeatable, in order)")->type_name("T"));
-  NonEmpty(cmd.add_option("--priority", a->priority, "Integer, higher runs first (default 0)")->type_name("N"));
+  NonEmpty(cmd.add_option("--priority", a->priority, "Integer, higher runs first (default 0)")
+               ->type_name("N"));
   NonEmpty(cmd.add_option("--queue", a->queue, "Queue name (default: default)")->type_name("Q"));
   OnePerFlag(
       cmd.add_option("--requires", a->requires_caps, "Capability a worker must have (repeatable)")

@@ -25,14 +25,14 @@ namespace walbatch {
 constexpr int kMaxBuffer = 256 * 1024;  // written out early when a transaction gathers more
 
 struct WalFile {
-  sqlite3_file base;     // base.pMethods = &kMethods
-  sqlite3_file* real;    // the wrapped file, in the same allocation after this struct
-  char* buf;             // gathered bytes (sqlite3_malloc), for file offsets [off, off + len)
+  sqlite3_file base;   // base.pMethods = &kMethods
+  sqlite3_file* real;  // the wrapped file, in the same allocation after this struct
+  char* buf;           // gathered bytes (sqlite3_malloc), for file offsets [off, off + len)
   int len;
   int cap;
   sqlite3_int64 off;
-  bool expect_page;      // the last gathered write was a frame header
-  bool commit_pending;   // ... of a commit frame: write out after its page
+  bool expect_page;     // the last gathered write was a frame header
+  bool commit_pending;  // ... of a commit frame: write out after its page
 };
 
 constexpr int RoundUp8(int n) { return (n + 7) & ~7; }
@@ -109,10 +109,10 @@ int Close(sqlite3_file* f) {
 
 sqlite3_file* Real(sqlite3_file* f) { return reinterpret_cast<WalFile*>(f)->real; }
 
-#define TX_FLUSH_OR_RETURN(f)                                \
-  do {                                                       \
-    int flush_rc_ = Flush(reinterpret_cast<WalFile*>(f));    \
-    if (flush_rc_ != SQLITE_OK) return flush_rc_;            \
+#define TX_FLUSH_OR_RETURN(f)                             \
+  do {                                                    \
+    int flush_rc_ = Flush(reinterpret_cast<WalFile*>(f)); \
+    if (flush_rc_ != SQLITE_OK) return flush_rc_;         \
   } while (0)
 
 int Read(sqlite3_file* f, void* p, int n, sqlite3_int64 off) {
@@ -169,10 +169,25 @@ int Unfetch(sqlite3_file*, sqlite3_int64, void*) { return SQLITE_OK; }
 #undef TX_FLUSH_OR_RETURN
 
 const sqlite3_io_methods kMethods = {
-    3,          Close,       Read,       Write,      Truncate, Sync,     FileSize,
-    Lock,       Unlock,      CheckReservedLock,      FileControl,        SectorSize,
-    DeviceCharacteristics,   ShmMap,     ShmLock,    ShmBarrier,         ShmUnmap,
-    Fetch,      Unfetch,
+    3,
+    Close,
+    Read,
+    Write,
+    Truncate,
+    Sync,
+    FileSize,
+    Lock,
+    Unlock,
+    CheckReservedLock,
+    FileControl,
+    SectorSize,
+    DeviceCharacteristics,
+    ShmMap,
+    ShmLock,
+    ShmBarrier,
+    ShmUnmap,
+    Fetch,
+    Unfetch,
 };
 
 int Open(sqlite3_vfs*, const char* name, sqlite3_file* f, int flags, int* out_flags) {
@@ -180,7 +195,7 @@ int Open(sqlite3_vfs*, const char* name, sqlite3_file* f, int flags, int* out_fl
   auto* w = reinterpret_cast<WalFile*>(f);
   std::memset(w, 0, sizeof(WalFile));
   w->real = reinterpret_cast<sqlite3_file*>(reinterpret_cast<char*>(f) +
-                                             RoundUp8(static_cast<int>(sizeof(WalFile))));
+                                            RoundUp8(static_cast<int>(sizeof(WalFile))));
   std::memset(w->real, 0, static_cast<std::size_t>(g_real->szOsFile));
   int rc = g_real->xOpen(g_real, name, w->real, flags, out_flags);
   // SQLite calls xClose whenever pMethods is set, even after a failed xOpen.
@@ -247,8 +262,8 @@ const char* Register() {
 }  // namespace walbatch
 
 // Checkpoint policy (Db::WalHook).
-constexpr int kCheckpointFrames = 16'000;       // 64 MiB of WAL at 4 KiB pages
-constexpr int kCheckpointRetryFrames = 2'000;   // after a checkpoint that could not finish
+constexpr int kCheckpointFrames = 16'000;      // 64 MiB of WAL at 4 KiB pages
+constexpr int kCheckpointRetryFrames = 2'000;  // after a checkpoint that could not finish
 constexpr std::chrono::milliseconds kCheckpointWait{20};  // lock waits of the blocking phase
 
 }  // namespace

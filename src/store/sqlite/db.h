@@ -69,7 +69,7 @@ class Db {
   Db(const Db&) = delete;
   Db& operator=(const Db&) = delete;
 
-  Status Exec(const char* sql);      // one or more statements, no results
+  Status Exec(const char* sql);           // one or more statements, no results
   Result<Stmt> Prepare(const char* sql);  // `sql` must be a string literal (cached by address)
   Result<std::int64_t> QueryInt(const char* sql);  // first column of the first row
   std::int64_t LastInsertRowid() const { return sqlite3_last_insert_rowid(db_); }
