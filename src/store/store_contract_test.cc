@@ -365,6 +365,50 @@ TEST(SqliteStore, ReopeningKeepsDataAndAppliesNoMigrationTwice) {
   fs::remove_all(dir);
 }
 
+// Tokens are the claims' rowids: deleting the newest claim would hand its token out again, so the
+// schema refuses any delete. A new store also gets small pages (less WAL written per claim).
+TEST(SqliteStore, RefusesToDeleteAClaimSoTokensAreNeverReused) {
+  char tmpl[] = "/tmp/tx-store-XXXXXX";
+  std::string dir = mkdtemp(tmpl);
+  std::string path = dir + "/tx.db";
+  {
+    auto s = Open({path, true});
+    ASSERT_TRUE(s.ok());
+    Task t;
+    t.id = "task-aaaaaaa1";
+    t.title = "t";
+    t.status = TaskStatus::kRunning;
+    Worker w;
+    w.id = "worker-aaaaaaaa";
+    w.name = "w";
+    Claim c{0, t.id, w.id, 1, 1, 100, 101};
+    ASSERT_TRUE((*s)->Write([&](Txn& txn) -> Status {
+                      TX_RETURN_IF_ERROR(txn.InsertTask(t));
+                      TX_RETURN_IF_ERROR(txn.InsertWorker(w));
+                      return txn.InsertClaim(c);
+                    })
+                    .ok());
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  char* err = nullptr;
+  EXPECT_NE(sqlite3_exec(db, "DELETE FROM claims", nullptr, nullptr, &err), SQLITE_OK);
+  ASSERT_NE(err, nullptr);
+  EXPECT_NE(std::string(err).find("claims are never deleted"), std::string::npos) << err;
+  sqlite3_free(err);
+  sqlite3_stmt* st = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "PRAGMA page_size", -1, &st, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(st, 0), 1024);
+  sqlite3_finalize(st);
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT count(*) FROM claims", -1, &st, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(st, 0), 1);
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  fs::remove_all(dir);
+}
+
 TEST(SqliteStore, RefusesAnUnknownSynchronousMode) {
   auto s = Open({":memory:", true, "SOMETIMES"});
   ASSERT_FALSE(s.ok());

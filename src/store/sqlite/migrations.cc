@@ -12,6 +12,9 @@ struct Migration {
 
 constexpr Migration kMigrations[] = {
     {1, R"sql(
+-- Status checks are OR chains, not IN lists: SQLite builds an ephemeral index for "x IN (3 or
+-- more constants)" on every execution of every INSERT or UPDATE that checks it (sqlite3BtreeOpen +
+-- close per statement), which cost ~10% of the CPU of a claim-and-complete cycle.
 CREATE TABLE tasks (
   seq INTEGER PRIMARY KEY,
   id TEXT NOT NULL UNIQUE,
@@ -36,8 +39,9 @@ CREATE TABLE tasks (
   metadata TEXT NOT NULL DEFAULT '{}',
   result TEXT NOT NULL DEFAULT '',
   error TEXT NOT NULL DEFAULT '',
-  status TEXT NOT NULL CHECK (status IN ('blocked','ready','running','review','approved','done',
-                                         'failed','cancelled')),
+  status TEXT NOT NULL CHECK (status = 'blocked' OR status = 'ready' OR status = 'running' OR
+         status = 'review' OR status = 'approved' OR status = 'done' OR
+         status = 'failed' OR status = 'cancelled'),
   attempt INTEGER NOT NULL DEFAULT 0,
   run_after INTEGER NOT NULL DEFAULT 0,
   created_at INTEGER NOT NULL,
@@ -64,8 +68,9 @@ CREATE TABLE workers (
   pid INTEGER NOT NULL DEFAULT 0,
   capabilities TEXT NOT NULL DEFAULT '[]',
   queues TEXT NOT NULL DEFAULT '["default"]',
-  status TEXT NOT NULL CHECK (status IN ('starting','idle','busy','paused','stopping','stopped',
-                                         'dead')),
+  status TEXT NOT NULL CHECK (status = 'starting' OR status = 'idle' OR status = 'busy' OR
+         status = 'paused' OR status = 'stopping' OR status = 'stopped' OR
+         status = 'dead'),
   heartbeat_interval_ms INTEGER NOT NULL,
   registered_at INTEGER NOT NULL,
   last_heartbeat_at INTEGER NOT NULL DEFAULT 0,
@@ -73,11 +78,14 @@ CREATE TABLE workers (
   reason TEXT NOT NULL DEFAULT '',
   metadata TEXT NOT NULL DEFAULT '{}'
 );
-CREATE INDEX workers_status ON workers(status);
+-- No index on status: no query can use one (ListWorkers filters with "?1 = '[]' OR status IN
+-- (...)"), and a worker's status changes (idle <-> busy) on every claim and completion.
 
--- token is the fencing token: AUTOINCREMENT never reuses a value, even after deletes.
+-- token is the fencing token. Claims are never deleted (a trigger below refuses it), so the
+-- rowid alone only grows; AUTOINCREMENT would add a sqlite_sequence write to
+-- every claim.
 CREATE TABLE claims (
-  token INTEGER PRIMARY KEY AUTOINCREMENT,
+  token INTEGER PRIMARY KEY,
   task_id TEXT NOT NULL REFERENCES tasks(id),
   worker_id TEXT NOT NULL REFERENCES workers(id),
   attempt INTEGER NOT NULL,
@@ -85,7 +93,8 @@ CREATE TABLE claims (
   lease_ms INTEGER NOT NULL,
   lease_expires_at INTEGER NOT NULL,
   renewed_count INTEGER NOT NULL DEFAULT 0,
-  status TEXT NOT NULL CHECK (status IN ('active','released','expired','completed')),
+  status TEXT NOT NULL CHECK (status = 'active' OR status = 'released' OR status = 'expired' OR
+         status = 'completed'),
   ended_at INTEGER NOT NULL DEFAULT 0,
   end_reason TEXT NOT NULL DEFAULT '',
   exit_code INTEGER
@@ -94,6 +103,10 @@ CREATE TABLE claims (
 -- reconciler's scans of them go through this index too.
 CREATE UNIQUE INDEX claims_one_active ON claims(task_id) WHERE status = 'active';
 CREATE INDEX claims_task ON claims(task_id, token);
+-- Deleting a claim could let its token be handed out again (the rowid is max + 1), which would
+-- break fencing: refuse it outright.
+CREATE TRIGGER claims_never_deleted BEFORE DELETE ON claims
+BEGIN SELECT RAISE(ABORT, 'claims are never deleted: their tokens fence'); END;
 
 -- Events are never deleted out of order, so the rowid alone only grows.
 CREATE TABLE events (
@@ -108,7 +121,8 @@ CREATE TABLE events (
 CREATE TABLE orchestrator (
   id INTEGER PRIMARY KEY CHECK (id = 1),
   status TEXT NOT NULL DEFAULT 'stopped'
-    CHECK (status IN ('stopped','starting','running','stopping')),
+    CHECK (status = 'stopped' OR status = 'starting' OR status = 'running' OR
+         status = 'stopping'),
   pid INTEGER NOT NULL DEFAULT 0,
   hostname TEXT NOT NULL DEFAULT '',
   started_at INTEGER NOT NULL DEFAULT 0,

@@ -247,10 +247,16 @@ class SqliteTxn final : public Txn {
   }
 
   Status UpdateTaskState(const Task& t) override {
-    TX_ASSIGN_OR_RETURN(Stmt s,
-                        db_.Prepare("UPDATE tasks SET status = ?2, attempt = ?3, run_after = ?4, "
-                                    "result = ?5, error = ?6, updated_at = ?7, started_at = ?8, "
-                                    "finished_at = ?9 WHERE id = ?1"));
+    // A task read from the store carries its seq, the rowid: finding the row by it skips a
+    // descent of the id index (random ids, so a likely cache miss in a big queue).
+    const char* by_seq =
+        "UPDATE tasks SET status = ?2, attempt = ?3, run_after = ?4, result = ?5, error = ?6, "
+        "updated_at = ?7, started_at = ?8, finished_at = ?9 WHERE seq = ?10 AND id = ?1";
+    const char* by_id =
+        "UPDATE tasks SET status = ?2, attempt = ?3, run_after = ?4, result = ?5, error = ?6, "
+        "updated_at = ?7, started_at = ?8, finished_at = ?9 WHERE id = ?1";
+    TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare(t.seq > 0 ? by_seq : by_id));
+    if (t.seq > 0) s.Bind(10, t.seq);
     s.Bind(1, t.id)
         .Bind(2, ToString(t.status))
         .Bind(3, t.attempt)
@@ -558,6 +564,11 @@ Result<std::unique_ptr<Store>> OpenSqlite(const OpenOptions& o) {
       std::unique_ptr<Db> db,
       Db::Open(o.url, o.create || memory, std::chrono::milliseconds(o.busy_timeout_ms)));
   if (!memory) {
+    // 1 KiB pages: a claim or a completion dirties about a dozen B-tree pages and the WAL logs
+    // each whole, so small pages cut the bytes written (and fsynced at checkpoints) per
+    // transaction about fourfold. It only applies while the file is still empty, i.e. when
+    // `tx init` creates it; existing stores keep their page size.
+    if (o.create) TX_RETURN_IF_ERROR(db->Exec("PRAGMA page_size = 1024"));
     TX_ASSIGN_OR_RETURN(std::int64_t wal_ok, db->QueryInt("PRAGMA journal_mode = WAL"));
     (void)wal_ok;
   }
