@@ -37,6 +37,7 @@ class FaultyStore final : public store::Store {
   }
   Status Read(const store::TxnFn& fn) override { return inner_.Read(fn); }
   Result<std::int64_t> ChangeCounter() override { return inner_.ChangeCounter(); }
+  Result<std::unique_ptr<store::ChangeWatch>> Watch() override { return inner_.Watch(); }
   std::string Describe() const override { return "faulty " + inner_.Describe(); }
   const Clock& clock() const override { return inner_.clock(); }
 

@@ -20,6 +20,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -157,6 +158,76 @@ inline RunResult RunTx(std::vector<std::string> args, Env extra_env = {}, std::s
   return RunProcess(TX_BINARY, args, extra_env, cwd);
 }
 #endif
+
+// A process left running in the background (a `tx worker start`), its stdout and stderr written
+// to `log_path`. The destructor SIGKILLs and reaps it if it is still running.
+class BackgroundProcess {
+ public:
+  BackgroundProcess(const std::string& binary, const std::vector<std::string>& args,
+                    const Env& extra_env, const std::string& cwd, const std::string& log_path)
+      : log_path_(log_path) {
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND,
+                                     0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, cwd.c_str());
+    std::vector<std::string> argv_s{binary};
+    argv_s.insert(argv_s.end(), args.begin(), args.end());
+    std::vector<std::string> env_s = detail::ChildEnvironment(extra_env);
+    std::vector<char*> argv = detail::CStrings(argv_s);
+    std::vector<char*> envp = detail::CStrings(env_s);
+    int rc = posix_spawn(&pid_, binary.c_str(), &fa, nullptr, argv.data(), envp.data());
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) throw detail::SysError("spawn " + binary, rc);
+  }
+  ~BackgroundProcess() {
+    if (pid_ > 0 && !exit_code_) {
+      kill(pid_, SIGKILL);
+      int status;
+      waitpid(pid_, &status, 0);
+    }
+  }
+  BackgroundProcess(const BackgroundProcess&) = delete;
+  BackgroundProcess& operator=(const BackgroundProcess&) = delete;
+
+  pid_t pid() const { return pid_; }
+  void Signal(int sig) const { kill(pid_, sig); }
+
+  // The exit status (128 + N for signal N) once it has exited within `timeout`, else -1.
+  int Wait(std::chrono::milliseconds timeout) {
+    if (exit_code_) return *exit_code_;
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      int status = 0;
+      pid_t r = waitpid(pid_, &status, WNOHANG);
+      if (r == pid_) {
+        exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        return *exit_code_;
+      }
+      if (std::chrono::steady_clock::now() >= deadline) return -1;
+      usleep(10'000);
+    }
+  }
+
+  // Everything it has written so far.
+  std::string Output() const {
+    std::string out;
+    int fd = open(log_path_.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return out;
+    char buf[65536];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
+    close(fd);
+    return out;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  std::string log_path_;
+  std::optional<int> exit_code_;
+};
 
 // A fresh directory under /tmp, removed recursively when this goes out of scope.
 class TempDir {

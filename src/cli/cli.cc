@@ -18,6 +18,7 @@ constexpr CommandSpec kCommands[] = {
     {"task add", "task.add", "Add a task to the queue", SetupTaskAdd},
     {"task list", "task.list", "List tasks, optionally by status, queue or owner", SetupTaskList},
     {"task show", "task.show", "Show one task with its attempts", SetupTaskShow},
+    {"task log", "task.log", "Print an attempt's output (--follow while it runs)", SetupTaskLog},
     {"task update", "task.update", "Change a task's title, priority, after[] or metadata",
      SetupTaskUpdate},
     {"task done", "task.done", "Report success (with the claim's token, or --force)",
@@ -35,6 +36,9 @@ constexpr CommandSpec kCommands[] = {
      SetupClaimRelease},
     {"claim-renew", "claim.renew", "tx claim:renew TASK: extend a claim's lease", SetupClaimRenew},
     {"events", "events", "Print the event log; --follow to keep printing", SetupEvents},
+    {"worker start", "worker.start",
+     "Run a worker: claim tasks one at a time and run their agents until SIGTERM",
+     SetupWorkerStart},
     {"worker list", "worker.list", "List registered workers", SetupWorkerList},
     {"worker status", "worker.status", "Show one worker, or a summary of live workers",
      SetupWorkerStatus},
@@ -45,7 +49,7 @@ constexpr CommandSpec kCommands[] = {
 
 constexpr std::string_view kGroupHelp[][2] = {
     {"task", "Add, list, inspect and finish tasks"},
-    {"worker", "Inspect registered workers"},
+    {"worker", "Run workers and inspect them"},
     {"orchestrator", "Reconcile the store"},
 };
 

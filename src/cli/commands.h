@@ -49,5 +49,7 @@ Handler SetupEvents(CLI::App& cmd);
 Handler SetupWorkerList(CLI::App& cmd);
 Handler SetupWorkerStatus(CLI::App& cmd);
 Handler SetupOrchestratorReconcile(CLI::App& cmd);
+Handler SetupWorkerStart(CLI::App& cmd);
+Handler SetupTaskLog(CLI::App& cmd);
 
 }  // namespace tx::cli

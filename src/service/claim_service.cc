@@ -322,4 +322,73 @@ Result<ClaimService::ReportResult> ClaimService::ReportAndClaimNext(
   return std::move(*out);
 }
 
+Result<Task> ClaimService::Fail(std::string_view task_id, std::int64_t token, EndReason reason,
+                                const std::string& error, std::optional<int> exit_code) {
+  std::optional<Task> out;
+  Millis now = clock_.NowMs();
+  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+    TX_ASSIGN_OR_RETURN(Held held, CheckToken(txn, task_id, token, now));
+    TX_RETURN_IF_ERROR(detail::EndClaim(txn, held.claim, ClaimStatus::kCompleted, reason, now,
+                                        exit_code, {.heartbeat = true}));
+    TX_RETURN_IF_ERROR(detail::FailAttempt(txn, held.task, error, now, options_));
+    out = std::move(held.task);
+    return Ok();
+  }));
+  return std::move(*out);
+}
+
+Result<Claim> ClaimService::GiveUp(std::string_view task_id, std::int64_t token, EndReason reason) {
+  std::optional<Claim> out;
+  Millis now = clock_.NowMs();
+  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+    TX_ASSIGN_OR_RETURN(std::optional<Claim> claim, txn.GetClaim(token));
+    if (!claim) return Error::NotFound("no claim has token " + std::to_string(token));
+    if (claim->task_id != task_id) {
+      return Error::Conflict("token " + std::to_string(token) + " belongs to task " +
+                             claim->task_id + ", not " + std::string(task_id));
+    }
+    if (claim->status == ClaimStatus::kActive) {
+      TX_RETURN_IF_ERROR(
+          detail::EndClaim(txn, *claim, ClaimStatus::kExpired, reason, now, std::nullopt, {}));
+      TX_RETURN_IF_ERROR(Emit(txn, now, "lease.lost", claim->task_id, claim->worker_id,
+                              {{"token", token}, {"reason", ToString(reason)}}));
+      TX_ASSIGN_OR_RETURN(Task task, LoadTask(txn, claim->task_id));
+      if (task.status == TaskStatus::kRunning) {
+        TX_RETURN_IF_ERROR(detail::RequeueTask(txn, task, reason, /*counts=*/true, now));
+      }
+    }
+    out = std::move(*claim);
+    return Ok();
+  }));
+  return std::move(*out);
+}
+
+Result<std::optional<Millis>> ClaimService::NextEligibleAt(std::string_view worker_id) {
+  std::optional<Millis> out;
+  Millis now = clock_.NowMs();
+  TX_RETURN_IF_ERROR(store_.Read([&](store::Txn& txn) -> Status {
+    TX_ASSIGN_OR_RETURN(Worker worker, LoadWorker(txn, worker_id));
+    store::PickCriteria criteria{worker.queues, worker.capabilities, worker.name, worker.slot, now};
+    if (criteria.queues.empty()) criteria.queues = {"default"};
+    TX_ASSIGN_OR_RETURN(std::optional<Task> task, txn.PickNextReady(criteria));
+    if (task) {
+      out = now;
+      return Ok();
+    }
+    TX_ASSIGN_OR_RETURN(out, txn.NextReadyAt(criteria));
+    return Ok();
+  }));
+  return out;
+}
+
+Result<Claim> ClaimService::Inspect(std::int64_t token) {
+  std::optional<Claim> out;
+  TX_RETURN_IF_ERROR(store_.Read([&](store::Txn& txn) -> Status {
+    TX_ASSIGN_OR_RETURN(out, txn.GetClaim(token));
+    if (!out) return Error::NotFound("no claim has token " + std::to_string(token));
+    return Ok();
+  }));
+  return std::move(*out);
+}
+
 }  // namespace tx::service

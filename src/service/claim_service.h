@@ -78,6 +78,27 @@ class ClaimService {
   Result<Task> Report(std::string_view task_id, std::int64_t token, Outcome outcome,
                       const std::string& text, std::optional<int> exit_code = std::nullopt);
 
+  // Records a failed attempt that the holder ended for a named reason (kFailed, kTimedOut,
+  // kStalled): the claim ends with that reason and exit code, then the task retries with backoff
+  // until max_attempts, as Report(kFail) does. Same token checks as Report.
+  Result<Task> Fail(std::string_view task_id, std::int64_t token, EndReason reason,
+                    const std::string& error, std::optional<int> exit_code = std::nullopt);
+
+  // The holder gives up a claim it can no longer trust (its renewal was refused, or the store was
+  // unreachable past the lease): if the claim is still active — even past its expiry, which is
+  // what the reconciler would find — it ends `expired` with `reason` (kLeaseLost) and the task is
+  // requeued as the reconciler would (the attempt counts). A claim that already ended is left as
+  // it is. Returns the claim as it now stands. conflict: the token belongs to another task.
+  Result<Claim> GiveUp(std::string_view task_id, std::int64_t token, EndReason reason);
+
+  // When the worker should next try to claim (read only): `now` when a task is eligible for it
+  // already, the earliest run_after of a ready task in its queues still waiting out a backoff
+  // (possibly one it cannot take: a spurious wake-up is cheap), or nullopt when there is none.
+  Result<std::optional<Millis>> NextEligibleAt(std::string_view worker_id);
+
+  // The claim with this token as it stands (read only). not_found: no such token.
+  Result<Claim> Inspect(std::int64_t token);
+
  private:
   Result<ClaimResult> ClaimLocked(store::Txn& txn, Task task, Worker worker, Millis lease_ms,
                                   Millis now);

@@ -25,16 +25,18 @@ Status ValidateRegistration(const Registration& r) {
 
 }  // namespace
 
-Result<Worker> WorkerService::Register(Registration r) {
+Result<Worker> WorkerService::Register(Registration r, std::vector<Worker>* replaced) {
   TX_RETURN_IF_ERROR(ValidateRegistration(r));
   std::optional<Worker> out;
   Millis now = clock_.NowMs();
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+    if (replaced != nullptr) replaced->clear();  // a retried transaction starts over
     if (!r.slot.empty()) {
       TX_ASSIGN_OR_RETURN(std::vector<Worker> live, txn.ListWorkers({}));
       for (auto& old : live) {
         if (old.slot == r.slot && IsLive(old.status)) {
           TX_RETURN_IF_ERROR(detail::MarkDead(txn, old, "replaced by a new registration", now));
+          if (replaced != nullptr) replaced->push_back(old);
         }
       }
     }

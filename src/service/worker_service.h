@@ -35,7 +35,7 @@ struct ManualWorker {
 };
 
 struct HeartbeatUpdate {
-  std::optional<WorkerStatus> status;                  // idle, busy or paused
+  std::optional<WorkerStatus> status;                  // idle, busy, paused or stopping
   nlohmann::json metadata = nlohmann::json::object();  // merged into the worker's metadata
 };
 
@@ -44,8 +44,10 @@ class WorkerService {
   WorkerService(store::Store& store, const Clock& clock, ServiceOptions options = {});
 
   // Registers a worker `idle` with a fresh id; registration counts as its first heartbeat.
-  // A previous live worker in the same slot is marked dead ("replaced") and its claims recovered.
-  Result<Worker> Register(Registration r);
+  // A previous live worker in the same slot is marked dead ("replaced") and its claims recovered;
+  // `replaced`, when given, receives those workers (their metadata names any agent pid they
+  // left, for the new incarnation to kill).
+  Result<Worker> Register(Registration r, std::vector<Worker>* replaced = nullptr);
 
   // Records a heartbeat. conflict: the worker is dead or stopped (it must register again).
   Result<Worker> Heartbeat(std::string_view id, const HeartbeatUpdate& update);

@@ -68,6 +68,9 @@ class Txn {
   // The best ready task for the criteria: priority desc, then FIFO. Locks it on backends that
   // lock rows (skipping rows other transactions hold).
   virtual Result<std::optional<Task>> PickNextReady(const PickCriteria& criteria) = 0;
+  // The earliest run_after later than criteria.now among ready tasks in the criteria's queues
+  // (a retry waiting out its backoff): when an idle worker should look again. nullopt if none.
+  virtual Result<std::optional<Millis>> NextReadyAt(const PickCriteria& criteria) = 0;
   virtual Result<std::vector<std::string>> ListDependents(std::string_view task_id) = 0;
   // Running tasks with no active claim. May scan every task: call it in a Read (which never
   // blocks writers) and re-check each candidate inside the Write that repairs it.
@@ -103,6 +106,19 @@ class Txn {
 
 using TxnFn = std::function<Status(Txn&)>;
 
+// A file descriptor that becomes readable when the store may have changed (any connection, any
+// process): how an idle worker hears of a new task in milliseconds without polling fast.
+// Wake-ups may be spurious (the caller re-checks the store); a commit is never missed while the
+// watch is open. SQLite: inotify on the database's directory. PostgreSQL: LISTEN/NOTIFY.
+class ChangeWatch {
+ public:
+  virtual ~ChangeWatch() = default;
+  // -1 when nothing outside this connection can change the store (":memory:").
+  virtual int fd() const = 0;
+  // Consumes pending notifications; true if any may concern the store.
+  virtual bool Drain() = 0;
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -110,6 +126,7 @@ class Store {
   virtual Status Read(const TxnFn& fn) = 0;
   // A cheap number that changes whenever another connection commits (for --follow loops).
   virtual Result<std::int64_t> ChangeCounter() = 0;
+  virtual Result<std::unique_ptr<ChangeWatch>> Watch() = 0;
   // What the store is, for messages: the file path or the URL without credentials.
   virtual std::string Describe() const = 0;
   // The clock that lease and heartbeat times are taken from. SQLite: this machine's clock.

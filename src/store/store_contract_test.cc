@@ -2,10 +2,12 @@
 // and :memory: today; PostgreSQL joins with its backend).
 
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sqlite3.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "store/store.h"
 
@@ -217,6 +219,29 @@ TEST_P(StoreContract, PickHonoursQueueRunAfterOwnerAndCapabilities) {
   EXPECT_FALSE(Pick(none));
 }
 
+TEST_P(StoreContract, NextReadyAtIsTheEarliestBackoffInTheQueues) {
+  Task a = NewTask("task-aaaaaaa1");
+  a.run_after = 9000;
+  Task b = NewTask("task-aaaaaaa2");
+  b.run_after = 7000;
+  Task other = NewTask("task-aaaaaaa3", 0, "other");
+  other.run_after = 6000;
+  Task now = NewTask("task-aaaaaaa4");
+  now.run_after = 4000;  // already due: not a future wake-up
+  for (Task* t : {&a, &b, &other, &now}) Insert(*t);
+  ASSERT_TRUE(store_
+                  ->Read([&](Txn& txn) -> Status {
+                    auto at = txn.NextReadyAt(Default());
+                    EXPECT_TRUE(at.ok() && *at && **at == 7000);
+                    PickCriteria none = Default();
+                    none.queues = {"empty"};
+                    auto nothing = txn.NextReadyAt(none);
+                    EXPECT_TRUE(nothing.ok() && !*nothing);
+                    return Ok();
+                  })
+                  .ok());
+}
+
 TEST_P(StoreContract, TokensIncreaseAndOnlyOneClaimPerTaskIsActive) {
   Insert(NewTask("task-aaaaaaa1"));
   Worker w;
@@ -406,6 +431,37 @@ TEST(SqliteStore, RefusesToDeleteAClaimSoTokensAreNeverReused) {
   EXPECT_EQ(sqlite3_column_int(st, 0), 1);
   sqlite3_finalize(st);
   sqlite3_close(db);
+  fs::remove_all(dir);
+}
+
+// An idle worker sleeps on the watch: a commit by another connection must make it readable.
+TEST(SqliteStore, ACommitByAnotherConnectionWakesTheWatch) {
+  char tmpl[] = "/tmp/tx-store-XXXXXX";
+  std::string dir = mkdtemp(tmpl);
+  std::string path = dir + "/tx.db";
+  auto watcher = Open({path, true});
+  ASSERT_TRUE(watcher.ok());
+  auto watch = (*watcher)->Watch();
+  ASSERT_TRUE(watch.ok()) << watch.error().message();
+  ASSERT_GE((*watch)->fd(), 0);
+  (*watch)->Drain();
+  pollfd quiet{(*watch)->fd(), POLLIN, 0};
+  EXPECT_EQ(poll(&quiet, 1, 50), 0) << "woken with nothing written";
+  std::ofstream(dir + "/unrelated.log") << "noise\n";
+  EXPECT_FALSE((*watch)->Drain()) << "another file in the directory is not a change";
+
+  auto writer = Open({path, false});
+  ASSERT_TRUE(writer.ok());
+  Event e{0, "x", 1, "", "", {}};
+  ASSERT_TRUE((*writer)->Write([&](Txn& txn) { return txn.AppendEvent(e); }).ok());
+  pollfd woken{(*watch)->fd(), POLLIN, 0};
+  EXPECT_EQ(poll(&woken, 1, 5000), 1);
+  EXPECT_TRUE((*watch)->Drain());
+  auto memory = Open({":memory:", true});
+  ASSERT_TRUE(memory.ok());
+  auto none = (*memory)->Watch();
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ((*none)->fd(), -1);
   fs::remove_all(dir);
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "store/sqlite/change_watch.h"
 #include "store/sqlite/db.h"
 #include "store/sqlite/migrations.h"
 
@@ -315,6 +316,21 @@ class SqliteTxn final : public Txn {
     return best;
   }
 
+  Result<std::optional<Millis>> NextReadyAt(const PickCriteria& c) override {
+    std::optional<Millis> best;
+    for (const auto& queue : c.queues) {
+      TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("SELECT min(run_after) FROM tasks INDEXED BY "
+                                              "tasks_ready WHERE status = 'ready' AND queue = ?1 "
+                                              "AND run_after > ?2"));
+      s.Bind(1, queue).Bind(2, c.now);
+      TX_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row || s.IsNull(0)) continue;
+      Millis at = s.Int(0);
+      if (!best || at < *best) best = at;
+    }
+    return best;
+  }
+
   Result<std::vector<std::string>> ListDependents(std::string_view task_id) override {
     TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("SELECT task_id FROM task_deps WHERE depends_on = ?1 "
                                             "ORDER BY task_id"));
@@ -518,6 +534,7 @@ class SqliteStore final : public Store {
   Status Read(const TxnFn& fn) override { return Run(fn, "BEGIN"); }
 
   Result<std::int64_t> ChangeCounter() override { return db_->QueryInt("PRAGMA data_version"); }
+  Result<std::unique_ptr<ChangeWatch>> Watch() override { return WatchFile(path_); }
   std::string Describe() const override { return path_; }
   const Clock& clock() const override { return clock_; }
 

@@ -1,0 +1,230 @@
+// tx worker start, tx task log
+
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <thread>
+
+#include "cli/commands.h"
+#include "core/duration.h"
+#include "service/task_service.h"
+#include "worker/config.h"
+#include "worker/runtime.h"
+#include "worker/spawn_plan.h"
+
+namespace tx::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<std::string> SplitCommaList(const std::string& s) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= s.size()) {
+    std::size_t comma = s.find(',', start);
+    if (comma == std::string::npos) comma = s.size();
+    if (comma > start) out.push_back(s.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
+std::string SelfExe() {
+  std::error_code ec;
+  fs::path p = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string() : p.string();
+}
+
+// The directory holding the store (.tx): its config.toml and logs/ live there.
+fs::path StoreDir(const Context& ctx) { return fs::absolute(ctx.DbPath()).parent_path(); }
+
+}  // namespace
+
+Handler SetupWorkerStart(CLI::App& cmd) {
+  struct Args {
+    std::string name, slot, capabilities, queues, agent, config, allowed;
+    std::string heartbeat, lease, stall, task_timeout_cap, shutdown, kill_grace, poll;
+    std::string memory_mb, cpu_percent, open_files, processes, cpu_seconds;
+  };
+  auto a = std::make_shared<Args>();
+  NonEmpty(cmd.add_option("--name", a->name, "Worker name (default: the slot, else the id)")
+               ->type_name("N"));
+  NonEmpty(cmd.add_option("--slot", a->slot, "Pool slot; a new worker in a slot replaces the old")
+               ->type_name("S"));
+  NonEmpty(cmd.add_option("--capabilities", a->capabilities, "What this worker can do: a,b")
+               ->type_name("LIST"));
+  NonEmpty(cmd.add_option("--queues", a->queues, "Queues to claim from (default: default)")
+               ->type_name("LIST"));
+  NonEmpty(cmd.add_option("--agent", a->agent,
+                          "Agent profile (claude, codex, aider, generic, or from config) or an "
+                          "argv template such as 'my-agent --task {task_id} {prompt}'")
+               ->type_name("PROFILE|'ARGV'"));
+  NonEmpty(cmd.add_option("--config", a->config,
+                          "Config file (default: config.toml beside the "
+                          "store)")
+               ->type_name("PATH"));
+  NonEmpty(cmd.add_option("--allowed-commands", a->allowed,
+                          "tx commands agents may run, e.g. task.show,task.done")
+               ->type_name("LIST"));
+  NonEmpty(cmd.add_option("--heartbeat-interval", a->heartbeat,
+                          "Idle heartbeat interval (default 30s; half of it while running)")
+               ->type_name("DUR"));
+  NonEmpty(cmd.add_option("--lease", a->lease,
+                          "Lease per claim, renewed while the agent runs "
+                          "(default 30m)")
+               ->type_name("DUR"));
+  NonEmpty(cmd.add_option("--stall-timeout", a->stall,
+                          "Stop an agent silent for this long (default off)")
+               ->type_name("DUR"));
+  NonEmpty(cmd.add_option("--task-timeout-cap", a->task_timeout_cap,
+                          "Upper bound on any task's timeout (default 2h)")
+               ->type_name("DUR"));
+  NonEmpty(cmd.add_option("--shutdown-timeout", a->shutdown,
+                          "On SIGTERM, how long to let the agent finish (default 5m)")
+               ->type_name("DUR"));
+  NonEmpty(cmd.add_option("--kill-grace", a->kill_grace,
+                          "Between SIGTERM and SIGKILL when stopping an agent (default 10s)")
+               ->type_name("DUR"));
+  NonEmpty(cmd.add_option("--poll-interval", a->poll,
+                          "Fallback poll when idle, with jitter (default 30s)")
+               ->type_name("DUR"));
+  NonEmpty(cmd.add_option("--memory-mb", a->memory_mb,
+                          "Agent memory limit (cgroup, else "
+                          "RLIMIT_AS)")
+               ->type_name("MB"));
+  NonEmpty(cmd.add_option("--cpu-percent", a->cpu_percent,
+                          "Agent CPU limit (cgroup; 100 = one "
+                          "core)")
+               ->type_name("N"));
+  NonEmpty(cmd.add_option("--open-files", a->open_files, "Agent RLIMIT_NOFILE")->type_name("N"));
+  NonEmpty(cmd.add_option("--processes", a->processes, "Agent RLIMIT_NPROC")->type_name("N"));
+  NonEmpty(cmd.add_option("--cpu-seconds", a->cpu_seconds, "Agent RLIMIT_CPU")->type_name("N"));
+  return [a](Context& ctx) -> Status {
+    worker::WorkerConfig c;
+    fs::path dir = StoreDir(ctx);
+    c.db_path = fs::absolute(ctx.DbPath()).string();
+    c.logs_dir = (dir / "logs").string();
+    c.tx_binary = SelfExe();
+    TX_RETURN_IF_ERROR(
+        worker::ApplyConfigFile(a->config.empty() ? (dir / "config.toml").string() : a->config, c));
+    if (!a->config.empty() && !fs::exists(a->config)) {
+      return Error::InvalidArgument("no config file at " + a->config);
+    }
+    if (!a->name.empty()) c.name = a->name;
+    if (!a->slot.empty()) c.slot = a->slot;
+    if (!a->capabilities.empty()) c.capabilities = SplitCommaList(a->capabilities);
+    if (!a->queues.empty()) c.queues = SplitCommaList(a->queues);
+    if (!a->agent.empty()) c.agent = a->agent;
+    if (!a->allowed.empty()) c.allowed_commands = a->allowed;
+    auto duration = [](const std::string& text, Millis& out) -> Status {
+      if (text.empty()) return Ok();
+      TX_ASSIGN_OR_RETURN(out, ParseDuration(text));
+      return Ok();
+    };
+    if (!a->heartbeat.empty()) {
+      TX_RETURN_IF_ERROR(duration(a->heartbeat, c.heartbeat_idle_ms));
+      c.heartbeat_running_ms = std::max<Millis>(1, c.heartbeat_idle_ms / 2);
+    }
+    TX_RETURN_IF_ERROR(duration(a->lease, c.lease_ms));
+    TX_RETURN_IF_ERROR(duration(a->stall, c.stall_timeout_ms));
+    TX_RETURN_IF_ERROR(duration(a->task_timeout_cap, c.task_timeout_cap_ms));
+    TX_RETURN_IF_ERROR(duration(a->shutdown, c.shutdown_timeout_ms));
+    TX_RETURN_IF_ERROR(duration(a->kill_grace, c.kill_grace_ms));
+    TX_RETURN_IF_ERROR(duration(a->poll, c.poll_ms));
+    auto count = [](std::string_view field, const std::string& text, auto& out) -> Status {
+      if (text.empty()) return Ok();
+      TX_ASSIGN_OR_RETURN(int n, ParseCount(field, text));
+      out = static_cast<std::remove_reference_t<decltype(*out)>>(n);
+      return Ok();
+    };
+    std::optional<std::uint64_t> memory_mb;
+    TX_RETURN_IF_ERROR(count("--memory-mb", a->memory_mb, memory_mb));
+    if (memory_mb) c.limits.memory_bytes = *memory_mb << 20;
+    TX_RETURN_IF_ERROR(count("--cpu-percent", a->cpu_percent, c.limits.cpu_percent));
+    TX_RETURN_IF_ERROR(count("--open-files", a->open_files, c.limits.open_files));
+    TX_RETURN_IF_ERROR(count("--processes", a->processes, c.limits.processes));
+    TX_RETURN_IF_ERROR(count("--cpu-seconds", a->cpu_seconds, c.limits.cpu_seconds));
+    if (c.heartbeat_idle_ms < 1 || c.lease_ms < 1 || c.poll_ms < 1) {
+      return Error::InvalidArgument("heartbeat interval, lease and poll interval must be > 0");
+    }
+    // Refuse a bad default agent now rather than at the first task.
+    TX_RETURN_IF_ERROR(worker::ResolveAgent(c, c.agent));
+
+    auto logger = spdlog::stderr_logger_mt("tx-worker");
+    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+    spdlog::set_default_logger(logger);
+    worker::WorkerRuntime runtime(std::move(c));
+    TX_ASSIGN_OR_RETURN(int code, runtime.Run());
+    if (code != 0) return Error::Unavailable("worker stopped: it is no longer registered");
+    return Ok();
+  };
+}
+
+Handler SetupTaskLog(CLI::App& cmd) {
+  struct Args {
+    std::string id, attempt;
+    bool follow = false;
+  };
+  auto a = std::make_shared<Args>();
+  cmd.add_option("id", a->id, "Task id")->type_name("")->required();
+  NonEmpty(cmd.add_option("--attempt", a->attempt, "Attempt number (default: the latest)")
+               ->type_name("N"));
+  cmd.add_flag("--follow,-f", a->follow, "Keep printing while the attempt runs");
+  return [a](Context& ctx) -> Status {
+    TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
+    service::TaskService tasks(*store, ctx.clock(), ctx.options());
+    TX_ASSIGN_OR_RETURN(service::TaskDetail detail, tasks.Show(a->id));
+    if (detail.attempts.empty()) {
+      return Error::NotFound("task " + a->id + " has no attempts yet");
+    }
+    int n = detail.attempts.back().attempt;
+    if (!a->attempt.empty()) {
+      TX_ASSIGN_OR_RETURN(n, ParseCount("attempt", a->attempt));
+      bool known = false;
+      for (const auto& c : detail.attempts) known = known || c.attempt == n;
+      if (!known) {
+        return Error::NotFound("task " + a->id + " has no attempt " + std::to_string(n));
+      }
+    }
+    std::string path = worker::AttemptLogPath((StoreDir(ctx) / "logs").string(), a->id, n);
+    std::ifstream in(path, std::ios::binary);
+    if (!in && !a->follow) {
+      return Error::NotFound("no log for task " + a->id + " attempt " + std::to_string(n) + " (" +
+                             path + ")");
+    }
+    auto pump = [&] {
+      if (!in.is_open()) in.open(path, std::ios::binary);
+      if (!in) return;
+      char buf[8192];
+      while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+        ctx.out().write(buf, in.gcount());
+      }
+      in.clear();  // at EOF; keep the position for the next round
+      ctx.out().flush();
+    };
+    pump();
+    if (!a->follow) return Ok();
+    for (;;) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      pump();
+      TX_ASSIGN_OR_RETURN(detail, tasks.Show(a->id));
+      bool running = false;
+      for (const auto& c : detail.attempts) {
+        running = running || (c.attempt == n && c.status == ClaimStatus::kActive);
+      }
+      if (!running) {
+        pump();
+        return Ok();
+      }
+    }
+  };
+}
+
+}  // namespace tx::cli

@@ -1,0 +1,124 @@
+#include "core/agent.h"
+
+#include <array>
+
+namespace tx {
+namespace {
+
+constexpr std::array<std::string_view, 5> kPlaceholders = {"prompt", "task_id", "title", "workdir",
+                                                           "attempt"};
+
+std::string_view ValueOf(std::string_view name, const AgentContext& c, std::string& scratch) {
+  if (name == "prompt") return c.prompt;
+  if (name == "task_id") return c.task_id;
+  if (name == "title") return c.title;
+  if (name == "workdir") return c.workdir;
+  scratch = std::to_string(c.attempt);
+  return scratch;
+}
+
+bool IsPlaceholder(std::string_view name) {
+  for (auto p : kPlaceholders) {
+    if (p == name) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::map<std::string, AgentProfile> BuiltInProfiles() {
+  std::map<std::string, AgentProfile> out;
+  auto add = [&](std::string name, std::vector<std::string> argv) {
+    out[name] = AgentProfile{name, std::move(argv)};
+  };
+  add("claude", {"claude", "-p", "{prompt}"});
+  add("codex", {"codex", "exec", "{prompt}"});
+  add("aider", {"aider", "--yes-always", "--message", "{prompt}"});
+  add("generic", {"agent", "{prompt}"});
+  return out;
+}
+
+Status ValidateTemplate(std::string_view profile, const std::vector<std::string>& argv) {
+  if (argv.empty() || argv[0].empty()) {
+    return Error::InvalidArgument("agent profile '" + std::string(profile) + "' has an empty argv");
+  }
+  for (const auto& arg : argv) {
+    for (std::size_t open = arg.find('{'); open != std::string::npos;
+         open = arg.find('{', open + 1)) {
+      std::size_t close = arg.find('}', open);
+      if (close == std::string::npos) break;  // a lone brace is literal text
+      std::string_view name(arg.data() + open + 1, close - open - 1);
+      if (!IsPlaceholder(name)) {
+        return Error::InvalidArgument("agent profile '" + std::string(profile) +
+                                      "': unknown placeholder {" + std::string(name) +
+                                      "} (known: {prompt} {task_id} {title} {workdir} {attempt})");
+      }
+    }
+  }
+  return Ok();
+}
+
+std::vector<std::string> ExpandTemplate(const std::vector<std::string>& argv,
+                                        const AgentContext& context) {
+  std::vector<std::string> out;
+  out.reserve(argv.size());
+  std::string scratch;
+  for (const auto& arg : argv) {
+    std::string expanded;
+    std::size_t pos = 0;
+    while (pos < arg.size()) {
+      std::size_t open = arg.find('{', pos);
+      std::size_t close = open == std::string::npos ? open : arg.find('}', open);
+      if (close == std::string::npos) {
+        expanded.append(arg, pos, std::string::npos);
+        break;
+      }
+      std::string_view name(arg.data() + open + 1, close - open - 1);
+      expanded.append(arg, pos, open - pos);
+      if (IsPlaceholder(name)) {
+        expanded.append(ValueOf(name, context, scratch));
+      } else {
+        expanded.append(arg, open, close - open + 1);
+      }
+      pos = close + 1;
+    }
+    out.push_back(std::move(expanded));
+  }
+  return out;
+}
+
+std::string BuildPrompt(const Task& task, int attempt) {
+  std::string p;
+  p += "You are working on task " + task.id + ": " + task.title + "\n";
+  if (!task.owner.empty()) p += "Owner: " + task.owner + "\n";
+  if (!task.workdir.empty()) p += "Working directory: " + task.workdir + "\n";
+  if (attempt > 1) {
+    p += "This is attempt " + std::to_string(attempt) + " of " + std::to_string(task.max_attempts) +
+         ".";
+    if (!task.error.empty()) p += " The previous attempt ended with: " + task.error;
+    p += "\n";
+  }
+  auto section = [&](std::string_view heading, const std::string& body) {
+    if (body.empty()) return;
+    p += "\n## " + std::string(heading) + "\n" + body + "\n";
+  };
+  section("Description", task.description);
+  section("Instructions", task.instructions);
+  section("Deliverables", task.deliverables);
+  if (!task.steps.empty()) {
+    p += "\n## Steps\n";
+    for (std::size_t i = 0; i < task.steps.size(); ++i) {
+      p += std::to_string(i + 1) + ". " + task.steps[i] + "\n";
+    }
+  }
+  p += "\n## Reporting\n";
+  p += "When you have finished, report the outcome with the tx command (your claim token is in "
+       "$TX_CLAIM_TOKEN, which tx reads by itself):\n";
+  p += "- done:   tx task done \"$TX_TASK_ID\" --result \"<one-line summary>\"\n";
+  p += "- needs a human review: tx task review \"$TX_TASK_ID\" --result \"<summary>\"\n";
+  p += "- cannot be done: tx task fail \"$TX_TASK_ID\" --error \"<why>\"\n";
+  p += "If you exit without reporting, exit status 0 counts as done and any other as a failure.\n";
+  return p;
+}
+
+}  // namespace tx

@@ -1,0 +1,52 @@
+#pragma once
+// Agent profiles and prompts: how a worker turns a task into an argv. Pure: no I/O.
+//
+// A profile is an argv template. Each argument may contain placeholders — {prompt}, {task_id},
+// {title}, {workdir}, {attempt} — replaced inside that one argument: a value never splits into
+// several arguments and nothing is run through a shell, so no text in a task can inject a
+// command.
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/error.h"
+#include "core/task.h"
+
+namespace tx {
+
+struct AgentProfile {
+  std::string name;
+  std::vector<std::string> argv;  // the template
+  bool operator==(const AgentProfile&) const = default;
+};
+
+// claude (`claude -p {prompt}`), codex (`codex exec {prompt}`), aider (`aider --yes-always
+// --message {prompt}`) and generic (`agent {prompt}`: any program named `agent` on PATH).
+// Configuration may override each by name and add others.
+std::map<std::string, AgentProfile> BuiltInProfiles();
+
+// Checks a template: non-empty, and every {...} a known placeholder. invalid_argument names the
+// profile and the unknown placeholder.
+Status ValidateTemplate(std::string_view profile, const std::vector<std::string>& argv);
+
+// The values of the placeholders for one attempt.
+struct AgentContext {
+  std::string prompt;
+  std::string task_id;
+  std::string title;
+  std::string workdir;
+  int attempt = 0;
+};
+
+// Expands a validated template.
+std::vector<std::string> ExpandTemplate(const std::vector<std::string>& argv,
+                                        const AgentContext& context);
+
+// The prompt for an agent: the task (id, title, owner, working directory, description,
+// instructions, deliverables, numbered steps), the attempt when it is a retry with the previous
+// error, and how to report back (`tx task done|review|fail "$TX_TASK_ID"`).
+std::string BuildPrompt(const Task& task, int attempt);
+
+}  // namespace tx

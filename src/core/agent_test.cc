@@ -1,0 +1,67 @@
+#include "core/agent.h"
+
+#include <gtest/gtest.h>
+
+namespace tx {
+namespace {
+
+TEST(Agent, BuiltInProfilesAreValidTemplatesForThePopularClis) {
+  auto profiles = BuiltInProfiles();
+  for (const char* name : {"claude", "codex", "aider", "generic"}) {
+    ASSERT_TRUE(profiles.count(name)) << name;
+    EXPECT_TRUE(ValidateTemplate(name, profiles[name].argv).ok()) << name;
+  }
+  EXPECT_EQ(profiles["claude"].argv, (std::vector<std::string>{"claude", "-p", "{prompt}"}));
+}
+
+TEST(Agent, PlaceholdersExpandInsideOneArgumentAndNeverSplitOrRunAShell) {
+  AgentContext c{"do it; rm -rf / $(reboot) `id`", "task-abcdefgh", "a \"title\"", "/w d", 3};
+  auto argv = ExpandTemplate({"run", "{prompt}", "--id={task_id}", "{title}", "{workdir}",
+                              "n{attempt}", "{unknown}", "{", "}"},
+                             c);
+  std::vector<std::string> want = {"run",
+                                   "do it; rm -rf / $(reboot) `id`",
+                                   "--id=task-abcdefgh",
+                                   "a \"title\"",
+                                   "/w d",
+                                   "n3",
+                                   "{unknown}",
+                                   "{",
+                                   "}"};
+  EXPECT_EQ(argv, want);
+}
+
+TEST(Agent, UnknownPlaceholderOrEmptyTemplateIsRefusedNamingIt) {
+  Status s = ValidateTemplate("mine", {"x", "{promt}"});
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(s.error().message().find("{promt}"), std::string::npos);
+  EXPECT_NE(s.error().message().find("mine"), std::string::npos);
+  EXPECT_FALSE(ValidateTemplate("mine", {}).ok());
+}
+
+TEST(Agent, PromptCarriesTheTaskAndHowToReport) {
+  Task t;
+  t.id = "task-abcdefgh";
+  t.title = "Fix the login bug";
+  t.owner = "slot-1";
+  t.workdir = "/repo";
+  t.description = "Users cannot log in.";
+  t.instructions = "Write a test first.";
+  t.deliverables = "A green test.";
+  t.steps = {"reproduce", "fix"};
+  t.max_attempts = 3;
+  t.error = "exited 1";
+  std::string p = BuildPrompt(t, 2);
+  for (const char* want :
+       {"task-abcdefgh", "Fix the login bug", "Owner: slot-1", "Working directory: /repo",
+        "Users cannot log in.", "Write a test first.", "A green test.", "1. reproduce", "2. fix",
+        "attempt 2 of 3", "exited 1", "tx task done \"$TX_TASK_ID\"",
+        "tx task fail \"$TX_TASK_ID\"", "tx task review \"$TX_TASK_ID\""}) {
+    EXPECT_NE(p.find(want), std::string::npos) << want << "\n" << p;
+  }
+  EXPECT_EQ(BuildPrompt(t, 1).find("This is attempt"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tx

@@ -1,0 +1,211 @@
+#include "worker/config.h"
+
+#include <toml++/toml.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "core/argv.h"
+#include "core/duration.h"
+#include "core/validation.h"
+
+namespace tx::worker {
+namespace {
+
+// Reads typed values out of one TOML table, remembering which keys were understood so the rest
+// can be refused by name.
+class Table {
+ public:
+  Table(const toml::table& t, std::string prefix, std::string origin)
+      : t_(t), prefix_(std::move(prefix)), origin_(std::move(origin)) {}
+
+  Status Duration(std::string_view key, Millis& out) {
+    seen_.emplace_back(key);
+    const toml::node* n = t_.get(key);
+    if (n == nullptr) return Ok();
+    auto s = n->value<std::string>();
+    if (!s) return Bad(key, "a duration string such as \"30s\"");
+    TX_ASSIGN_OR_RETURN(Millis ms, ParseDuration(*s));
+    out = ms;
+    return Ok();
+  }
+
+  Status String(std::string_view key, std::string& out) {
+    seen_.emplace_back(key);
+    const toml::node* n = t_.get(key);
+    if (n == nullptr) return Ok();
+    auto s = n->value<std::string>();
+    if (!s) return Bad(key, "a string");
+    out = *s;
+    return Ok();
+  }
+
+  Status Strings(std::string_view key, std::vector<std::string>& out) {
+    seen_.emplace_back(key);
+    const toml::node* n = t_.get(key);
+    if (n == nullptr) return Ok();
+    const toml::array* a = n->as_array();
+    if (a == nullptr) return Bad(key, "an array of strings");
+    std::vector<std::string> v;
+    for (const auto& e : *a) {
+      auto s = e.value<std::string>();
+      if (!s) return Bad(key, "an array of strings");
+      v.push_back(*s);
+    }
+    out = std::move(v);
+    return Ok();
+  }
+
+  template <typename T>
+  Status Count(std::string_view key, std::optional<T>& out, std::int64_t max) {
+    seen_.emplace_back(key);
+    const toml::node* n = t_.get(key);
+    if (n == nullptr) return Ok();
+    auto v = n->value<std::int64_t>();
+    if (!v || *v < 1 || *v > max) return Bad(key, "a positive integer");
+    out = static_cast<T>(*v);
+    return Ok();
+  }
+
+  void Known(std::string_view key) { seen_.emplace_back(key); }
+
+  // Refuses the first key nobody asked for.
+  Status RefuseUnknown() const {
+    for (const auto& [key, node] : t_) {
+      bool known = false;
+      for (const auto& s : seen_) known = known || s == key.str();
+      if (!known) {
+        return Error::InvalidArgument(origin_ + ": unknown setting '" + prefix_ +
+                                      std::string(key.str()) + "'");
+      }
+    }
+    return Ok();
+  }
+
+ private:
+  Status Bad(std::string_view key, std::string_view want) const {
+    return Error::InvalidArgument(origin_ + ": '" + prefix_ + std::string(key) + "' must be " +
+                                  std::string(want));
+  }
+
+  const toml::table& t_;
+  std::string prefix_;
+  std::string origin_;
+  std::vector<std::string> seen_;
+};
+
+Status ApplyWorker(const toml::table& w, const std::string& origin, WorkerConfig& c) {
+  Table t(w, "worker.", origin);
+  TX_RETURN_IF_ERROR(t.Duration("heartbeat_interval", c.heartbeat_idle_ms));
+  TX_RETURN_IF_ERROR(t.Duration("heartbeat_interval_running", c.heartbeat_running_ms));
+  TX_RETURN_IF_ERROR(t.Duration("lease", c.lease_ms));
+  TX_RETURN_IF_ERROR(t.Duration("stall_timeout", c.stall_timeout_ms));
+  TX_RETURN_IF_ERROR(t.Duration("task_timeout_cap", c.task_timeout_cap_ms));
+  TX_RETURN_IF_ERROR(t.Duration("shutdown_timeout", c.shutdown_timeout_ms));
+  TX_RETURN_IF_ERROR(t.Duration("kill_grace", c.kill_grace_ms));
+  TX_RETURN_IF_ERROR(t.Duration("poll_interval", c.poll_ms));
+  TX_RETURN_IF_ERROR(t.String("agent", c.agent));
+  TX_RETURN_IF_ERROR(t.String("allowed_commands", c.allowed_commands));
+  TX_RETURN_IF_ERROR(t.Strings("capabilities", c.capabilities));
+  TX_RETURN_IF_ERROR(t.Strings("queues", c.queues));
+  std::optional<std::uint64_t> log_cap_mb;
+  TX_RETURN_IF_ERROR(t.Count("log_cap_mb", log_cap_mb, 1 << 20));
+  if (log_cap_mb) c.log_cap_bytes = *log_cap_mb << 20;
+  t.Known("limits");
+  TX_RETURN_IF_ERROR(t.RefuseUnknown());
+
+  if (const toml::node* n = w.get("limits")) {
+    const toml::table* lt = n->as_table();
+    if (lt == nullptr) {
+      return Error::InvalidArgument(origin + ": 'worker.limits' must be a table");
+    }
+    Table l(*lt, "worker.limits.", origin);
+    std::optional<std::uint64_t> memory_mb, address_space_mb;
+    TX_RETURN_IF_ERROR(l.Count("memory_mb", memory_mb, 1ll << 40));
+    TX_RETURN_IF_ERROR(l.Count("address_space_mb", address_space_mb, 1ll << 40));
+    TX_RETURN_IF_ERROR(l.Count("cpu_percent", c.limits.cpu_percent, 100 * 1024));
+    TX_RETURN_IF_ERROR(l.Count("cpu_seconds", c.limits.cpu_seconds, 1ll << 40));
+    TX_RETURN_IF_ERROR(l.Count("open_files", c.limits.open_files, 1 << 24));
+    TX_RETURN_IF_ERROR(l.Count("processes", c.limits.processes, 1 << 24));
+    TX_RETURN_IF_ERROR(l.RefuseUnknown());
+    if (memory_mb) c.limits.memory_bytes = *memory_mb << 20;
+    if (address_space_mb) c.limits.address_space_bytes = *address_space_mb << 20;
+  }
+  return Ok();
+}
+
+Status ApplyAgents(const toml::table& agents, const std::string& origin, WorkerConfig& c) {
+  for (const auto& [key, node] : agents) {
+    std::string name(key.str());
+    TX_RETURN_IF_ERROR(ValidateName("agent profile", name));
+    const toml::table* p = node.as_table();
+    if (p == nullptr) {
+      return Error::InvalidArgument(origin + ": 'agents." + name + "' must be a table");
+    }
+    Table t(*p, "agents." + name + ".", origin);
+    std::vector<std::string> argv;
+    TX_RETURN_IF_ERROR(t.Strings("argv", argv));
+    TX_RETURN_IF_ERROR(t.RefuseUnknown());
+    if (argv.empty()) {
+      return Error::InvalidArgument(origin + ": 'agents." + name + ".argv' is required");
+    }
+    TX_RETURN_IF_ERROR(ValidateTemplate(name, argv));
+    c.profiles[name] = AgentProfile{name, std::move(argv)};
+  }
+  return Ok();
+}
+
+}  // namespace
+
+Status ApplyConfigToml(const std::string& toml_text, const std::string& origin,
+                       WorkerConfig& config) {
+  toml::table root;
+  try {
+    root = toml::parse(toml_text, origin);
+  } catch (const toml::parse_error& e) {
+    const auto& where = e.source().begin;
+    return Error::InvalidArgument(origin + ":" + std::to_string(where.line) + ":" +
+                                  std::to_string(where.column) + ": " +
+                                  std::string(e.description()));
+  }
+  WorkerConfig c = config;  // applied whole or not at all
+  for (const auto& [key, node] : root) {
+    std::string k(key.str());
+    const toml::table* t = node.as_table();
+    if (k == "worker" && t != nullptr) {
+      TX_RETURN_IF_ERROR(ApplyWorker(*t, origin, c));
+    } else if (k == "agents" && t != nullptr) {
+      TX_RETURN_IF_ERROR(ApplyAgents(*t, origin, c));
+    } else if (k == "orchestrator" || k == "api") {
+      // Read by the orchestrator and the HTTP server.
+    } else {
+      return Error::InvalidArgument(origin + ": unknown section '" + k + "'");
+    }
+  }
+  config = std::move(c);
+  return Ok();
+}
+
+Status ApplyConfigFile(const std::string& path, WorkerConfig& config) {
+  std::ifstream in(path);
+  if (!in) return Ok();
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return ApplyConfigToml(buf.str(), path, config);
+}
+
+Result<std::vector<std::string>> ResolveAgent(const WorkerConfig& config,
+                                              const std::string& agent) {
+  if (auto it = config.profiles.find(agent); it != config.profiles.end()) return it->second.argv;
+  if (agent.find_first_of(" \t{/") == std::string::npos) {
+    std::string known;
+    for (const auto& [name, p] : config.profiles) known += (known.empty() ? "" : ", ") + name;
+    return Error::InvalidArgument("unknown agent profile '" + agent + "' (known: " + known +
+                                  "; or give an argv template such as 'my-agent {prompt}')");
+  }
+  TX_ASSIGN_OR_RETURN(std::vector<std::string> argv, SplitArgv(agent));
+  TX_RETURN_IF_ERROR(ValidateTemplate("--agent", argv));
+  return argv;
+}
+
+}  // namespace tx::worker

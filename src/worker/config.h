@@ -1,0 +1,55 @@
+#pragma once
+// WorkerConfig: everything a worker process runs with, from defaults (design.md §6), then
+// `.tx/config.toml` ([worker], [worker.limits], [agents.NAME]), then command-line flags.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/agent.h"
+#include "core/clock.h"
+#include "core/error.h"
+#include "exec/spawn_spec.h"
+
+namespace tx::worker {
+
+struct WorkerConfig {
+  std::string db_path;  // absolute; handed to agents as TX_DB
+  std::string name;     // defaults to the slot, else the worker id
+  std::string slot;
+  std::vector<std::string> capabilities;
+  std::vector<std::string> queues = {"default"};
+
+  Millis heartbeat_idle_ms = 30'000;     // promised interval: stale after two of these
+  Millis heartbeat_running_ms = 15'000;  // while an agent runs
+  Millis lease_ms = 30 * 60'000;
+  Millis stall_timeout_ms = 0;  // 0 = off: some agents print nothing until they finish
+  Millis task_timeout_cap_ms = 2 * 60 * 60'000;
+  Millis shutdown_timeout_ms = 300'000;  // how long a graceful stop waits for the agent
+  Millis kill_grace_ms = 10'000;         // SIGTERM → SIGKILL when stopping an agent
+  Millis poll_ms = 30'000;               // fallback poll when idle (with jitter)
+
+  std::string agent = "claude";  // the default profile name, or an argv template
+  std::map<std::string, AgentProfile> profiles = BuiltInProfiles();
+  std::string allowed_commands;  // TX_ALLOWED_COMMANDS for agents; empty = no restriction
+  exec::ResourceLimits limits;
+  std::string logs_dir;  // <store dir>/logs
+  std::uint64_t log_cap_bytes = 8ull << 20;
+  std::string tx_binary;  // this executable: its directory leads the agents' PATH
+};
+
+// Applies a TOML document to `config`. Unknown keys and wrong types are refused with
+// invalid_argument naming the key (a typo must not silently keep a default); a syntax error names
+// the line and column. `origin` names the file in messages.
+Status ApplyConfigToml(const std::string& toml_text, const std::string& origin,
+                       WorkerConfig& config);
+
+// Reads `path` and applies it; a missing file changes nothing.
+Status ApplyConfigFile(const std::string& path, WorkerConfig& config);
+
+// The argv template `agent` stands for: a profile name, else a command line split into words
+// (placeholders allowed). invalid_argument: an unknown placeholder or an empty template.
+Result<std::vector<std::string>> ResolveAgent(const WorkerConfig& config, const std::string& agent);
+
+}  // namespace tx::worker

@@ -1,0 +1,137 @@
+#include "worker/config.h"
+
+#include <gtest/gtest.h>
+
+#include "worker/spawn_plan.h"
+
+namespace tx::worker {
+namespace {
+
+TEST(WorkerConfig, TomlOverridesDefaultsAndAddsAgentProfiles) {
+  WorkerConfig c;
+  Status s = ApplyConfigToml(R"(
+[worker]
+heartbeat_interval = "10s"
+lease = "5m"
+stall_timeout = "2m"
+agent = "mine"
+capabilities = ["python", "git"]
+queues = ["fast", "default"]
+allowed_commands = "task.show,task.done"
+log_cap_mb = 2
+
+[worker.limits]
+memory_mb = 512
+cpu_percent = 150
+open_files = 256
+
+[agents.mine]
+argv = ["my-agent", "--task", "{task_id}", "{prompt}"]
+
+[agents.claude]
+argv = ["claude", "-p", "{prompt}", "--dangerously-skip-permissions"]
+)",
+                             "config.toml", c);
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  EXPECT_EQ(c.heartbeat_idle_ms, 10'000);
+  EXPECT_EQ(c.lease_ms, 300'000);
+  EXPECT_EQ(c.stall_timeout_ms, 120'000);
+  EXPECT_EQ(c.agent, "mine");
+  EXPECT_EQ(c.capabilities, (std::vector<std::string>{"python", "git"}));
+  EXPECT_EQ(c.queues, (std::vector<std::string>{"fast", "default"}));
+  EXPECT_EQ(c.allowed_commands, "task.show,task.done");
+  EXPECT_EQ(c.log_cap_bytes, 2u << 20);
+  EXPECT_EQ(c.limits.memory_bytes, 512ull << 20);
+  EXPECT_EQ(c.limits.cpu_percent, 150);
+  EXPECT_EQ(c.limits.open_files, 256u);
+  EXPECT_EQ(c.profiles["mine"].argv[0], "my-agent");
+  EXPECT_EQ(c.profiles["claude"].argv.back(), "--dangerously-skip-permissions");
+  EXPECT_EQ(c.profiles["codex"].argv[0], "codex");  // built-ins remain
+}
+
+TEST(WorkerConfig, MistakesAreRefusedNamingTheKeyAndChangeNothing) {
+  struct Case {
+    const char* toml;
+    const char* needle;
+  } cases[] = {
+      {"[worker]\nleese = \"5m\"\n", "unknown setting 'worker.leese'"},
+      {"[worker]\nlease = 5\n", "'worker.lease' must be a duration"},
+      {"[worker]\nlease = \"soon\"\n", "'soon'"},
+      {"[worker]\nqueues = \"a\"\n", "'worker.queues' must be an array of strings"},
+      {"[worker.limits]\nmemory_mb = -1\n", "'worker.limits.memory_mb' must be a positive"},
+      {"[agents.x]\nargv = [\"run\", \"{promt}\"]\n", "{promt}"},
+      {"[agents.x]\n", "'agents.x.argv' is required"},
+      {"[workers]\n", "unknown section 'workers'"},
+      {"[worker\n", "config.toml:1:"},
+  };
+  for (const auto& c : cases) {
+    WorkerConfig config;
+    config.lease_ms = 42;
+    Status s = ApplyConfigToml(c.toml, "config.toml", config);
+    ASSERT_FALSE(s.ok()) << c.toml;
+    EXPECT_EQ(s.error().code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(s.error().message().find(c.needle), std::string::npos)
+        << c.toml << " → " << s.error().message();
+    EXPECT_EQ(config.lease_ms, 42);
+  }
+}
+
+TEST(WorkerConfig, AgentIsAProfileNameOrATemplate) {
+  WorkerConfig c;
+  auto a = ResolveAgent(c, "codex");
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(*a, (std::vector<std::string>{"codex", "exec", "{prompt}"}));
+  a = ResolveAgent(c, "run-it --id {task_id} '{prompt}'");
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(*a, (std::vector<std::string>{"run-it", "--id", "{task_id}", "{prompt}"}));
+  EXPECT_FALSE(ResolveAgent(c, "nosuch").ok());
+  EXPECT_FALSE(ResolveAgent(c, "run {nope}").ok());
+}
+
+TEST(SpawnPlan, TheSpecCarriesTheAgentArgvEnvironmentLogAndLimits) {
+  WorkerConfig c;
+  c.db_path = "/data/.tx/tx.db";
+  c.logs_dir = "/data/.tx/logs";
+  c.tx_binary = "/opt/tx/bin/tx";
+  c.agent = "claude";
+  c.allowed_commands = "task.done";
+  c.limits.open_files = 100;
+  Task t;
+  t.id = "task-abcdefgh";
+  t.title = "Title";
+  t.workdir = "/repo";
+  Claim claim;
+  claim.token = 77;
+  claim.worker_id = "worker-12345678";
+  claim.attempt = 2;
+  auto spec =
+      PlanSpawn(c, t, claim, {"HOME=/root", "PATH=/usr/bin:/bin", "TX_CLAIM_TOKEN=1", "TX_DB=/x"});
+  ASSERT_TRUE(spec.ok()) << spec.error().message();
+  ASSERT_EQ(spec->argv.size(), 3u);
+  EXPECT_EQ(spec->argv[0], "claude");
+  EXPECT_EQ(spec->argv[1], "-p");
+  EXPECT_EQ(spec->argv[2], BuildPrompt(t, 2));
+  std::vector<std::string> want_env = {"HOME=/root",
+                                       "PATH=/opt/tx/bin:/usr/bin:/bin",
+                                       "TX_TASK_ID=task-abcdefgh",
+                                       "TX_WORKER_ID=worker-12345678",
+                                       "TX_CLAIM_TOKEN=77",
+                                       "TX_ATTEMPT=2",
+                                       "TX_DB=/data/.tx/tx.db",
+                                       "TX_ALLOWED_COMMANDS=task.done"};
+  EXPECT_EQ(spec->env, want_env);
+  EXPECT_EQ(spec->cwd, "/repo");
+  EXPECT_EQ(spec->log_path, "/data/.tx/logs/task-abcdefgh/2.log");
+  EXPECT_EQ(spec->limits.open_files, 100u);
+
+  t.command = {"make", "test-{attempt}"};
+  spec = PlanSpawn(c, t, claim, {});
+  ASSERT_TRUE(spec.ok());
+  EXPECT_EQ(spec->argv, (std::vector<std::string>{"make", "test-2"}));
+  t.command.clear();
+  t.agent = "nosuch";
+  EXPECT_FALSE(PlanSpawn(c, t, claim, {}).ok());
+}
+
+}  // namespace
+}  // namespace tx::worker

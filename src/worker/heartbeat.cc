@@ -1,0 +1,168 @@
+#include "worker/heartbeat.h"
+
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "core/duration.h"
+
+namespace tx::worker {
+namespace {
+
+double ProcessCpuSeconds() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  auto secs = [](const timeval& tv) { return static_cast<double>(tv.tv_sec) + tv.tv_usec / 1e6; };
+  return secs(ru.ru_utime) + secs(ru.ru_stime);
+}
+
+// Resident set size of this process in MB, from /proc/self/statm (pages).
+double ResidentMb() {
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return 0;
+  long size = 0, resident = 0;
+  int n = std::fscanf(f, "%ld %ld", &size, &resident);
+  std::fclose(f);
+  if (n != 2) return 0;
+  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1 << 20);
+}
+
+}  // namespace
+
+HeartbeatLoop::HeartbeatLoop(std::unique_ptr<store::Store> store, const WorkerConfig& config,
+                             std::string worker_id, SharedState& state, int wake_fd)
+    : store_(std::move(store)),
+      workers_(*store_, store_->clock()),
+      claims_(*store_, store_->clock()),
+      config_(config),
+      worker_id_(std::move(worker_id)),
+      state_(state),
+      wake_fd_(wake_fd) {}
+
+HeartbeatLoop::~HeartbeatLoop() { Stop(); }
+
+void HeartbeatLoop::Start() {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void HeartbeatLoop::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void HeartbeatLoop::Kick() {
+  {
+    std::lock_guard lock(mu_);
+    kicked_ = true;
+  }
+  cv_.notify_all();
+}
+
+void HeartbeatLoop::Wake() {
+  std::uint64_t one = 1;
+  if (::write(wake_fd_, &one, sizeof one) < 0) {
+    // The eventfd counter cannot overflow in practice; the main loop also polls on a timer.
+  }
+}
+
+void HeartbeatLoop::Loop() {
+  for (;;) {
+    Millis wait = NextWait();
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait_for(lock, std::chrono::milliseconds(wait), [this] { return stop_ || kicked_; });
+      if (stop_) return;
+      kicked_ = false;
+    }
+    Beat();
+  }
+}
+
+Millis HeartbeatLoop::NextWait() {
+  std::optional<Holding> h = state_.holding();
+  if (!h) return config_.heartbeat_idle_ms;
+  Millis wait = config_.heartbeat_running_ms;
+  // Renew once half the lease has gone, however long the heartbeat interval is.
+  Millis renew_at = h->lease_expires_at - h->lease_ms / 2;
+  Millis now = store_->clock().NowMs();
+  return std::clamp<Millis>(renew_at - now, 20, wait);
+}
+
+nlohmann::json HeartbeatLoop::Metadata() {
+  Millis now = store_->clock().NowMs();
+  double cpu = ProcessCpuSeconds();
+  double pct = 0;
+  if (last_cpu_at_ > 0 && now > last_cpu_at_) {
+    pct = 100.0 * (cpu - last_cpu_seconds_) / ((now - last_cpu_at_) / 1000.0);
+  }
+  last_cpu_seconds_ = cpu;
+  last_cpu_at_ = now;
+  std::optional<Holding> h = state_.holding();
+  nlohmann::json m = {{"cpu_percent", static_cast<double>(static_cast<int>(pct * 100)) / 100},
+                      {"rss_mb", static_cast<double>(static_cast<int>(ResidentMb() * 10)) / 10},
+                      {"tasks_completed", state_.tasks_completed()},
+                      {"agent_pid", h ? h->agent_pid : 0}};
+  return m;
+}
+
+void HeartbeatLoop::Beat() {
+  Result<Worker> hb = workers_.Heartbeat(worker_id_, {std::nullopt, Metadata()});
+  if (!hb.ok() && hb.error().code() != ErrorCode::kUnavailable) {
+    state_.Evict(hb.error().message());
+    Wake();
+    return;
+  }
+  std::optional<Holding> h = state_.holding();
+  if (!h) return;
+  Millis now = store_->clock().NowMs();
+  Result<Claim> claim = claims_.Inspect(h->token);
+  if (!claim.ok()) {
+    if (claim.error().code() != ErrorCode::kUnavailable) {
+      state_.LoseLease(h->token, claim.error().message());
+      Wake();
+    } else if (now >= h->lease_expires_at) {
+      state_.LoseLease(h->token,
+                       "the store was unreachable past the lease: " + claim.error().message());
+      Wake();
+    }
+    return;
+  }
+  if (claim->status != ClaimStatus::kActive) {
+    std::string why = "the claim was " + std::string(ToString(claim->status));
+    if (claim->end_reason != EndReason::kNone) {
+      why += " (" + std::string(ToString(claim->end_reason)) + ")";
+    }
+    // The agent may have reported its outcome itself: that ends the claim too, and is no loss.
+    if (claim->status != ClaimStatus::kCompleted) {
+      state_.LoseLease(h->token, why);
+      Wake();
+    }
+    return;
+  }
+  if (claim->lease_expires_at <= now) {
+    state_.LoseLease(h->token,
+                     "the lease expired " + FormatDuration(now - claim->lease_expires_at) + " ago");
+    Wake();
+    return;
+  }
+  if (claim->lease_expires_at - now > h->lease_ms / 2) {
+    state_.Renewed(h->token, claim->lease_expires_at);
+    return;
+  }
+  Result<Claim> renewed = claims_.Renew(h->task_id, h->token);
+  if (renewed.ok()) {
+    state_.Renewed(h->token, renewed->lease_expires_at);
+  } else if (renewed.error().code() != ErrorCode::kUnavailable || now >= claim->lease_expires_at) {
+    state_.LoseLease(h->token, "renewal refused: " + renewed.error().message());
+    Wake();
+  }
+}
+
+}  // namespace tx::worker

@@ -1,0 +1,66 @@
+#pragma once
+// HeartbeatLoop: the worker's second thread, with its own store connection, so heartbeats never
+// wait behind a running agent or the claim loop. Each beat:
+//   - records a heartbeat with the worker's metadata (agent pid, CPU %, RSS, tasks completed);
+//   - while a claim is held, checks it in the store and renews it once half the lease has gone.
+// A claim that is no longer active, has expired, or whose renewal is refused — or a store that
+// stays unreachable past the lease — marks the lease lost in SharedState and wakes the main loop,
+// which kills the agent at once. A heartbeat refused because the worker is no longer live
+// (declared dead, stopped) evicts the worker.
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "core/thread_annotations.h"
+#include "service/claim_service.h"
+#include "service/worker_service.h"
+#include "store/store.h"
+#include "worker/config.h"
+#include "worker/shared_state.h"
+
+namespace tx::worker {
+
+class HeartbeatLoop {
+ public:
+  // `wake_fd` is an eventfd the main loop polls.
+  HeartbeatLoop(std::unique_ptr<store::Store> store, const WorkerConfig& config,
+                std::string worker_id, SharedState& state, int wake_fd);
+  ~HeartbeatLoop();  // stops and joins
+
+  void Start();
+  void Stop();
+  // Beat now (the agent started or finished, the worker changed state).
+  void Kick();
+
+  // One beat (public so tests can drive it without the thread).
+  void Beat();
+
+ private:
+  void Loop();
+  Millis NextWait();
+  nlohmann::json Metadata();
+  void Wake();
+
+  std::unique_ptr<store::Store> store_;
+  service::WorkerService workers_;
+  service::ClaimService claims_;
+  const WorkerConfig& config_;
+  std::string worker_id_;
+  SharedState& state_;
+  int wake_fd_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ TX_GUARDED_BY(mu_) = false;
+  bool kicked_ TX_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+
+  // CPU accounting between beats (this thread only).
+  double last_cpu_seconds_ = 0;
+  Millis last_cpu_at_ = 0;
+};
+
+}  // namespace tx::worker

@@ -1,0 +1,379 @@
+#include "worker/runtime.h"
+
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <vector>
+
+#include "core/duration.h"
+#include "worker/spawn_plan.h"
+
+namespace tx::worker {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+constexpr Millis kMaxStoreBackoffMs = 5 * 60'000;
+
+std::string Hostname() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
+}
+
+sigset_t WorkerSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGCHLD);
+  return set;
+}
+
+Millis MsUntil(SteadyClock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t - SteadyClock::now()).count();
+}
+
+// True when process `pid` carries TX_WORKER_ID=<worker_id> in its environment: an agent that
+// worker started, and not an unrelated process that reused the pid.
+bool IsAgentOf(pid_t pid, const std::string& worker_id) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
+  if (!in) return false;
+  std::stringstream buf;
+  buf << in.rdbuf();
+  std::string env = buf.str();
+  std::string want = "TX_WORKER_ID=" + worker_id;
+  for (std::size_t pos = 0; pos < env.size();) {
+    std::size_t end = env.find('\0', pos);
+    if (end == std::string::npos) end = env.size();
+    if (env.compare(pos, end - pos, want) == 0) return true;
+    pos = end + 1;
+  }
+  return false;
+}
+
+double Jitter() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  return std::uniform_real_distribution<double>(0.8, 1.2)(rng);
+}
+
+}  // namespace
+
+WorkerRuntime::WorkerRuntime(WorkerConfig config) : config_(std::move(config)) {}
+
+WorkerRuntime::~WorkerRuntime() {
+  heartbeat_.reset();
+  if (signal_fd_ >= 0) ::close(signal_fd_);
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+}
+
+Status WorkerRuntime::Start() {
+  sigset_t set = WorkerSignals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal_fd_ = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (signal_fd_ < 0 || wake_fd_ < 0) {
+    return Error::Internal(std::string("signalfd/eventfd: ") + std::strerror(errno));
+  }
+  hostname_ = Hostname();
+
+  TX_ASSIGN_OR_RETURN(store_, store::Open({config_.db_path, false}));
+  TX_ASSIGN_OR_RETURN(std::unique_ptr<store::Store> beat_store,
+                      store::Open({config_.db_path, false}));
+  TX_ASSIGN_OR_RETURN(watch_, store_->Watch());
+  service::ServiceOptions options;
+  options.default_lease_ms = config_.lease_ms;
+  options.default_heartbeat_interval_ms = config_.heartbeat_idle_ms;
+  claims_ = std::make_unique<service::ClaimService>(*store_, store_->clock(), options);
+  workers_ = std::make_unique<service::WorkerService>(*store_, store_->clock(), options);
+
+  service::Registration r;
+  r.name = config_.name;
+  r.slot = config_.slot;
+  r.hostname = hostname_;
+  r.pid = getpid();
+  r.capabilities = config_.capabilities;
+  r.queues = config_.queues;
+  r.heartbeat_interval_ms = config_.heartbeat_idle_ms;
+  r.metadata = {{"agent", config_.agent}, {"tasks_completed", 0}, {"agent_pid", 0}};
+  std::vector<Worker> replaced;
+  TX_ASSIGN_OR_RETURN(Worker me, workers_->Register(r, &replaced));
+  worker_id_ = me.id;
+  for (const auto& old : replaced) KillLeftoverAgent(old);
+  spdlog::info("worker {} registered (name {}, slot {}, queues {}, pid {})", me.id, me.name,
+               me.slot.empty() ? "-" : me.slot, nlohmann::json(me.queues).dump(), getpid());
+
+  heartbeat_ =
+      std::make_unique<HeartbeatLoop>(std::move(beat_store), config_, worker_id_, state_, wake_fd_);
+  heartbeat_->Start();
+  return Ok();
+}
+
+// The previous incarnation of this slot was just declared dead and its claims requeued; if it
+// left an agent running on this machine (a hung worker, or one whose parent-death signal did
+// not fire), that agent must not keep editing files while another worker redoes its task.
+void WorkerRuntime::KillLeftoverAgent(const Worker& old) {
+  pid_t pid = 0;
+  if (old.metadata.contains("agent_pid") && old.metadata["agent_pid"].is_number_integer()) {
+    pid = old.metadata["agent_pid"].get<pid_t>();
+  }
+  if (pid <= 0 || old.hostname != hostname_) return;
+  if (!IsAgentOf(pid, old.id)) return;
+  spdlog::warn("killing agent pid {} left running by {} (replaced)", pid, old.id);
+  ::kill(-pid, SIGKILL);
+  ::kill(pid, SIGKILL);
+}
+
+void WorkerRuntime::HandleSignals() {
+  signalfd_siginfo si{};
+  while (::read(signal_fd_, &si, sizeof si) == sizeof si) {
+    if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
+      ++signals_seen_;
+      if (signals_seen_ == 1) {
+        spdlog::info("{} received: stopping (claiming nothing more)", strsignal(si.ssi_signo));
+        EnterStopping();
+      } else {
+        spdlog::info("{} received again: not waiting for the agent", strsignal(si.ssi_signo));
+      }
+    }
+    // SIGCHLD only interrupts the wait; the agent's exit is seen through its pidfd or TryWait.
+  }
+}
+
+void WorkerRuntime::EnterStopping() {
+  Result<Worker> w = workers_->Heartbeat(worker_id_, {WorkerStatus::kStopping, {}});
+  if (!w.ok()) spdlog::warn("could not record stopping: {}", w.error().message());
+}
+
+WorkerRuntime::Wake WorkerRuntime::WaitIdle(Millis timeout_ms) {
+  std::vector<pollfd> fds = {{signal_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+  if (watch_->fd() >= 0) fds.push_back({watch_->fd(), POLLIN, 0});
+  int n = ::poll(fds.data(), fds.size(), static_cast<int>(std::max<Millis>(0, timeout_ms)));
+  if (n <= 0) return Wake::kTimeout;
+  Wake wake = Wake::kTimeout;
+  if (fds.size() > 2 && (fds[2].revents & POLLIN) != 0 && watch_->Drain()) {
+    wake = Wake::kStoreChanged;
+  }
+  if ((fds[1].revents & POLLIN) != 0) {
+    std::uint64_t v;
+    (void)!::read(wake_fd_, &v, sizeof v);
+    wake = Wake::kNotified;
+  }
+  if ((fds[0].revents & POLLIN) != 0) {
+    HandleSignals();
+    wake = Wake::kSignal;
+  }
+  return wake;
+}
+
+// How long an idle worker sleeps before looking again: until a retry's backoff ends, or the poll
+// fallback with jitter; 0 when a task is eligible now.
+Millis WorkerRuntime::IdleWait() {
+  Millis wait = static_cast<Millis>(static_cast<double>(config_.poll_ms) * Jitter());
+  Result<std::optional<Millis>> next = claims_->NextEligibleAt(worker_id_);
+  if (next.ok() && *next) {
+    wait = std::min(wait, std::max<Millis>(0, **next - store_->clock().NowMs()));
+  }
+  return wait;
+}
+
+Result<int> WorkerRuntime::Run() {
+  TX_RETURN_IF_ERROR(Start());
+  Millis store_backoff = 0;
+  int code = 0;
+  while (signals_seen_ == 0) {
+    if (std::string why = state_.evicted(); !why.empty()) {
+      spdlog::error("worker {} is no longer registered: {}", worker_id_, why);
+      code = 1;
+      break;
+    }
+    Result<std::optional<service::ClaimResult>> claimed =
+        claims_->ClaimNext(worker_id_, config_.lease_ms);
+    if (!claimed.ok()) {
+      if (claimed.error().code() != ErrorCode::kUnavailable) {
+        spdlog::error("cannot claim: {}", claimed.error().message());
+        code = 1;
+        break;
+      }
+      store_backoff = std::clamp<Millis>(store_backoff * 2, 1'000, kMaxStoreBackoffMs);
+      spdlog::warn("store unavailable, retrying in {}: {}", FormatDuration(store_backoff),
+                   claimed.error().message());
+      WaitIdle(store_backoff);
+      continue;
+    }
+    store_backoff = 0;
+    if (*claimed) {
+      RunAttempt(std::move(**claimed));
+      continue;
+    }
+    // Idle: sleep until something may have changed, re-checking cheaply (a read) on each change.
+    for (;;) {
+      Millis wait = IdleWait();
+      if (wait <= 0) break;
+      Wake w = WaitIdle(wait);
+      if (w == Wake::kSignal || w == Wake::kNotified || w == Wake::kTimeout) break;
+    }
+  }
+  heartbeat_->Stop();
+  if (code == 0) {
+    Result<Worker> w = workers_->Deregister(worker_id_, "graceful-shutdown");
+    if (!w.ok()) {
+      spdlog::error("deregister: {}", w.error().message());
+      code = 1;
+    } else {
+      spdlog::info("worker {} stopped", worker_id_);
+    }
+  }
+  return code;
+}
+
+void WorkerRuntime::RunAttempt(service::ClaimResult claimed) {
+  const Task& task = claimed.task;
+  const Claim& claim = claimed.claim;
+  state_.Hold({task.id, claim.token, claim.lease_ms, claim.lease_expires_at, 0});
+
+  Result<exec::SpawnSpec> spec = PlanSpawn(config_, task, claim, CurrentEnvironment());
+  Result<exec::Child> spawned =
+      spec.ok() ? exec::Child::Spawn(*spec) : Result<exec::Child>(spec.error());
+  if (!spawned.ok()) {
+    spdlog::error("{} attempt {}: {}", task.id, claim.attempt, spawned.error().message());
+    Result<Task> r = claims_->Fail(task.id, claim.token, EndReason::kFailed,
+                                   "spawn failed: " + spawned.error().message(), 127);
+    if (!r.ok()) spdlog::error("{}: {}", task.id, r.error().message());
+    state_.Drop();
+    return;
+  }
+  exec::Child child = std::move(*spawned);
+  if (!child.limits_warning().empty() && !warned_limits_) {
+    spdlog::warn("{}", child.limits_warning());
+    warned_limits_ = true;
+  }
+  state_.SetAgentPid(child.pid());
+  heartbeat_->Kick();
+  spdlog::info("{} attempt {} (token {}): started {} as pid {}", task.id, claim.attempt,
+               claim.token, spec->argv[0], child.pid());
+
+  Millis timeout = task.timeout_ms > 0 ? task.timeout_ms : 30 * 60'000;
+  timeout = std::min(timeout, config_.task_timeout_cap_ms);
+  auto deadline = SteadyClock::now() + std::chrono::milliseconds(timeout);
+  std::optional<SteadyClock::time_point> shutdown_deadline;
+  auto grace = std::chrono::milliseconds(config_.kill_grace_ms);
+  std::optional<exec::ExitOutcome> outcome;
+
+  while (!outcome) {
+    if (signals_seen_ > 0 && !shutdown_deadline) {
+      shutdown_deadline =
+          SteadyClock::now() + std::chrono::milliseconds(config_.shutdown_timeout_ms);
+    }
+    if (signals_seen_ > 1) shutdown_deadline = SteadyClock::now();
+
+    Millis wait = std::min<Millis>(1'000, MsUntil(deadline));
+    if (config_.stall_timeout_ms > 0) {
+      wait = std::min(wait, MsUntil(child.last_output_at() +
+                                    std::chrono::milliseconds(config_.stall_timeout_ms)));
+    }
+    if (shutdown_deadline) wait = std::min(wait, MsUntil(*shutdown_deadline));
+    std::vector<pollfd> fds = {{signal_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+    if (child.output_fd() >= 0) fds.push_back({child.output_fd(), POLLIN, 0});
+    if (child.exit_fd() >= 0) fds.push_back({child.exit_fd(), POLLIN, 0});
+    ::poll(fds.data(), fds.size(), static_cast<int>(std::max<Millis>(0, wait)));
+
+    child.PumpOutput();
+    if ((outcome = child.TryWait())) break;
+    if ((fds[0].revents & POLLIN) != 0) HandleSignals();
+    if ((fds[1].revents & POLLIN) != 0) {
+      std::uint64_t v;
+      (void)!::read(wake_fd_, &v, sizeof v);
+    }
+    std::string lost = state_.lease_lost();
+    std::string evicted = state_.evicted();
+    if (!lost.empty() || !evicted.empty()) {
+      // Nobody may keep editing files under a claim another worker may already hold.
+      child.Signal(SIGKILL);
+      exec::ExitOutcome killed = child.Wait();
+      spdlog::warn("{} attempt {}: lease lost ({}); agent killed ({})", task.id, claim.attempt,
+                   lost.empty() ? evicted : lost, killed.Describe());
+      Result<Claim> r = claims_->GiveUp(task.id, claim.token, EndReason::kLeaseLost);
+      if (!r.ok()) spdlog::warn("{}: {}", task.id, r.error().message());
+      state_.Drop();
+      return;
+    }
+    auto now = SteadyClock::now();
+    if (shutdown_deadline && now >= *shutdown_deadline) {
+      exec::StopResult stopped = exec::Terminate(child, grace);
+      spdlog::info("{} attempt {}: stopped for shutdown ({})", task.id, claim.attempt,
+                   stopped.outcome.Describe());
+      Result<Task> r = claims_->Release(task.id, claim.token, EndReason::kShutdown);
+      if (!r.ok()) spdlog::warn("{}: release: {}", task.id, r.error().message());
+      state_.Drop();
+      return;
+    }
+    if (now >= deadline) {
+      outcome = exec::Terminate(child, grace).outcome.AsTimedOut();
+    } else if (config_.stall_timeout_ms > 0 &&
+               now - child.last_output_at() >=
+                   std::chrono::milliseconds(config_.stall_timeout_ms)) {
+      outcome = exec::Terminate(child, grace).outcome.AsStalled();
+    }
+  }
+  Finish(claimed, *outcome);
+}
+
+void WorkerRuntime::Finish(const service::ClaimResult& claimed, const exec::ExitOutcome& outcome) {
+  const Task& task = claimed.task;
+  const Claim& claim = claimed.claim;
+  std::string head =
+      task.id + " attempt " + std::to_string(claim.attempt) + ": agent " + outcome.Describe();
+  Result<Claim> now = claims_->Inspect(claim.token);
+  if (now.ok() && now->status != ClaimStatus::kActive) {
+    // The agent reported its own outcome (or the claim was revoked meanwhile): it stands.
+    spdlog::info("{}; claim already {} ({})", head, ToString(now->status),
+                 ToString(now->end_reason));
+    if (now->status == ClaimStatus::kCompleted) state_.CountCompleted();
+    state_.Drop();
+    heartbeat_->Kick();
+    return;
+  }
+  std::optional<int> code;
+  if (outcome.kind != exec::ExitOutcome::Kind::kSpawnFailed) code = outcome.exit_code;
+  Result<Task> r = Error::Internal("unreachable");
+  switch (outcome.Classify()) {
+    case exec::ExitOutcome::Class::kSuccess:
+      r = claims_->Report(task.id, claim.token, service::Outcome::kDone, "", code);
+      if (r.ok()) state_.CountCompleted();
+      break;
+    case exec::ExitOutcome::Class::kTimedOut:
+      r = claims_->Fail(task.id, claim.token, EndReason::kTimedOut,
+                        "timed out after " +
+                            FormatDuration(std::min(task.timeout_ms, config_.task_timeout_cap_ms)),
+                        code);
+      break;
+    case exec::ExitOutcome::Class::kStalled:
+      r = claims_->Fail(task.id, claim.token, EndReason::kStalled,
+                        "stalled: no output for " + FormatDuration(config_.stall_timeout_ms), code);
+      break;
+    default:
+      r = claims_->Fail(task.id, claim.token, EndReason::kFailed, outcome.Describe(), code);
+      break;
+  }
+  if (r.ok()) {
+    spdlog::info("{} → {}", head, ToString(r->status));
+  } else {
+    spdlog::warn("{}; could not record it: {}", head, r.error().message());
+  }
+  state_.Drop();
+  heartbeat_->Kick();
+}
+
+}  // namespace tx::worker

@@ -1,0 +1,74 @@
+#pragma once
+// WorkerRuntime: the `tx worker start` process. It registers (a fresh id; the slot and name
+// persist), starts the heartbeat thread (heartbeat.h), then claims one task at a time, runs its
+// agent as a Child (exec/child.h), and reports the outcome:
+//   - an outcome the agent reported itself (`tx task done|review|fail`) wins;
+//   - otherwise exit 0 → done (or review when the task asks for it), anything else → a failed
+//     attempt (end reason failed, timed_out or stalled), retried with backoff until max_attempts;
+//   - a lost lease (heartbeat.h) kills the agent at once and gives the claim up (lease_lost).
+// Idle, it sleeps until the store changes (ChangeWatch), a retry's backoff ends, or the poll
+// fallback (30 s with jitter) fires.
+//
+// Shutdown (docs/worker.md): the first SIGTERM/SIGINT marks the worker `stopping`; it claims
+// nothing more and lets the running agent finish within the shutdown timeout, then stops it
+// (SIGTERM, grace, SIGKILL) and releases the claim without counting the attempt. A second signal
+// skips the wait. Either way it deregisters (`stopped`, reason graceful-shutdown) and Run returns
+// 0. SIGKILL of the worker takes the agent along (parent-death signal).
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "core/error.h"
+#include "exec/child.h"
+#include "service/claim_service.h"
+#include "service/worker_service.h"
+#include "store/store.h"
+#include "worker/config.h"
+#include "worker/heartbeat.h"
+#include "worker/shared_state.h"
+
+namespace tx::worker {
+
+class WorkerRuntime {
+ public:
+  explicit WorkerRuntime(WorkerConfig config);
+  ~WorkerRuntime();
+  WorkerRuntime(const WorkerRuntime&) = delete;
+  WorkerRuntime& operator=(const WorkerRuntime&) = delete;
+
+  // Runs until stopped. Call it from the main thread before any other thread exists: it blocks
+  // SIGTERM, SIGINT and SIGCHLD in the process and reads them from a signalfd. Returns the exit
+  // code: 0 after a graceful stop, 1 when the store declared this worker dead or stopped.
+  // An error when the store cannot be opened or the worker cannot register.
+  Result<int> Run();
+
+ private:
+  enum class Wake { kTimeout, kStoreChanged, kSignal, kNotified };
+
+  Status Start();
+  void KillLeftoverAgent(const Worker& old);
+  // Waits up to `timeout_ms` on the signals, the heartbeat thread and (when given) the watch.
+  Wake WaitIdle(Millis timeout_ms);
+  void HandleSignals();
+  void EnterStopping();
+  Millis IdleWait();
+  void RunAttempt(service::ClaimResult claimed);
+  void Finish(const service::ClaimResult& claimed, const exec::ExitOutcome& outcome);
+
+  WorkerConfig config_;
+  std::unique_ptr<store::Store> store_;
+  std::unique_ptr<service::ClaimService> claims_;
+  std::unique_ptr<service::WorkerService> workers_;
+  std::unique_ptr<store::ChangeWatch> watch_;
+  SharedState state_;
+  std::unique_ptr<HeartbeatLoop> heartbeat_;
+  std::string worker_id_;
+  std::string hostname_;
+  int signal_fd_ = -1;
+  int wake_fd_ = -1;
+  int signals_seen_ = 0;  // SIGTERM/SIGINT received: 1 = drain, 2+ = hurry
+  bool warned_limits_ = false;
+};
+
+}  // namespace tx::worker

@@ -1,0 +1,61 @@
+#include "worker/spawn_plan.h"
+
+#include <filesystem>
+
+#include "core/agent.h"
+
+extern char** environ;
+
+namespace tx::worker {
+
+std::string AttemptLogPath(const std::string& logs_dir, const std::string& task_id, int attempt) {
+  return logs_dir + "/" + task_id + "/" + std::to_string(attempt) + ".log";
+}
+
+std::vector<std::string> CurrentEnvironment() {
+  std::vector<std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) env.emplace_back(*e);
+  return env;
+}
+
+Result<exec::SpawnSpec> PlanSpawn(const WorkerConfig& config, const Task& task, const Claim& claim,
+                                  const std::vector<std::string>& base_env) {
+  std::vector<std::string> argv_template = task.command;
+  if (argv_template.empty()) {
+    const std::string& agent = task.agent.empty() ? config.agent : task.agent;
+    TX_ASSIGN_OR_RETURN(argv_template, ResolveAgent(config, agent));
+  }
+  AgentContext context{BuildPrompt(task, claim.attempt), task.id, task.title, task.workdir,
+                       claim.attempt};
+
+  exec::SpawnSpec spec;
+  spec.argv = ExpandTemplate(argv_template, context);
+  std::string path;
+  for (const auto& kv : base_env) {
+    if (kv.rfind("TX_", 0) == 0) continue;  // never leak the worker's own TX_* settings
+    if (kv.rfind("PATH=", 0) == 0) {
+      path = kv.substr(5);
+      continue;
+    }
+    spec.env.push_back(kv);
+  }
+  std::string tx_dir = std::filesystem::path(config.tx_binary).parent_path().string();
+  if (!tx_dir.empty()) path = path.empty() ? tx_dir : tx_dir + ":" + path;
+  if (path.empty()) path = "/usr/local/bin:/usr/bin:/bin";
+  spec.env.push_back("PATH=" + path);
+  spec.env.push_back("TX_TASK_ID=" + task.id);
+  spec.env.push_back("TX_WORKER_ID=" + claim.worker_id);
+  spec.env.push_back("TX_CLAIM_TOKEN=" + std::to_string(claim.token));
+  spec.env.push_back("TX_ATTEMPT=" + std::to_string(claim.attempt));
+  spec.env.push_back("TX_DB=" + config.db_path);
+  if (!config.allowed_commands.empty()) {
+    spec.env.push_back("TX_ALLOWED_COMMANDS=" + config.allowed_commands);
+  }
+  spec.cwd = task.workdir;
+  spec.log_path = AttemptLogPath(config.logs_dir, task.id, claim.attempt);
+  spec.log_cap_bytes = config.log_cap_bytes;
+  spec.limits = config.limits;
+  return spec;
+}
+
+}  // namespace tx::worker

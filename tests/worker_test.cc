@@ -1,0 +1,378 @@
+// End-to-end tests of `tx worker start` (issue 3): the real tx binary as worker, real agent
+// processes (sh -c scripts given as the task's command), real signals, the real clock with short
+// intervals and generous polling bounds. Each test runs in a fresh directory with its own store.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tx_process.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using nlohmann::json;
+using tx::testing::BackgroundProcess;
+using tx::testing::Env;
+using tx::testing::RunResult;
+using tx::testing::RunTx;
+using tx::testing::TempDir;
+using Args = std::vector<std::string>;
+
+bool Alive(pid_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno != ESRCH); }
+
+// A zombie is dead for our purposes: it runs nothing. /proc/<pid>/stat's state field says.
+bool Running(pid_t pid) {
+  if (!Alive(pid)) return false;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto close = stat.rfind(')');
+  return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z';
+}
+
+class WorkerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    RunResult r = Tx({"init"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+
+  RunResult Tx(const Args& args, const Env& env = {}) { return RunTx(args, env, dir_.str()); }
+
+  std::string Path(const std::string& name) const { return (dir_.path() / name).string(); }
+
+  // Adds a task whose command is `sh -c SCRIPT`; returns its id.
+  std::string AddShellTask(const std::string& script, Args extra = {}) {
+    Args args = {"--json", "task", "add", "t", "--command", "sh -c '" + script + "'"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    RunResult r = Tx(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return json::parse(r.out)["id"];
+  }
+
+  json Show(const std::string& id) {
+    RunResult r = Tx({"--json", "task", "show", id});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return json::parse(r.out);
+  }
+  std::string Status(const std::string& id) { return Show(id)["status"]; }
+
+  // `tx worker start` with short intervals; a flag in `extra` replaces its default.
+  std::unique_ptr<BackgroundProcess> StartWorker(Args extra = {}) {
+    Args args = {"worker", "start"};
+    for (auto [flag, value] :
+         {std::pair{"--heartbeat-interval", "300ms"}, std::pair{"--kill-grace", "500ms"},
+          std::pair{"--poll-interval", "1s"}}) {
+      if (std::find(extra.begin(), extra.end(), flag) == extra.end()) {
+        args.insert(args.end(), {flag, value});
+      }
+    }
+    args.insert(args.end(), extra.begin(), extra.end());
+    std::string log = Path("worker-" + std::to_string(++workers_) + ".log");
+    return std::make_unique<BackgroundProcess>(TX_BINARY, args, Env{}, dir_.str(), log);
+  }
+
+  // Polls `pred` every 50 ms for up to `limit`.
+  static bool WaitFor(const std::function<bool()>& pred, std::chrono::milliseconds limit = 60s) {
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (pred()) return true;
+      std::this_thread::sleep_for(50ms);
+    }
+    return pred();
+  }
+
+  bool WaitForStatus(const std::string& id, const std::string& status,
+                     std::chrono::milliseconds limit = 60s) {
+    return WaitFor([&] { return Status(id) == status; }, limit);
+  }
+
+  // A number an agent wrote to a file (its pid), once the file is complete.
+  pid_t ReadPid(const std::string& file) {
+    pid_t pid = 0;
+    WaitFor([&] {
+      std::ifstream in(Path(file));
+      std::string line;
+      if (!std::getline(in, line) || line.empty()) return false;
+      pid = std::stoi(line);
+      return true;
+    });
+    return pid;
+  }
+
+  std::string ReadFile(const std::string& path) {
+    std::ifstream in(path);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
+
+  // Runs SQL on the store directly, as an operator's repair or a fault would.
+  void Sql(const std::string& sql) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(Path(".tx/tx.db").c_str(), &db), SQLITE_OK);
+    sqlite3_busy_timeout(db, 10'000);
+    char* err = nullptr;
+    int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
+    std::string msg = err != nullptr ? err : "";
+    sqlite3_free(err);
+    sqlite3_close(db);
+    ASSERT_EQ(rc, SQLITE_OK) << msg;
+  }
+
+  TempDir dir_;
+  int workers_ = 0;
+};
+
+TEST_F(WorkerTest, AnAgentThatExitsZeroCompletesTheTaskAndItsOutputIsLogged) {
+  std::string id = AddShellTask("echo hello from $TX_TASK_ID attempt $TX_ATTEMPT; exit 0");
+  auto worker = StartWorker();
+  ASSERT_TRUE(WaitForStatus(id, "done")) << worker->Output();
+  json t = Show(id);
+  ASSERT_EQ(t["attempts"].size(), 1u);
+  EXPECT_EQ(t["attempts"][0]["end_reason"], "exited");
+  EXPECT_EQ(t["attempts"][0]["exit_code"], 0);
+
+  std::string log = Path(".tx/logs/" + id + "/1.log");
+  EXPECT_EQ(ReadFile(log), "hello from " + id + " attempt 1\n");
+  struct stat st {};
+  ASSERT_EQ(stat(log.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  RunResult r = Tx({"task", "log", id});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "hello from " + id + " attempt 1\n");
+  r = Tx({"task", "log", id, "--attempt", "2"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+
+  worker->Signal(SIGTERM);
+  EXPECT_EQ(worker->Wait(30s), 0) << worker->Output();
+}
+
+TEST_F(WorkerTest, AFailingAgentIsRetriedWithBackoffUntilMaxAttemptsThenFails) {
+  std::string id = AddShellTask("echo failing >&2; exit 3", {"--max-attempts", "2"});
+  auto worker = StartWorker();
+  ASSERT_TRUE(WaitForStatus(id, "failed")) << worker->Output();
+  json t = Show(id);
+  ASSERT_EQ(t["attempts"].size(), 2u);
+  for (const auto& a : t["attempts"]) {
+    EXPECT_EQ(a["end_reason"], "failed");
+    EXPECT_EQ(a["exit_code"], 3);
+  }
+  EXPECT_NE(t["error"].get<std::string>().find("exited 3"), std::string::npos) << t.dump();
+  EXPECT_EQ(ReadFile(Path(".tx/logs/" + id + "/2.log")), "failing\n");
+}
+
+TEST_F(WorkerTest, ExitCode137IsRecordedAsKilled) {
+  std::string id = AddShellTask("exit 137", {"--max-attempts", "1"});
+  auto worker = StartWorker();
+  ASSERT_TRUE(WaitForStatus(id, "failed")) << worker->Output();
+  json t = Show(id);
+  EXPECT_EQ(t["attempts"][0]["exit_code"], 137);
+  EXPECT_NE(t["error"].get<std::string>().find("possibly out of memory"), std::string::npos)
+      << t.dump();
+}
+
+TEST_F(WorkerTest, AnAgentReportingItselfWinsOverItsExitCode) {
+  std::string id = AddShellTask("tx task done \"$TX_TASK_ID\" --result reported-by-agent; exit 1");
+  auto worker = StartWorker();
+  ASSERT_TRUE(WaitForStatus(id, "done")) << worker->Output();
+  json t = Show(id);
+  EXPECT_EQ(t["result"], "reported-by-agent");
+  ASSERT_EQ(t["attempts"].size(), 1u);
+  EXPECT_EQ(t["attempts"][0]["end_reason"], "exited");
+}
+
+TEST_F(WorkerTest, ATaskThatAsksForReviewGoesToReviewOnExitZero) {
+  std::string id = AddShellTask("exit 0", {"--review"});
+  auto worker = StartWorker();
+  ASSERT_TRUE(WaitForStatus(id, "review")) << worker->Output();
+}
+
+TEST_F(WorkerTest, ATimedOutAgentIgnoringSigtermIsKilledWithItsGrandchildren) {
+  std::string id = AddShellTask(
+      "trap \"\" TERM; sleep 300 & echo $! > grandchild.pid; echo $$ > agent.pid; "
+      "while true; do sleep 1; done",
+      {"--timeout", "1s", "--max-attempts", "1"});
+  auto worker = StartWorker();
+  pid_t agent = ReadPid("agent.pid");
+  pid_t grandchild = ReadPid("grandchild.pid");
+  ASSERT_GT(agent, 0);
+  ASSERT_GT(grandchild, 0);
+  ASSERT_TRUE(WaitForStatus(id, "failed")) << worker->Output();
+  json t = Show(id);
+  EXPECT_EQ(t["attempts"][0]["end_reason"], "timed_out");
+  EXPECT_TRUE(WaitFor([&] { return !Running(agent) && !Running(grandchild); }, 10s));
+}
+
+TEST_F(WorkerTest, ASilentAgentIsStoppedByTheStallTimeout) {
+  std::string id = AddShellTask("echo started; sleep 300", {"--max-attempts", "1"});
+  auto worker = StartWorker({"--stall-timeout", "1s"});
+  ASSERT_TRUE(WaitForStatus(id, "failed")) << worker->Output();
+  json t = Show(id);
+  EXPECT_EQ(t["attempts"][0]["end_reason"], "stalled");
+  EXPECT_NE(t["error"].get<std::string>().find("stalled"), std::string::npos);
+}
+
+TEST_F(WorkerTest, AnAgentThatKeepsPrintingIsNotStalled) {
+  std::string id = AddShellTask("for i in 1 2 3 4 5 6 7 8 9 10; do echo $i; sleep 0.3; done");
+  auto worker = StartWorker({"--stall-timeout", "1s"});
+  ASSERT_TRUE(WaitForStatus(id, "done")) << worker->Output();
+}
+
+TEST_F(WorkerTest, AgentsSeeTheirTaskInTheEnvironmentAndTheAllowList) {
+  std::string id = AddShellTask(
+      "echo id=$TX_TASK_ID worker=$TX_WORKER_ID token=$TX_CLAIM_TOKEN attempt=$TX_ATTEMPT "
+      "db=$TX_DB allowed=$TX_ALLOWED_COMMANDS; tx task add sneaky; echo add-exit=$?");
+  auto worker = StartWorker({"--allowed-commands", "task.show,task.done"});
+  ASSERT_TRUE(WaitForStatus(id, "done")) << worker->Output();
+  json t = Show(id);
+  std::string log = ReadFile(Path(".tx/logs/" + id + "/1.log"));
+  std::string worker_id = t["attempts"][0]["worker_id"];
+  std::string token = std::to_string(t["attempts"][0]["token"].get<int>());
+  EXPECT_NE(log.find("id=" + id + " worker=" + worker_id + " token=" + token + " attempt=1 db=" +
+                     fs::canonical(Path(".tx/tx.db")).string() + " allowed=task.show,task.done"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("'tx task add' is not allowed here"), std::string::npos) << log;
+  EXPECT_NE(log.find("add-exit=2"), std::string::npos) << log;
+  RunResult list = Tx({"--json", "task", "list"});
+  EXPECT_EQ(json::parse(list.out).size(), 1u) << list.out;  // nothing was added
+}
+
+TEST_F(WorkerTest, AnIdleWorkerHearsOfANewTaskWithoutWaitingForThePoll) {
+  auto worker = StartWorker({"--poll-interval", "10m"});
+  ASSERT_TRUE(WaitFor([&] {
+    RunResult r = Tx({"--json", "worker", "list"});
+    return r.exit_code == 0 && json::parse(r.out).size() == 1;
+  }));
+  std::this_thread::sleep_for(300ms);  // let it settle into its idle wait
+  std::string id = AddShellTask("exit 0");
+  EXPECT_TRUE(WaitForStatus(id, "done", 20s)) << worker->Output();
+}
+
+TEST_F(WorkerTest, SigtermLetsTheRunningAgentFinishThenTheWorkerStops) {
+  std::string id = AddShellTask("echo $$ > agent.pid; sleep 1; exit 0");
+  auto worker = StartWorker();
+  ASSERT_GT(ReadPid("agent.pid"), 0);
+  worker->Signal(SIGTERM);
+  EXPECT_EQ(worker->Wait(60s), 0) << worker->Output();
+  EXPECT_EQ(Status(id), "done");
+  RunResult r = Tx({"--json", "worker", "list"});
+  json w = json::parse(r.out)[0];
+  EXPECT_EQ(w["status"], "stopped");
+  EXPECT_EQ(w["reason"], "graceful-shutdown");
+}
+
+TEST_F(WorkerTest, ASecondSigtermCutsTheRunShortAndTheAttemptIsNotCounted) {
+  std::string id = AddShellTask("echo $$ > agent.pid; sleep 300");
+  auto worker = StartWorker();
+  pid_t agent = ReadPid("agent.pid");
+  ASSERT_GT(agent, 0);
+  worker->Signal(SIGTERM);
+  std::this_thread::sleep_for(200ms);
+  worker->Signal(SIGTERM);
+  EXPECT_EQ(worker->Wait(60s), 0) << worker->Output();
+  EXPECT_FALSE(Running(agent));
+  json t = Show(id);
+  EXPECT_EQ(t["status"], "ready");
+  EXPECT_EQ(t["attempt"], 0);
+  EXPECT_EQ(t["attempts"][0]["end_reason"], "shutdown");
+}
+
+TEST_F(WorkerTest, KillingTheWorkerKillsItsAgentAndTheTaskRunsAgainElsewhere) {
+  std::string id =
+      AddShellTask("if [ -e first.pid ]; then exit 0; fi; echo $$ > first.pid; sleep 300");
+  auto first = StartWorker();
+  pid_t agent = ReadPid("first.pid");
+  ASSERT_GT(agent, 0);
+  first->Signal(SIGKILL);
+  first->Wait(10s);
+  EXPECT_TRUE(WaitFor([&] { return !Running(agent); }, 5s)) << "agent outlived its worker";
+  // Once its heartbeats stop, a reconcile declares it dead and requeues the task.
+  ASSERT_TRUE(WaitFor([&] {
+    Tx({"orchestrator", "reconcile"});
+    return Status(id) == "ready";
+  }));
+  auto second = StartWorker();
+  ASSERT_TRUE(WaitForStatus(id, "done")) << second->Output();
+  json t = Show(id);
+  ASSERT_EQ(t["attempts"].size(), 2u);
+  EXPECT_EQ(t["attempts"][0]["end_reason"], "worker_died");
+  EXPECT_NE(t["attempts"][0]["worker_id"], t["attempts"][1]["worker_id"]);
+}
+
+TEST_F(WorkerTest, ALostLeaseKillsTheAgentAndALateReportWithTheOldTokenIsRefused) {
+  std::string id = AddShellTask("echo $$ > agent.pid; sleep 300");
+  auto worker = StartWorker();
+  pid_t agent = ReadPid("agent.pid");
+  ASSERT_GT(agent, 0);
+  json t = Show(id);
+  std::string token = std::to_string(t["attempts"][0]["token"].get<int>());
+  Sql("UPDATE claims SET lease_expires_at = 1 WHERE token = " + token);
+  EXPECT_TRUE(WaitFor([&] { return !Running(agent); }, 10s)) << worker->Output();
+  RunResult late = Tx({"task", "done", id, "--token", token});
+  EXPECT_EQ(late.exit_code, 4) << late.err;
+  t = Show(id);
+  EXPECT_NE(t["status"], "done");
+  EXPECT_EQ(t["attempts"][0]["end_reason"], "lease_lost");
+}
+
+TEST_F(WorkerTest, AMissingProgramIsAFailedAttemptNamingIt) {
+  RunResult r = Tx({"--json", "task", "add", "t", "--command", "/nonexistent/agent --go",
+                    "--max-attempts", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string id = json::parse(r.out)["id"];
+  auto worker = StartWorker();
+  ASSERT_TRUE(WaitForStatus(id, "failed")) << worker->Output();
+  EXPECT_NE(Show(id)["error"].get<std::string>().find("/nonexistent/agent"), std::string::npos);
+}
+
+TEST_F(WorkerTest, AnAgentProfileTemplateGetsThePromptAsOneArgument) {
+  RunResult r = Tx({"--json", "task", "add", "Fix it; rm -rf $HOME", "--description",
+                    "The `login` page", "--step", "reproduce"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string id = json::parse(r.out)["id"];
+  // printf prints its arguments one per line: the prompt arrives whole, nothing expanded.
+  auto worker = StartWorker({"--agent", "printf '%s\\n' {task_id} {prompt}"});
+  ASSERT_TRUE(WaitForStatus(id, "done")) << worker->Output();
+  std::string log = ReadFile(Path(".tx/logs/" + id + "/1.log"));
+  EXPECT_EQ(log.rfind(id + "\nYou are working on task " + id + ": Fix it; rm -rf $HOME\n", 0), 0u)
+      << log;
+  EXPECT_NE(log.find("The `login` page"), std::string::npos);
+  EXPECT_NE(log.find("1. reproduce"), std::string::npos);
+}
+
+TEST_F(WorkerTest, BadWorkerFlagsAreRefusedBeforeRegistering) {
+  RunResult r = Tx({"worker", "start", "--lease", "soon"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("'soon'"), std::string::npos) << r.err;
+  r = Tx({"worker", "start", "--agent", "nosuchprofile"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown agent profile 'nosuchprofile'"), std::string::npos) << r.err;
+  r = Tx({"worker", "start", "--agent", "run {promt}"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("{promt}"), std::string::npos) << r.err;
+  RunResult list = Tx({"--json", "worker", "list"});
+  EXPECT_EQ(json::parse(list.out).size(), 0u);
+}
+
+TEST_F(WorkerTest, ABadConfigFileIsRefusedNamingTheKey) {
+  std::ofstream(Path(".tx/config.toml")) << "[worker]\nheartbeat_intervall = \"5s\"\n";
+  RunResult r = Tx({"worker", "start"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("worker.heartbeat_intervall"), std::string::npos) << r.err;
+}
+
+}  // namespace
