@@ -9,6 +9,7 @@
 
 #include "store/sqlite/db.h"
 #include "store/sqlite/migrations.h"
+#include "store/sqlite/small_alloc.h"
 
 namespace tx::store::sqlite {
 
@@ -557,8 +558,10 @@ class SqliteStore final : public Store {
 
 Result<std::unique_ptr<Store>> OpenSqlite(const OpenOptions& o) {
   // SQLite's allocation statistics take a global mutex on every malloc; tx never reads them.
+  // Both settings only take before SQLite initializes, i.e. before the first open.
   static const bool configured = [] {
     sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+    InstallSmallAlloc();
     return true;
   }();
   (void)configured;
