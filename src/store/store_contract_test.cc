@@ -118,6 +118,28 @@ TEST_P(StoreContract, TaskRoundTripsEveryField) {
   EXPECT_EQ(got->run_after, 77);
 }
 
+// Plain strings take a fast path in the SQLite store; the rest go through a JSON library.
+TEST_P(StoreContract, StringListsRoundTripWhateverTheyHold) {
+  Task t = NewTask("task-bbbbbbbb", 0, "default");
+  t.steps = {"say \"hi\"", "back\\slash", "tab\there", "caf\u00e9 \u2713", "", "[x]", "a,b"};
+  t.command = {"plain", "also-plain"};
+  t.requires_caps = {""};
+  Insert(t);
+  std::optional<Task> got;
+  ASSERT_TRUE(store_
+                  ->Read([&](Txn& txn) -> Status {
+                    auto r = txn.GetTask(t.id);
+                    if (!r.ok()) return r.error();
+                    got = *r;
+                    return Ok();
+                  })
+                  .ok());
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->steps, t.steps);
+  EXPECT_EQ(got->command, t.command);
+  EXPECT_EQ(got->requires_caps, t.requires_caps);
+}
+
 TEST_P(StoreContract, UpdateTaskStateWritesOnlyTheStateColumns) {
   Task t = NewTask("task-aaaaaaa9", 4);
   t.metadata = {{"keep", true}};
