@@ -119,10 +119,11 @@ Status ClaimService::ClaimLocked(store::Txn& txn, ClaimResult& out, Worker& work
   worker.current_task_id = task.id;
   worker.last_heartbeat_at = now;  // a claim is proof of life
   TX_RETURN_IF_ERROR(txn.UpdateWorker(worker));
-  return Emit(txn, now, "task.claimed", task.id, worker.id,
-              {{"token", claim.token},
-               {"attempt", task.attempt},
-               {"lease", FormatDuration(claim.lease_ms)}});
+  // {"attempt":..,"lease":..,"token":..}: a duration is digits and unit letters, no escapes.
+  return detail::EmitData(txn, now, "task.claimed", task.id, worker.id,
+                          "{\"attempt\":" + std::to_string(task.attempt) + ",\"lease\":\"" +
+                              FormatDuration(claim.lease_ms) +
+                              "\",\"token\":" + std::to_string(claim.token) + "}");
 }
 
 Status ClaimService::ClaimNextLocked(store::Txn& txn, Worker& worker, Millis lease_ms, Millis now,

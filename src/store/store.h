@@ -93,6 +93,11 @@ class Txn {
 
   // Events.
   virtual Status AppendEvent(Event& event) = 0;  // sets event.id
+  // The same for data already serialized: a JSON object exactly as event.data.dump() writes it.
+  // The claim path builds its events' data this way instead of building, dumping and freeing a
+  // json object in the write transaction.
+  virtual Status AppendEventData(const std::string& type, Millis at, const std::string& task_id,
+                                 const std::string& worker_id, std::string_view data) = 0;
   virtual Result<std::vector<Event>> ListEvents(std::int64_t after_id, int limit) = 0;
   virtual Result<std::int64_t> LastEventId() = 0;  // 0 when the log is empty
 

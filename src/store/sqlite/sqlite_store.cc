@@ -507,12 +507,17 @@ class SqliteTxn final : public Txn {
   }
 
   Status AppendEvent(Event& e) override {
-    TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("INSERT INTO events (type, at, task_id, worker_id, "
-                                            "data) VALUES (?1, ?2, ?3, ?4, ?5)"));
-    s.Bind(1, e.type).Bind(2, e.at).Bind(3, e.task_id).Bind(4, e.worker_id).Bind(5, e.data.dump());
-    TX_RETURN_IF_ERROR(s.Run());
+    TX_RETURN_IF_ERROR(AppendEventData(e.type, e.at, e.task_id, e.worker_id, e.data.dump()));
     e.id = db_.LastInsertRowid();
     return Ok();
+  }
+
+  Status AppendEventData(const std::string& type, Millis at, const std::string& task_id,
+                         const std::string& worker_id, std::string_view data) override {
+    TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("INSERT INTO events (type, at, task_id, worker_id, "
+                                            "data) VALUES (?1, ?2, ?3, ?4, ?5)"));
+    s.Bind(1, type).Bind(2, at).Bind(3, task_id).Bind(4, worker_id).Bind(5, data);
+    return s.Run();
   }
 
   Result<std::vector<Event>> ListEvents(std::int64_t after_id, int limit) override {
