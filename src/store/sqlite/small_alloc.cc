@@ -17,7 +17,9 @@ constexpr std::size_t kHeader = 8;
 constexpr std::size_t kStep = 16;
 constexpr std::size_t kMaxSmall = 2048;
 constexpr int kClasses = kMaxSmall / kStep;
-constexpr int kMaxCached = 32;  // per class and thread: at most ~1 MiB held by one thread
+// Each class keeps at most this many bytes of free blocks per thread (256 blocks of 32 bytes, 4
+// of 2 KiB), so a thread holds at most 1 MiB, in practice a few KiB.
+constexpr std::size_t kMaxCachedBytes = 8 * 1024;
 
 struct FreeBlock {
   FreeBlock* next;
@@ -82,7 +84,7 @@ void Free(void* p) {
   if (size <= kMaxSmall && !t_cache_gone) {
     int c = static_cast<int>(size / kStep) - 1;
     Cache& cache = t_cache;
-    if (cache.count[c] < kMaxCached) {
+    if (static_cast<std::size_t>(cache.count[c]) * size < kMaxCachedBytes) {
       auto* b = static_cast<FreeBlock*>(block);
       b->next = cache.head[c];
       cache.head[c] = b;

@@ -5,8 +5,8 @@
 // text column it reads into a fresh buffer, so one claim-and-report transaction makes about 200
 // malloc/free pairs, most of a few dozen bytes. glibc's per-thread cache holds only 7 blocks of a
 // size; the rest take the slower arena path, which cost ~14% of the claim path's instructions.
-// These lists keep up to kMaxCached blocks per size class per thread, so a transaction reuses the
-// blocks the previous one freed.
+// These lists keep up to 8 KiB of free blocks per size class per thread, so a transaction reuses
+// the blocks the previous one freed.
 
 namespace tx::store::sqlite {
 
