@@ -44,18 +44,16 @@ Status CheckCanClaim(const Worker& w, Millis now) {
   return Ok();
 }
 
-// A claim that passed the token checks, with its task.
-struct Held {
-  Claim claim;
-  Task task;
-};
-
-// The checks every token-holding call makes. Nothing is written.
-Result<Held> CheckToken(store::Txn& txn, std::string_view task_id, std::int64_t token, Millis now) {
+// The checks every token-holding call makes; fills `held` and `task` with the claim that passed
+// them and its task. Nothing is written. (Out-parameters, because every move of a Task on the
+// claim path costs about as much as reading a column.)
+Status CheckToken(store::Txn& txn, std::string_view task_id, std::int64_t token, Millis now,
+                  Claim& held, Task& task_out) {
   TX_ASSIGN_OR_RETURN(std::optional<Claim> claim, txn.GetClaim(token));
   std::optional<Task> task;
   if (!task_id.empty()) {
-    TX_ASSIGN_OR_RETURN(task, LoadTask(txn, task_id));
+    TX_ASSIGN_OR_RETURN(task, txn.GetTask(task_id));
+    if (!task) return Error::NotFound("task " + std::string(task_id) + " not found");
   }
   if (!claim) return Error::Conflict("no claim has token " + std::to_string(token));
   if (!task_id.empty() && claim->task_id != task_id) {
@@ -76,9 +74,12 @@ Result<Held> CheckToken(store::Txn& txn, std::string_view task_id, std::int64_t 
                            FormatDuration(now - claim->lease_expires_at) + " ago");
   }
   if (!task) {
-    TX_ASSIGN_OR_RETURN(task, LoadTask(txn, claim->task_id));
+    TX_ASSIGN_OR_RETURN(task, txn.GetTask(claim->task_id));
+    if (!task) return Error::NotFound("task " + claim->task_id + " not found");
   }
-  return Held{std::move(*claim), std::move(*task)};
+  held = std::move(*claim);
+  task_out = std::move(*task);
+  return Ok();
 }
 
 bool HasCapabilities(const Worker& w, const Task& t) {
@@ -92,8 +93,9 @@ bool HasCapabilities(const Worker& w, const Task& t) {
 ClaimService::ClaimService(store::Store& store, const Clock& clock, ServiceOptions options)
     : store_(store), clock_(clock), options_(WithDefaults(std::move(options))) {}
 
-Result<ClaimResult> ClaimService::ClaimLocked(store::Txn& txn, Task task, Worker worker,
-                                              Millis lease_ms, Millis now) {
+Status ClaimService::ClaimLocked(store::Txn& txn, ClaimResult& out, Worker& worker, Millis lease_ms,
+                                 Millis now) {
+  Task& task = out.task;
   TX_RETURN_IF_ERROR(
       CheckTransition(task.id, task.status, TaskEvent::kClaim, TaskStatus::kRunning));
   TX_ASSIGN_OR_RETURN(int previous, txn.CountClaimsForTask(task.id));
@@ -103,7 +105,8 @@ Result<ClaimResult> ClaimService::ClaimLocked(store::Txn& txn, Task task, Worker
   task.updated_at = now;
   TX_RETURN_IF_ERROR(txn.UpdateTaskState(task));
 
-  Claim claim;
+  Claim& claim = out.claim;
+  claim = Claim();
   claim.task_id = task.id;
   claim.worker_id = worker.id;
   claim.attempt = previous + 1;
@@ -116,28 +119,29 @@ Result<ClaimResult> ClaimService::ClaimLocked(store::Txn& txn, Task task, Worker
   worker.current_task_id = task.id;
   worker.last_heartbeat_at = now;  // a claim is proof of life
   TX_RETURN_IF_ERROR(txn.UpdateWorker(worker));
-  TX_RETURN_IF_ERROR(Emit(txn, now, "task.claimed", task.id, worker.id,
-                          {{"token", claim.token},
-                           {"attempt", task.attempt},
-                           {"lease", FormatDuration(claim.lease_ms)}}));
-  return ClaimResult{std::move(claim), std::move(task)};
+  // {"attempt":..,"lease":..,"token":..}: a duration is digits and unit letters, no escapes.
+  return detail::EmitData(txn, now, "task.claimed", task.id, worker.id,
+                          "{\"attempt\":" + std::to_string(task.attempt) + ",\"lease\":\"" +
+                              FormatDuration(claim.lease_ms) +
+                              "\",\"token\":" + std::to_string(claim.token) + "}");
 }
 
-Result<std::optional<ClaimResult>> ClaimService::ClaimNextLocked(store::Txn& txn, Worker worker,
-                                                                 Millis lease_ms, Millis now) {
+Status ClaimService::ClaimNextLocked(store::Txn& txn, Worker& worker, Millis lease_ms, Millis now,
+                                     std::optional<ClaimResult>& out) {
+  out.reset();
   TX_RETURN_IF_ERROR(CheckCanClaim(worker, now));
   store::PickCriteria criteria{worker.queues, worker.capabilities, worker.name, worker.slot, now};
   if (criteria.queues.empty()) criteria.queues = {"default"};
   TX_ASSIGN_OR_RETURN(std::optional<Task> task, txn.PickNextReady(criteria));
-  if (!task) return std::optional<ClaimResult>();
-  TX_ASSIGN_OR_RETURN(ClaimResult r,
-                      ClaimLocked(txn, std::move(*task), std::move(worker), lease_ms, now));
-  return std::optional<ClaimResult>(std::move(r));
+  if (!task) return Ok();
+  out.emplace().task = std::move(*task);
+  return ClaimLocked(txn, *out, worker, lease_ms, now);
 }
 
-Result<ClaimResult> ClaimService::ClaimTaskLocked(store::Txn& txn, std::string_view task_id,
-                                                  Worker worker, Millis lease_ms, Millis now) {
-  TX_ASSIGN_OR_RETURN(Task task, LoadTask(txn, task_id));
+Status ClaimService::ClaimTaskLocked(store::Txn& txn, std::string_view task_id, Worker& worker,
+                                     Millis lease_ms, Millis now, ClaimResult& out) {
+  TX_ASSIGN_OR_RETURN(out.task, LoadTask(txn, task_id));
+  const Task& task = out.task;
   TX_RETURN_IF_ERROR(CheckCanClaim(worker, now));
   if (task.status == TaskStatus::kRunning) {
     TX_ASSIGN_OR_RETURN(std::optional<Claim> holder, txn.GetActiveClaimForTask(task.id));
@@ -154,33 +158,34 @@ Result<ClaimResult> ClaimService::ClaimTaskLocked(store::Txn& txn, std::string_v
     return Error::Conflict("worker " + worker.id + " lacks a capability task " + task.id +
                            " requires");
   }
-  return ClaimLocked(txn, std::move(task), std::move(worker), lease_ms, now);
+  return ClaimLocked(txn, out, worker, lease_ms, now);
 }
+
+// The claim and report methods below build their result in place and return it from one return
+// statement, so it is never moved (a ClaimResult holds a whole Task).
 
 Result<std::optional<ClaimResult>> ClaimService::ClaimNext(std::string_view worker_id,
                                                            Millis lease_ms) {
-  std::optional<ClaimResult> out;
+  Result<std::optional<ClaimResult>> result(std::in_place);
   Millis now = clock_.NowMs();
-  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+  Status s = store_.Write([&](store::Txn& txn) -> Status {
     TX_ASSIGN_OR_RETURN(Worker worker, LoadWorker(txn, worker_id));
-    TX_ASSIGN_OR_RETURN(out, ClaimNextLocked(txn, std::move(worker), lease_ms, now));
-    return Ok();
-  }));
-  return out;
+    return ClaimNextLocked(txn, worker, lease_ms, now, *result);
+  });
+  if (!s.ok()) result = s.error();
+  return result;
 }
 
 Result<ClaimResult> ClaimService::ClaimTask(std::string_view task_id, std::string_view worker_id,
                                             Millis lease_ms) {
-  std::optional<ClaimResult> out;
+  Result<ClaimResult> result(std::in_place);
   Millis now = clock_.NowMs();
-  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+  Status s = store_.Write([&](store::Txn& txn) -> Status {
     TX_ASSIGN_OR_RETURN(Worker worker, LoadWorker(txn, worker_id));
-    TX_ASSIGN_OR_RETURN(ClaimResult r,
-                        ClaimTaskLocked(txn, task_id, std::move(worker), lease_ms, now));
-    out = std::move(r);
-    return Ok();
-  }));
-  return std::move(*out);
+    return ClaimTaskLocked(txn, task_id, worker, lease_ms, now, *result);
+  });
+  if (!s.ok()) result = s.error();
+  return result;
 }
 
 Result<ClaimResult> ClaimService::ClaimNextAs(const ManualWorker& who, Millis lease_ms) {
@@ -191,7 +196,7 @@ Result<ClaimResult> ClaimService::ClaimNextAs(const ManualWorker& who, Millis le
     TX_ASSIGN_OR_RETURN(Worker worker, detail::EnsureWorkerByName(txn, who, now));
     std::string queues;
     for (const auto& q : worker.queues) queues += (queues.empty() ? "" : ",") + q;
-    TX_ASSIGN_OR_RETURN(out, ClaimNextLocked(txn, std::move(worker), lease_ms, now));
+    TX_RETURN_IF_ERROR(ClaimNextLocked(txn, worker, lease_ms, now, out));
     if (!out) {  // an error, so the transaction (and any registration) rolls back
       return Error::NotFound("no eligible ready task in queue " + queues + " for " + who.name);
     }
@@ -207,10 +212,7 @@ Result<ClaimResult> ClaimService::ClaimTaskAs(std::string_view task_id, const Ma
   Millis now = clock_.NowMs();
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
     TX_ASSIGN_OR_RETURN(Worker worker, detail::EnsureWorkerByName(txn, who, now));
-    TX_ASSIGN_OR_RETURN(ClaimResult r,
-                        ClaimTaskLocked(txn, task_id, std::move(worker), lease_ms, now));
-    out = std::move(r);
-    return Ok();
+    return ClaimTaskLocked(txn, task_id, worker, lease_ms, now, out.emplace());
   }));
   return std::move(*out);
 }
@@ -219,8 +221,9 @@ Result<Claim> ClaimService::Renew(std::string_view task_id, std::int64_t token) 
   std::optional<Claim> out;
   Millis now = clock_.NowMs();
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
-    TX_ASSIGN_OR_RETURN(Held held, CheckToken(txn, task_id, token, now));
-    Claim& claim = held.claim;
+    Claim claim;
+    Task task;
+    TX_RETURN_IF_ERROR(CheckToken(txn, task_id, token, now, claim, task));
     if (claim.renewed_count >= options_.max_renewals) {
       return Error::Conflict("token " + std::to_string(token) + " on task " + claim.task_id +
                              " reached the renewal cap (" + std::to_string(options_.max_renewals) +
@@ -246,9 +249,9 @@ Result<Task> ClaimService::Release(std::string_view task_id, std::int64_t token,
   std::optional<Task> out;
   Millis now = clock_.NowMs();
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
-    TX_ASSIGN_OR_RETURN(Held held, CheckToken(txn, task_id, token, now));
-    Claim& claim = held.claim;
-    Task& task = held.task;
+    Claim claim;
+    Task task;
+    TX_RETURN_IF_ERROR(CheckToken(txn, task_id, token, now, claim, task));
     TX_RETURN_IF_ERROR(detail::EndClaim(txn, claim, ClaimStatus::kReleased, reason, now,
                                         std::nullopt, {.heartbeat = true}));
     TX_RETURN_IF_ERROR(Emit(txn, now, "task.released", task.id, claim.worker_id,
@@ -260,13 +263,12 @@ Result<Task> ClaimService::Release(std::string_view task_id, std::int64_t token,
   return std::move(*out);
 }
 
-Result<Task> ClaimService::ReportLocked(store::Txn& txn, std::string_view task_id,
-                                        std::int64_t token, Outcome outcome,
-                                        const std::string& text, std::optional<int> exit_code,
-                                        Millis now, Worker* deferred) {
-  TX_ASSIGN_OR_RETURN(Held held, CheckToken(txn, task_id, token, now));
-  Claim& claim = held.claim;
-  Task& task = held.task;
+Status ClaimService::ReportLocked(store::Txn& txn, std::string_view task_id, std::int64_t token,
+                                  Outcome outcome, const std::string& text,
+                                  std::optional<int> exit_code, Millis now, Task& task,
+                                  Worker* deferred) {
+  Claim claim;
+  TX_RETURN_IF_ERROR(CheckToken(txn, task_id, token, now, claim, task));
   EndReason reason = outcome == Outcome::kFail ? EndReason::kFailed : EndReason::kExited;
   TX_RETURN_IF_ERROR(detail::EndClaim(txn, claim, ClaimStatus::kCompleted, reason, now, exit_code,
                                       {.heartbeat = true, .completed = outcome != Outcome::kFail},
@@ -287,39 +289,41 @@ Result<Task> ClaimService::ReportLocked(store::Txn& txn, std::string_view task_i
         CheckTransition(task.id, task.status, TaskEvent::kSucceed, TaskStatus::kDone));
     TX_RETURN_IF_ERROR(detail::FinishDone(txn, task, text, now, claim.worker_id));
   }
-  return std::move(task);
+  return Ok();
 }
 
 Result<Task> ClaimService::Report(std::string_view task_id, std::int64_t token, Outcome outcome,
                                   const std::string& text, std::optional<int> exit_code) {
-  std::optional<Task> out;
+  Result<Task> result(std::in_place);
   Millis now = clock_.NowMs();
-  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
-    TX_ASSIGN_OR_RETURN(out, ReportLocked(txn, task_id, token, outcome, text, exit_code, now,
-                                          /*deferred=*/nullptr));
-    return Ok();
-  }));
-  return std::move(*out);
+  Status s = store_.Write([&](store::Txn& txn) -> Status {
+    return ReportLocked(txn, task_id, token, outcome, text, exit_code, now, *result,
+                        /*deferred=*/nullptr);
+  });
+  if (!s.ok()) result = s.error();
+  return result;
 }
 
 Result<ClaimService::ReportResult> ClaimService::ReportAndClaimNext(
     std::string_view task_id, std::int64_t token, Outcome outcome, const std::string& text,
     std::optional<int> exit_code, Millis lease_ms) {
-  std::optional<ReportResult> out;
+  Result<ReportResult> result(std::in_place);
   Millis now = clock_.NowMs();
-  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+  Status s = store_.Write([&](store::Txn& txn) -> Status {
+    ReportResult& out = *result;
+    out.next.reset();
     // The worker is read once and written once: busy with its next task, or idle.
     Worker worker;
-    TX_ASSIGN_OR_RETURN(Task task,
-                        ReportLocked(txn, task_id, token, outcome, text, exit_code, now, &worker));
-    out = ReportResult{std::move(task), std::nullopt};
+    TX_RETURN_IF_ERROR(
+        ReportLocked(txn, task_id, token, outcome, text, exit_code, now, out.task, &worker));
     if (worker.id.empty()) return Ok();
     if (!CheckCanClaim(worker, now).ok()) return txn.UpdateWorker(worker);
-    TX_ASSIGN_OR_RETURN(out->next, ClaimNextLocked(txn, worker, lease_ms, now));
-    if (!out->next) return txn.UpdateWorker(worker);
+    TX_RETURN_IF_ERROR(ClaimNextLocked(txn, worker, lease_ms, now, out.next));
+    if (!out.next) return txn.UpdateWorker(worker);
     return Ok();
-  }));
-  return std::move(*out);
+  });
+  if (!s.ok()) result = s.error();
+  return result;
 }
 
 Result<Task> ClaimService::Fail(std::string_view task_id, std::int64_t token, EndReason reason,
@@ -327,11 +331,13 @@ Result<Task> ClaimService::Fail(std::string_view task_id, std::int64_t token, En
   std::optional<Task> out;
   Millis now = clock_.NowMs();
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
-    TX_ASSIGN_OR_RETURN(Held held, CheckToken(txn, task_id, token, now));
-    TX_RETURN_IF_ERROR(detail::EndClaim(txn, held.claim, ClaimStatus::kCompleted, reason, now,
-                                        exit_code, {.heartbeat = true}));
-    TX_RETURN_IF_ERROR(detail::FailAttempt(txn, held.task, error, now, options_));
-    out = std::move(held.task);
+    Claim claim;
+    Task task;
+    TX_RETURN_IF_ERROR(CheckToken(txn, task_id, token, now, claim, task));
+    TX_RETURN_IF_ERROR(detail::EndClaim(txn, claim, ClaimStatus::kCompleted, reason, now, exit_code,
+                                        {.heartbeat = true}));
+    TX_RETURN_IF_ERROR(detail::FailAttempt(txn, task, error, now, options_));
+    out = std::move(task);
     return Ok();
   }));
   return std::move(*out);

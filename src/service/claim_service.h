@@ -100,15 +100,20 @@ class ClaimService {
   Result<Claim> Inspect(std::int64_t token);
 
  private:
-  Result<ClaimResult> ClaimLocked(store::Txn& txn, Task task, Worker worker, Millis lease_ms,
-                                  Millis now);
-  Result<std::optional<ClaimResult>> ClaimNextLocked(store::Txn& txn, Worker worker,
-                                                     Millis lease_ms, Millis now);
-  Result<Task> ReportLocked(store::Txn& txn, std::string_view task_id, std::int64_t token,
-                            Outcome outcome, const std::string& text, std::optional<int> exit_code,
-                            Millis now, Worker* deferred);
-  Result<ClaimResult> ClaimTaskLocked(store::Txn& txn, std::string_view task_id, Worker worker,
-                                      Millis lease_ms, Millis now);
+  // The *Locked steps run inside a Write and fill their caller's objects in place. `worker` is
+  // updated in the store and in memory when a claim is made.
+  // ClaimLocked claims out.task (read by the caller) and fills out.claim.
+  Status ClaimLocked(store::Txn& txn, ClaimResult& out, Worker& worker, Millis lease_ms,
+                     Millis now);
+  // `out` is nullopt when no task is eligible.
+  Status ClaimNextLocked(store::Txn& txn, Worker& worker, Millis lease_ms, Millis now,
+                         std::optional<ClaimResult>& out);
+  Status ClaimTaskLocked(store::Txn& txn, std::string_view task_id, Worker& worker, Millis lease_ms,
+                         Millis now, ClaimResult& out);
+  // Fills `task` with the reported task as it now stands.
+  Status ReportLocked(store::Txn& txn, std::string_view task_id, std::int64_t token,
+                      Outcome outcome, const std::string& text, std::optional<int> exit_code,
+                      Millis now, Task& task, Worker* deferred);
 
   store::Store& store_;
   const Clock& clock_;

@@ -40,6 +40,26 @@ TEST_F(ClaimServiceTest, ClaimMovesTheTaskToRunningCountsAnAttemptAndRecordsTheL
   EXPECT_EQ(EventTypes().back(), "task.claimed");
 }
 
+// The claim path writes these events' data as text; readers must see the same objects.
+TEST_F(ClaimServiceTest, ClaimAndDoneEventsCarryTheirData) {
+  AddTask("t");
+  Worker w = Register();
+  ClaimResult r = ClaimNextFor(w);
+  ASSERT_OK(claims_.Report(r.task.id, r.claim.token, Outcome::kDone, "ok"));
+  std::vector<Event> events = events_.Since(0).value();
+  ASSERT_GE(events.size(), 2u);
+  const Event& claimed = events[events.size() - 2];
+  const Event& done = events.back();
+  EXPECT_EQ(claimed.type, "task.claimed");
+  EXPECT_EQ(claimed.task_id, r.task.id);
+  EXPECT_EQ(claimed.worker_id, w.id);
+  EXPECT_EQ(claimed.data,
+            nlohmann::json({{"token", r.claim.token}, {"attempt", 1}, {"lease", "1m"}}));
+  EXPECT_EQ(done.type, "task.done");
+  EXPECT_EQ(done.worker_id, w.id);
+  EXPECT_EQ(done.data, nlohmann::json({{"attempt", 1}}));
+}
+
 TEST_F(ClaimServiceTest, ClaimNextSkipsTasksNeedingCapabilitiesTheWorkerLacks) {
   Task t;
   t.title = "gpu work";

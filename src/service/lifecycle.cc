@@ -11,6 +11,11 @@ Status Emit(Txn& txn, Millis now, std::string type, const std::string& task_id,
   return txn.AppendEvent(e);
 }
 
+Status EmitData(Txn& txn, Millis now, const std::string& type, const std::string& task_id,
+                const std::string& worker_id, std::string_view data) {
+  return txn.AppendEventData(type, now, task_id, worker_id, data);
+}
+
 Result<Task> LoadTask(Txn& txn, std::string_view id) {
   TX_ASSIGN_OR_RETURN(std::optional<Task> t, txn.GetTask(id));
   if (!t) return Error::NotFound("task " + std::string(id) + " not found");
@@ -119,7 +124,8 @@ Status FinishDone(Txn& txn, Task& task, const std::string& result, Millis now,
   task.finished_at = now;
   task.updated_at = now;
   TX_RETURN_IF_ERROR(txn.UpdateTaskState(task));
-  TX_RETURN_IF_ERROR(Emit(txn, now, "task.done", task.id, worker_id, {{"attempt", task.attempt}}));
+  TX_RETURN_IF_ERROR(EmitData(txn, now, "task.done", task.id, worker_id,
+                              "{\"attempt\":" + std::to_string(task.attempt) + "}"));
   TX_ASSIGN_OR_RETURN(std::vector<std::string> dependents, txn.ListDependents(task.id));
   for (const auto& id : dependents) {
     TX_ASSIGN_OR_RETURN(std::optional<Task> d, txn.GetTask(id));

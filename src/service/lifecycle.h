@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "service/options.h"
 #include "service/worker_service.h"
@@ -15,6 +16,10 @@ namespace tx::service::detail {
 
 using store::Txn;
 
+// EmitData: the same with `data` already serialized, as data.dump() would write it (keys in
+// sorted order, no spaces), for the events of every claim and completion.
+Status EmitData(Txn& txn, Millis now, const std::string& type, const std::string& task_id,
+                const std::string& worker_id, std::string_view data);
 Status Emit(Txn& txn, Millis now, std::string type, const std::string& task_id,
             const std::string& worker_id, nlohmann::json data = nlohmann::json::object());
 

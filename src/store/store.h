@@ -96,6 +96,11 @@ class Txn {
 
   // Events.
   virtual Status AppendEvent(Event& event) = 0;  // sets event.id
+  // The same for data already serialized: a JSON object exactly as event.data.dump() writes it.
+  // The claim path builds its events' data this way instead of building, dumping and freeing a
+  // json object in the write transaction.
+  virtual Status AppendEventData(const std::string& type, Millis at, const std::string& task_id,
+                                 const std::string& worker_id, std::string_view data) = 0;
   virtual Result<std::vector<Event>> ListEvents(std::int64_t after_id, int limit) = 0;
   virtual Result<std::int64_t> LastEventId() = 0;  // 0 when the log is empty
 
@@ -106,10 +111,12 @@ class Txn {
 
 using TxnFn = std::function<Status(Txn&)>;
 
-// A file descriptor that becomes readable when the store may have changed (any connection, any
-// process): how an idle worker hears of a new task in milliseconds without polling fast.
-// Wake-ups may be spurious (the caller re-checks the store); a commit is never missed while the
-// watch is open. SQLite: inotify on the database's directory. PostgreSQL: LISTEN/NOTIFY.
+// A file descriptor that becomes readable after a transaction (any connection, any process)
+// commits a task into `ready` — added, retried, unblocked, released, requeued: how an idle
+// worker hears of a new task in milliseconds without polling fast. The wake-up comes after the
+// commit, so the woken reader sees it. Wake-ups may be spurious (the caller re-checks the store);
+// such a commit is never missed while the watch is open. SQLite: a one-byte write to <db>-wake,
+// watched with inotify. PostgreSQL: LISTEN/NOTIFY.
 class ChangeWatch {
  public:
   virtual ~ChangeWatch() = default;

@@ -120,6 +120,28 @@ TEST_P(StoreContract, TaskRoundTripsEveryField) {
   EXPECT_EQ(got->run_after, 77);
 }
 
+// Plain strings take a fast path in the SQLite store; the rest go through a JSON library.
+TEST_P(StoreContract, StringListsRoundTripWhateverTheyHold) {
+  Task t = NewTask("task-bbbbbbbb", 0, "default");
+  t.steps = {"say \"hi\"", "back\\slash", "tab\there", "caf\u00e9 \u2713", "", "[x]", "a,b"};
+  t.command = {"plain", "also-plain"};
+  t.requires_caps = {""};
+  Insert(t);
+  std::optional<Task> got;
+  ASSERT_TRUE(store_
+                  ->Read([&](Txn& txn) -> Status {
+                    auto r = txn.GetTask(t.id);
+                    if (!r.ok()) return r.error();
+                    got = *r;
+                    return Ok();
+                  })
+                  .ok());
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->steps, t.steps);
+  EXPECT_EQ(got->command, t.command);
+  EXPECT_EQ(got->requires_caps, t.requires_caps);
+}
+
 TEST_P(StoreContract, UpdateTaskStateWritesOnlyTheStateColumns) {
   Task t = NewTask("task-aaaaaaa9", 4);
   t.metadata = {{"keep", true}};
@@ -434,8 +456,9 @@ TEST(SqliteStore, RefusesToDeleteAClaimSoTokensAreNeverReused) {
   fs::remove_all(dir);
 }
 
-// An idle worker sleeps on the watch: a commit by another connection must make it readable.
-TEST(SqliteStore, ACommitByAnotherConnectionWakesTheWatch) {
+// An idle worker sleeps on the watch: a commit by another connection that makes a task ready
+// must make it readable; other commits need not.
+TEST(SqliteStore, ACommitThatMakesATaskReadyWakesTheWatch) {
   char tmpl[] = "/tmp/tx-store-XXXXXX";
   std::string dir = mkdtemp(tmpl);
   std::string path = dir + "/tx.db";
@@ -454,6 +477,12 @@ TEST(SqliteStore, ACommitByAnotherConnectionWakesTheWatch) {
   ASSERT_TRUE(writer.ok());
   Event e{0, "x", 1, "", "", {}};
   ASSERT_TRUE((*writer)->Write([&](Txn& txn) { return txn.AppendEvent(e); }).ok());
+  EXPECT_FALSE((*watch)->Drain()) << "woken by a commit that made no task ready";
+  Task t;
+  t.id = "task-aaaaaaa1";
+  t.title = "t";
+  t.status = TaskStatus::kReady;
+  ASSERT_TRUE((*writer)->Write([&](Txn& txn) { return txn.InsertTask(t); }).ok());
   pollfd woken{(*watch)->fd(), POLLIN, 0};
   EXPECT_EQ(poll(&woken, 1, 5000), 1);
   EXPECT_TRUE((*watch)->Drain());

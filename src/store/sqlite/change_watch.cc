@@ -1,5 +1,6 @@
 #include "store/sqlite/change_watch.h"
 
+#include <fcntl.h>
 #include <sys/inotify.h>
 #include <unistd.h>
 
@@ -19,7 +20,7 @@ class NoWatch final : public ChangeWatch {
 
 class InotifyWatch final : public ChangeWatch {
  public:
-  InotifyWatch(int fd, std::string base) : fd_(fd), base_(std::move(base)) {}
+  InotifyWatch(int fd, std::string wake_name) : fd_(fd), wake_name_(std::move(wake_name)) {}
   ~InotifyWatch() override { ::close(fd_); }
   InotifyWatch(const InotifyWatch&) = delete;
   InotifyWatch& operator=(const InotifyWatch&) = delete;
@@ -36,9 +37,7 @@ class InotifyWatch final : public ChangeWatch {
         const auto* ev = reinterpret_cast<const inotify_event*>(buf.data() + off);
         // The queue overflowed: something may have changed.
         if ((ev->mask & IN_Q_OVERFLOW) != 0) relevant = true;
-        if (ev->len > 0 && std::strncmp(ev->name, base_.c_str(), base_.size()) == 0) {
-          relevant = true;
-        }
+        if (ev->len > 0 && std::strcmp(ev->name, wake_name_.c_str()) == 0) relevant = true;
         off += static_cast<ssize_t>(sizeof(inotify_event) + ev->len);
       }
     }
@@ -47,7 +46,7 @@ class InotifyWatch final : public ChangeWatch {
 
  private:
   int fd_;
-  std::string base_;  // the database's file name; <base>-wal and <base>-shm share the prefix
+  std::string wake_name_;  // "<db file name>-wake"
 };
 
 }  // namespace
@@ -58,12 +57,25 @@ Result<std::unique_ptr<ChangeWatch>> WatchFile(const std::string& db_path) {
   int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   if (fd < 0) return Error::Unavailable(std::string("inotify_init1: ") + std::strerror(errno));
   std::string dir = p.parent_path().string();
-  if (inotify_add_watch(fd, dir.c_str(), IN_MODIFY | IN_CREATE | IN_MOVED_TO) < 0) {
+  if (inotify_add_watch(fd, dir.c_str(), IN_MODIFY | IN_CREATE) < 0) {
     int e = errno;
     ::close(fd);
     return Error::Unavailable("watch " + dir + ": " + std::strerror(e));
   }
-  return std::unique_ptr<ChangeWatch>(new InotifyWatch(fd, p.filename().string()));
+  return std::unique_ptr<ChangeWatch>(new InotifyWatch(fd, p.filename().string() + "-wake"));
+}
+
+WakeNotifier::~WakeNotifier() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void WakeNotifier::Notify() {
+  if (path_ == ":memory:") return;
+  if (fd_ < 0) {
+    fd_ = ::open((path_ + "-wake").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    if (fd_ < 0) return;
+  }
+  (void)!::pwrite(fd_, "w", 1, 0);
 }
 
 }  // namespace tx::store::sqlite

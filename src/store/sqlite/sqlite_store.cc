@@ -4,10 +4,14 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <string_view>
+#include <type_traits>
+#include <utility>
 
 #include "store/sqlite/change_watch.h"
 #include "store/sqlite/db.h"
 #include "store/sqlite/migrations.h"
+#include "store/sqlite/small_alloc.h"
 
 namespace tx::store::sqlite {
 
@@ -15,8 +19,37 @@ namespace {
 
 using nlohmann::json;
 
+// A string that JSON writes as itself between quotes: printable ASCII but '"' and '\\'.
+bool PlainJsonString(std::string_view s) {
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; });
+}
+
+// Parses ["a","b",...] of plain strings without escapes, the form ListText writes for them:
+// every worker read on the claim path parses its queues this way, and nlohmann::json costs a
+// dozen allocations for it. False when `text` is anything else.
+bool ParsePlainList(std::string_view text, std::vector<std::string>& out) {
+  if (text.size() < 2 || text.front() != '[' || text.back() != ']') return false;
+  std::string_view rest = text.substr(1, text.size() - 2);
+  while (!rest.empty()) {
+    if (rest.front() != '"') return false;
+    std::size_t end = rest.find('"', 1);
+    if (end == std::string_view::npos) return false;
+    std::string_view item = rest.substr(1, end - 1);
+    if (!PlainJsonString(item)) return false;
+    out.emplace_back(item);
+    rest.remove_prefix(end + 1);
+    if (rest.empty()) break;
+    if (rest.front() != ',' || rest.size() == 1) return false;
+    rest.remove_prefix(1);
+  }
+  return true;
+}
+
 std::vector<std::string> StringList(const std::string& text) {
   if (text.empty() || text == "[]") return {};
+  std::vector<std::string> plain;
+  if (ParsePlainList(text, plain)) return plain;
   json j = json::parse(text, nullptr, false);
   std::vector<std::string> out;
   if (j.is_array()) {
@@ -29,6 +62,16 @@ std::vector<std::string> StringList(const std::string& text) {
 
 std::string ListText(const std::vector<std::string>& v) {
   if (v.empty()) return "[]";
+  if (std::all_of(v.begin(), v.end(), [](const std::string& s) { return PlainJsonString(s); })) {
+    std::string out = "[";  // what json(v).dump() writes, without building a json array
+    for (const auto& s : v) {
+      if (out.size() > 1) out += ',';
+      out += '"';
+      out += s;
+      out += '"';
+    }
+    return out + "]";
+  }
   return json(v).dump();
 }
 
@@ -44,8 +87,9 @@ json Object(const std::string& text) {
   "metadata, result, error, status, attempt, run_after, created_at, updated_at, started_at, "    \
   "finished_at"
 
-Result<Task> ReadTask(const Stmt& s) {
-  Task t;
+// The row readers fill a caller's object in place: a Task has 30 fields, and every move of one
+// on the claim path costs about as much as reading a column.
+Status ReadTask(const Stmt& s, Task& t) {
   t.seq = s.Int(0);
   t.id = s.Text(1);
   t.title = s.Text(2);
@@ -76,7 +120,7 @@ Result<Task> ReadTask(const Stmt& s) {
   t.updated_at = s.Int(27);
   t.started_at = s.Int(28);
   t.finished_at = s.Int(29);
-  return t;
+  return Ok();
 }
 
 // Binds every task column but seq, starting at parameter 1 with id.
@@ -116,8 +160,7 @@ void BindTask(Stmt& s, const Task& t) {
   "token, task_id, worker_id, attempt, claimed_at, lease_ms, lease_expires_at, " \
   "renewed_count, status, ended_at, end_reason, exit_code"
 
-Result<Claim> ReadClaim(const Stmt& s) {
-  Claim c;
+Status ReadClaim(const Stmt& s, Claim& c) {
   c.token = s.Int(0);
   c.task_id = s.Text(1);
   c.worker_id = s.Text(2);
@@ -130,15 +173,14 @@ Result<Claim> ReadClaim(const Stmt& s) {
   c.ended_at = s.Int(9);
   TX_ASSIGN_OR_RETURN(c.end_reason, ParseEndReason(s.Text(10)));
   if (!s.IsNull(11)) c.exit_code = static_cast<int>(s.Int(11));
-  return c;
+  return Ok();
 }
 
 #define WORKER_COLS                                                                      \
   "id, name, slot, hostname, pid, capabilities, queues, status, heartbeat_interval_ms, " \
   "registered_at, last_heartbeat_at, current_task_id, reason, metadata"
 
-Result<Worker> ReadWorker(const Stmt& s) {
-  Worker w;
+Status ReadWorker(const Stmt& s, Worker& w) {
   w.id = s.Text(0);
   w.name = s.Text(1);
   w.slot = s.Text(2);
@@ -153,7 +195,7 @@ Result<Worker> ReadWorker(const Stmt& s) {
   w.current_task_id = s.Text(11);
   w.reason = s.Text(12);
   w.metadata = Object(s.Text(13));
-  return w;
+  return Ok();
 }
 
 void BindWorker(Stmt& s, const Worker& w) {
@@ -173,14 +215,19 @@ void BindWorker(Stmt& s, const Worker& w) {
       .Bind(14, w.metadata.dump());
 }
 
+// `read` either returns a Result<T> or fills a T in place: Status read(const Stmt&, T&).
 template <typename T, typename Reader>
 Result<std::vector<T>> ReadAll(Stmt& s, Reader read) {
   std::vector<T> out;
   for (;;) {
     TX_ASSIGN_OR_RETURN(bool row, s.Step());
     if (!row) return out;
-    TX_ASSIGN_OR_RETURN(T item, read(s));
-    out.push_back(std::move(item));
+    if constexpr (std::is_invocable_v<Reader, const Stmt&, T&>) {
+      TX_RETURN_IF_ERROR(read(s, out.emplace_back()));
+    } else {
+      TX_ASSIGN_OR_RETURN(T item, read(s));
+      out.push_back(std::move(item));
+    }
   }
 }
 
@@ -188,8 +235,9 @@ template <typename T, typename Reader>
 Result<std::optional<T>> ReadOne(Stmt& s, Reader read) {
   TX_ASSIGN_OR_RETURN(bool row, s.Step());
   if (!row) return std::optional<T>();
-  TX_ASSIGN_OR_RETURN(T item, read(s));
-  return std::optional<T>(std::move(item));
+  Result<std::optional<T>> out(std::in_place, std::in_place);
+  TX_RETURN_IF_ERROR(read(s, **out));
+  return out;
 }
 
 Status ExpectChange(Db& db, std::string_view what) {
@@ -220,7 +268,12 @@ class SqliteTxn final : public Txn {
     return ReadAll<Task>(s, ReadTask);
   }
 
+  // True once this transaction inserted a ready task or moved one to ready: after the commit,
+  // idle workers are woken (ChangeWatch).
+  bool made_ready() const { return made_ready_; }
+
   Status InsertTask(Task& t) override {
+    made_ready_ = made_ready_ || t.status == TaskStatus::kReady;
     TX_ASSIGN_OR_RETURN(
         Stmt s, db_.Prepare("INSERT INTO tasks (" TASK_COLS ") VALUES (NULL, ?1, ?2, ?3, ?4, ?5, "
                             "?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, "
@@ -233,6 +286,7 @@ class SqliteTxn final : public Txn {
   }
 
   Status UpdateTask(const Task& t) override {
+    made_ready_ = made_ready_ || t.status == TaskStatus::kReady;
     TX_ASSIGN_OR_RETURN(
         Stmt s, db_.Prepare("UPDATE tasks SET title = ?2, description = ?3, instructions = ?4, "
                             "deliverables = ?5, steps = ?6, priority = ?7, queue = ?8, "
@@ -248,6 +302,7 @@ class SqliteTxn final : public Txn {
   }
 
   Status UpdateTaskState(const Task& t) override {
+    made_ready_ = made_ready_ || t.status == TaskStatus::kReady;
     // A task read from the store carries its seq, the rowid: finding the row by it skips a
     // descent of the id index (random ids, so a likely cache miss in a big queue).
     const char* by_seq =
@@ -475,12 +530,17 @@ class SqliteTxn final : public Txn {
   }
 
   Status AppendEvent(Event& e) override {
-    TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("INSERT INTO events (type, at, task_id, worker_id, "
-                                            "data) VALUES (?1, ?2, ?3, ?4, ?5)"));
-    s.Bind(1, e.type).Bind(2, e.at).Bind(3, e.task_id).Bind(4, e.worker_id).Bind(5, e.data.dump());
-    TX_RETURN_IF_ERROR(s.Run());
+    TX_RETURN_IF_ERROR(AppendEventData(e.type, e.at, e.task_id, e.worker_id, e.data.dump()));
     e.id = db_.LastInsertRowid();
     return Ok();
+  }
+
+  Status AppendEventData(const std::string& type, Millis at, const std::string& task_id,
+                         const std::string& worker_id, std::string_view data) override {
+    TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("INSERT INTO events (type, at, task_id, worker_id, "
+                                            "data) VALUES (?1, ?2, ?3, ?4, ?5)"));
+    s.Bind(1, type).Bind(2, at).Bind(3, task_id).Bind(4, worker_id).Bind(5, data);
+    return s.Run();
   }
 
   Result<std::vector<Event>> ListEvents(std::int64_t after_id, int limit) override {
@@ -523,6 +583,7 @@ class SqliteTxn final : public Txn {
 
  private:
   Db& db_;
+  bool made_ready_ = false;
 };
 
 class SqliteStore final : public Store {
@@ -554,21 +615,28 @@ class SqliteStore final : public Store {
       return s;
     }
     Status c = Simple("COMMIT");
-    if (!c.ok()) (void)Simple("ROLLBACK");
+    if (!c.ok()) {
+      (void)Simple("ROLLBACK");
+      return c;
+    }
+    if (txn.made_ready()) wake_.Notify();
     return c;
   }
 
   std::unique_ptr<Db> db_;
   std::string path_;
   RealClock clock_;
+  WakeNotifier wake_{path_};
 };
 
 }  // namespace
 
 Result<std::unique_ptr<Store>> OpenSqlite(const OpenOptions& o) {
   // SQLite's allocation statistics take a global mutex on every malloc; tx never reads them.
+  // Both settings only take before SQLite initializes, i.e. before the first open.
   static const bool configured = [] {
     sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+    InstallSmallAlloc();
     return true;
   }();
   (void)configured;
