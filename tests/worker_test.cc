@@ -45,13 +45,14 @@ bool Running(pid_t pid) {
 }
 
 class WorkerTest : public ::testing::Test {
+ public:
+  RunResult Tx(const Args& args, const Env& env = {}) { return RunTx(args, env, dir_.str()); }
+
  protected:
   void SetUp() override {
     RunResult r = Tx({"init"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
-
-  RunResult Tx(const Args& args, const Env& env = {}) { return RunTx(args, env, dir_.str()); }
 
   std::string Path(const std::string& name) const { return (dir_.path() / name).string(); }
 
@@ -327,6 +328,89 @@ TEST_F(WorkerTest, ALostLeaseKillsTheAgentAndALateReportWithTheOldTokenIsRefused
   t = Show(id);
   EXPECT_NE(t["status"], "done");
   EXPECT_EQ(t["attempts"][0]["end_reason"], "lease_lost");
+}
+
+// The worker's registration as `worker list --json` shows it (the only one in these tests).
+json OnlyWorker(WorkerTest& t) {
+  RunResult r = t.Tx({"--json", "worker", "list"});
+  json list = json::parse(r.out);
+  return list.empty() ? json() : list[0];
+}
+
+TEST_F(WorkerTest, PauseFreezesTheAgentWithoutTimingItOutAndResumeLetsItFinish) {
+  // Prints a line every 100 ms for about 2 s; the task times out after 3 s of running time.
+  std::string id = AddShellTask("for i in $(seq 20); do echo $i; sleep 0.1; done",
+                                {"--timeout", "3s", "--max-attempts", "1"});
+  auto worker = StartWorker();
+  std::string log = Path(".tx/logs/" + id + "/1.log");
+  ASSERT_TRUE(WaitFor([&] { return ReadFile(log).size() >= 4; })) << worker->Output();
+  std::string wid = OnlyWorker(*this)["id"];
+  RunResult r = Tx({"worker", "pause", wid});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_TRUE(WaitFor([&] { return OnlyWorker(*this)["status"] == "paused"; }, 10s))
+      << worker->Output();
+  std::this_thread::sleep_for(300ms);
+  std::string frozen = ReadFile(log);
+  std::this_thread::sleep_for(3500ms);  // longer than the task's timeout
+  EXPECT_EQ(ReadFile(log), frozen) << "the agent kept printing while paused";
+  EXPECT_EQ(Status(id), "running");
+  EXPECT_EQ(Tx({"worker", "pause", wid}).exit_code, 4);  // already paused
+  r = Tx({"worker", "resume", wid});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_TRUE(WaitForStatus(id, "done", 30s)) << worker->Output();
+  EXPECT_EQ(ReadFile(log).substr(ReadFile(log).size() - 3), "20\n");
+  EXPECT_EQ(Tx({"worker", "resume", wid}).exit_code, 4);  // not paused
+}
+
+TEST_F(WorkerTest, APausedIdleWorkerClaimsNothingUntilResumed) {
+  auto worker = StartWorker();
+  ASSERT_TRUE(WaitFor([&] { return OnlyWorker(*this)["status"] == "idle"; }));
+  ASSERT_EQ(Tx({"worker", "pause", OnlyWorker(*this)["id"]}).exit_code, 0);
+  ASSERT_TRUE(WaitFor([&] { return OnlyWorker(*this)["status"] == "paused"; }, 10s));
+  std::string id = AddShellTask("exit 0");
+  std::this_thread::sleep_for(1500ms);
+  EXPECT_EQ(Status(id), "ready");
+  ASSERT_EQ(Tx({"worker", "resume", OnlyWorker(*this)["id"]}).exit_code, 0);
+  EXPECT_TRUE(WaitForStatus(id, "done", 30s)) << worker->Output();
+}
+
+TEST_F(WorkerTest, StopGracefulLetsTheTaskFinishAndStopReleasesItAtOnce) {
+  std::string first = AddShellTask("sleep 1; exit 0");
+  auto worker = StartWorker();
+  ASSERT_TRUE(WaitForStatus(first, "running"));
+  RunResult r = Tx({"worker", "stop", OnlyWorker(*this)["id"], "--graceful"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(worker->Wait(30s), 0) << worker->Output();
+  EXPECT_EQ(Status(first), "done");
+  EXPECT_EQ(OnlyWorker(*this)["status"], "stopped");
+
+  std::string second = AddShellTask("echo $$ > agent.pid; sleep 300");
+  auto again = StartWorker();
+  pid_t agent = ReadPid("agent.pid");
+  ASSERT_GT(agent, 0);
+  r = Tx({"worker", "stop", "--all"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(again->Wait(30s), 0) << again->Output();
+  EXPECT_FALSE(Running(agent));
+  json t = Show(second);
+  EXPECT_EQ(t["status"], "ready");
+  EXPECT_EQ(t["attempt"], 0);
+  EXPECT_EQ(t["attempts"][0]["end_reason"], "shutdown");
+  EXPECT_EQ(Tx({"worker", "stop"}).exit_code, 2);
+}
+
+TEST_F(WorkerTest, AMemoryHungryAgentIsKilledAtItsLimit) {
+  RunResult r = Tx({"--json", "task", "add", "hog", "--command",
+                    "python3 -c 'b = bytearray(512 << 20); b[::4096] = b\"x\" * len(b[::4096]); "
+                    "print(\"survived\")'",
+                    "--max-attempts", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string id = json::parse(r.out)["id"];
+  auto worker = StartWorker({"--memory-mb", "64"});
+  ASSERT_TRUE(WaitForStatus(id, "failed")) << worker->Output();
+  json t = Show(id);
+  EXPECT_NE(t["attempts"][0]["exit_code"], 0);
+  EXPECT_EQ(ReadFile(Path(".tx/logs/" + id + "/1.log")).find("survived"), std::string::npos);
 }
 
 TEST_F(WorkerTest, AMissingProgramIsAFailedAttemptNamingIt) {

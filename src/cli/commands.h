@@ -50,6 +50,9 @@ Handler SetupWorkerList(CLI::App& cmd);
 Handler SetupWorkerStatus(CLI::App& cmd);
 Handler SetupOrchestratorReconcile(CLI::App& cmd);
 Handler SetupWorkerStart(CLI::App& cmd);
+Handler SetupWorkerStop(CLI::App& cmd);
+Handler SetupWorkerPause(CLI::App& cmd);
+Handler SetupWorkerResume(CLI::App& cmd);
 Handler SetupTaskLog(CLI::App& cmd);
 
 }  // namespace tx::cli

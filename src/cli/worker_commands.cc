@@ -13,7 +13,9 @@
 
 #include "cli/commands.h"
 #include "core/duration.h"
+#include "core/json.h"
 #include "service/task_service.h"
+#include "service/worker_service.h"
 #include "worker/config.h"
 #include "worker/runtime.h"
 #include "worker/spawn_plan.h"
@@ -163,6 +165,63 @@ Handler SetupWorkerStart(CLI::App& cmd) {
     worker::WorkerRuntime runtime(std::move(c));
     TX_ASSIGN_OR_RETURN(int code, runtime.Run());
     if (code != 0) return Error::Unavailable("worker stopped: it is no longer registered");
+    return Ok();
+  };
+}
+
+namespace {
+
+// Records `request` for one worker and prints what was asked.
+Status RequestOf(Context& ctx, service::WorkerService& workers, const std::string& id,
+                 WorkerRequest request) {
+  TX_ASSIGN_OR_RETURN(Worker w, workers.Request(id, request));
+  if (ctx.json()) {
+    ctx.out() << ToJson(w, ctx.now()).dump() << '\n';
+  } else {
+    ctx.out() << w.id << ": " << ToString(request) << " requested (" << ToString(w.status) << ")\n";
+  }
+  return Ok();
+}
+
+Handler SetupPauseOrResume(CLI::App& cmd, WorkerRequest request) {
+  auto id = std::make_shared<std::string>();
+  cmd.add_option("id", *id, "Worker id, name or slot")->type_name("")->required();
+  return [id, request](Context& ctx) -> Status {
+    TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
+    service::WorkerService workers(*store, ctx.clock(), ctx.options());
+    return RequestOf(ctx, workers, *id, request);
+  };
+}
+
+}  // namespace
+
+Handler SetupWorkerPause(CLI::App& cmd) { return SetupPauseOrResume(cmd, WorkerRequest::kPause); }
+Handler SetupWorkerResume(CLI::App& cmd) { return SetupPauseOrResume(cmd, WorkerRequest::kResume); }
+
+Handler SetupWorkerStop(CLI::App& cmd) {
+  struct Args {
+    std::string id;
+    bool all = false, graceful = false;
+  };
+  auto a = std::make_shared<Args>();
+  cmd.add_option("id", a->id, "Worker id, name or slot")->type_name("");
+  cmd.add_flag("--all", a->all, "Every live worker");
+  cmd.add_flag("--graceful", a->graceful,
+               "Let the running task finish first (otherwise its agent is stopped and the task "
+               "released, the attempt not counted)");
+  return [a](Context& ctx) -> Status {
+    if (a->all == !a->id.empty()) {
+      return Error::InvalidArgument("tx worker stop needs a worker id or --all (not both)");
+    }
+    TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
+    service::WorkerService workers(*store, ctx.clock(), ctx.options());
+    WorkerRequest request = a->graceful ? WorkerRequest::kStop : WorkerRequest::kStopNow;
+    if (!a->all) return RequestOf(ctx, workers, a->id, request);
+    TX_ASSIGN_OR_RETURN(std::vector<Worker> live, workers.List({}));
+    for (const auto& w : live) {
+      if (!IsLive(w.status)) continue;
+      TX_RETURN_IF_ERROR(RequestOf(ctx, workers, w.id, request));
+    }
     return Ok();
   };
 }

@@ -80,6 +80,8 @@ nlohmann::json ToJson(const Worker& w, Millis now) {
       {"current_task_id",
        w.current_task_id.empty() ? nlohmann::json() : nlohmann::json(w.current_task_id)},
       {"reason", w.reason},
+      {"request",
+       w.request == WorkerRequest::kNone ? nlohmann::json() : nlohmann::json(ToString(w.request))},
       {"metadata", w.metadata},
   };
 }

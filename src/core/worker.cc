@@ -31,6 +31,34 @@ Result<WorkerStatus> ParseWorkerStatus(std::string_view name) {
                                 "or dead");
 }
 
+namespace {
+struct RequestName {
+  WorkerRequest request;
+  std::string_view name;
+};
+constexpr RequestName kRequestNames[] = {
+    {WorkerRequest::kNone, ""},
+    {WorkerRequest::kPause, "pause"},
+    {WorkerRequest::kResume, "resume"},
+    {WorkerRequest::kStop, "stop"},
+    {WorkerRequest::kStopNow, "stop-now"},
+};
+}  // namespace
+
+std::string_view ToString(WorkerRequest r) {
+  for (const auto& n : kRequestNames) {
+    if (n.request == r) return n.name;
+  }
+  return "";
+}
+
+Result<WorkerRequest> ParseWorkerRequest(std::string_view name) {
+  for (const auto& n : kRequestNames) {
+    if (n.name == name) return n.request;
+  }
+  return Error::Internal("unknown worker request '" + std::string(name) + "'");
+}
+
 bool IsLive(WorkerStatus s) { return s != WorkerStatus::kStopped && s != WorkerStatus::kDead; }
 
 bool IsStale(const Worker& w, Millis now) {

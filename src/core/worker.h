@@ -18,6 +18,19 @@ std::string_view ToString(WorkerStatus s);
 Result<WorkerStatus> ParseWorkerStatus(std::string_view name);
 bool IsLive(WorkerStatus s);  // starting, idle, busy, paused, stopping
 
+// What an operator asked of a running worker (tx worker pause|resume|stop). The worker acts on
+// it, records its new status and clears the request.
+enum class WorkerRequest {
+  kNone,
+  kPause,    // freeze the agent, claim nothing new, keep the lease
+  kResume,   // thaw it
+  kStop,     // like SIGTERM: finish the current task, then deregister
+  kStopNow,  // like a second SIGTERM: stop the agent, release the task, deregister
+};
+
+std::string_view ToString(WorkerRequest r);  // "", "pause", "resume", "stop", "stop-now"
+Result<WorkerRequest> ParseWorkerRequest(std::string_view name);
+
 struct Worker {
   std::string id;
   std::string name;
@@ -32,6 +45,7 @@ struct Worker {
   Millis last_heartbeat_at = 0;  // 0 = never heartbeated
   std::string current_task_id;
   std::string reason;  // why it stopped or died
+  WorkerRequest request = WorkerRequest::kNone;
   nlohmann::json metadata = nlohmann::json::object();
 };
 

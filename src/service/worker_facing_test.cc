@@ -108,5 +108,28 @@ TEST_F(WorkerFacingTest, AStoppingWorkerKeepsHeartbeatingButMayNotClaim) {
   EXPECT_EQ(GetWorker(w.id).status, WorkerStatus::kStopping);
 }
 
+TEST_F(WorkerFacingTest, RequestsAreRecordedUntilTheWorkerAcknowledgesThem) {
+  Worker w = Register();
+  ASSERT_OK_AND_ASSIGN(Worker asked, workers_.Request(w.name, WorkerRequest::kPause));
+  EXPECT_EQ(asked.request, WorkerRequest::kPause);
+  EXPECT_ERROR_CODE(workers_.Request(w.id, WorkerRequest::kPause), ErrorCode::kConflict);
+  HeartbeatUpdate ack{WorkerStatus::kPaused, {}};
+  ack.clear_request = true;
+  ASSERT_OK(workers_.Heartbeat(w.id, ack));
+  EXPECT_EQ(GetWorker(w.id).request, WorkerRequest::kNone);
+  EXPECT_EQ(GetWorker(w.id).status, WorkerStatus::kPaused);
+  ASSERT_OK(workers_.Request(w.id, WorkerRequest::kStop));
+  // A pending stop is not undone by a resume; a stop-now supersedes it.
+  ASSERT_OK(workers_.Request(w.id, WorkerRequest::kResume));
+  EXPECT_EQ(GetWorker(w.id).request, WorkerRequest::kStop);
+  ASSERT_OK(workers_.Request(w.id, WorkerRequest::kStopNow));
+  EXPECT_EQ(GetWorker(w.id).request, WorkerRequest::kStopNow);
+  ASSERT_OK(workers_.Deregister(w.id, "done"));
+  EXPECT_ERROR_CODE(workers_.Request(w.id, WorkerRequest::kStop), ErrorCode::kConflict);
+  Worker idle = Register("w2");
+  EXPECT_ERROR_CODE(workers_.Request(idle.id, WorkerRequest::kResume), ErrorCode::kConflict);
+  EXPECT_ERROR_CODE(workers_.Request("nobody", WorkerRequest::kPause), ErrorCode::kNotFound);
+}
+
 }  // namespace
 }  // namespace tx::service

@@ -65,7 +65,35 @@ Result<Worker> WorkerService::Heartbeat(std::string_view id, const HeartbeatUpda
     }
     if (update.metadata.is_object() && !update.metadata.empty())
       w.metadata.merge_patch(update.metadata);
+    if (update.clear_request) w.request = WorkerRequest::kNone;
     TX_RETURN_IF_ERROR(txn.UpdateWorker(w));
+    out = std::move(w);
+    return Ok();
+  }));
+  return std::move(*out);
+}
+
+Result<Worker> WorkerService::Request(std::string_view id_or_name, WorkerRequest request) {
+  TX_ASSIGN_OR_RETURN(Worker found, Get(id_or_name));
+  std::optional<Worker> out;
+  Millis now = clock_.NowMs();
+  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+    TX_ASSIGN_OR_RETURN(Worker w, detail::LoadLiveWorker(txn, found.id));
+    bool paused = w.status == WorkerStatus::kPaused || w.request == WorkerRequest::kPause;
+    if (request == WorkerRequest::kPause && paused) {
+      return Error::Conflict("worker " + w.id + " is already paused");
+    }
+    if (request == WorkerRequest::kResume && !paused) {
+      return Error::Conflict("worker " + w.id + " is not paused (it is " +
+                             std::string(ToString(w.status)) + ")");
+    }
+    // A pending stop is not downgraded by a later pause or resume.
+    bool stopping = w.request == WorkerRequest::kStop || w.request == WorkerRequest::kStopNow;
+    if (!stopping || request == WorkerRequest::kStopNow) w.request = request;
+    TX_RETURN_IF_ERROR(txn.UpdateWorker(w));
+    TX_RETURN_IF_ERROR(
+        Emit(txn, now, "worker.requested", "", w.id, {{"request", ToString(request)}}));
+    txn.WakeWatchersOnCommit();
     out = std::move(w);
     return Ok();
   }));

@@ -37,6 +37,7 @@ struct ManualWorker {
 struct HeartbeatUpdate {
   std::optional<WorkerStatus> status;                  // idle, busy, paused or stopping
   nlohmann::json metadata = nlohmann::json::object();  // merged into the worker's metadata
+  bool clear_request = false;                          // the worker has acted on its request
 };
 
 class WorkerService {
@@ -51,6 +52,12 @@ class WorkerService {
 
   // Records a heartbeat. conflict: the worker is dead or stopped (it must register again).
   Result<Worker> Heartbeat(std::string_view id, const HeartbeatUpdate& update);
+
+  // Asks a live worker to pause, resume or stop (tx worker pause|resume|stop) and wakes it; the
+  // worker acts, records its new status and clears the request. `id_or_name` as for Get.
+  // conflict: the worker is stopped or dead; pausing a paused worker; resuming one that is
+  // neither paused nor about to be.
+  Result<Worker> Request(std::string_view id_or_name, WorkerRequest request);
 
   // Marks the worker stopped with `reason`; any claim it still holds is released without
   // counting the attempt (a graceful exit).

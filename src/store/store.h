@@ -94,6 +94,10 @@ class Txn {
   // Workers in the given states (all when empty), newest registration first.
   virtual Result<std::vector<Worker>> ListWorkers(const std::vector<WorkerStatus>& statuses) = 0;
 
+  // After this transaction commits, wake every ChangeWatch (a task made ready does so by
+  // itself; a request to a worker calls this).
+  virtual void WakeWatchersOnCommit() = 0;
+
   // Events.
   virtual Status AppendEvent(Event& event) = 0;  // sets event.id
   // The same for data already serialized: a JSON object exactly as event.data.dump() writes it.

@@ -119,6 +119,8 @@ void HeartbeatLoop::Beat() {
     Wake();
     return;
   }
+  // A request the main loop has not seen (its wake-up was lost): make it look.
+  if (hb.ok() && hb->request != WorkerRequest::kNone) Wake();
   std::optional<Holding> h = state_.holding();
   if (!h) return;
   Millis now = store_->clock().NowMs();

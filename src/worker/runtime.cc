@@ -151,6 +151,49 @@ void WorkerRuntime::HandleSignals() {
   }
 }
 
+void WorkerRuntime::Acknowledge(WorkerStatus status) {
+  service::HeartbeatUpdate update{status, {}};
+  update.clear_request = true;
+  Result<Worker> w = workers_->Heartbeat(worker_id_, update);
+  if (!w.ok()) spdlog::warn("could not record {}: {}", ToString(status), w.error().message());
+}
+
+void WorkerRuntime::CheckRequests(exec::Child* child) {
+  Result<Worker> me = workers_->Get(worker_id_);
+  if (!me.ok()) return;
+  switch (me->request) {
+    case WorkerRequest::kNone:
+      return;
+    case WorkerRequest::kPause:
+      if (!paused_) {
+        paused_ = true;
+        paused_since_ = SteadyClock::now();
+        if (child != nullptr) exec::Freeze(*child);
+        spdlog::info("paused{}", child != nullptr ? " (agent frozen)" : "");
+      }
+      Acknowledge(WorkerStatus::kPaused);
+      return;
+    case WorkerRequest::kResume:
+      if (paused_) {
+        paused_ = false;
+        resumed_at_ = SteadyClock::now();
+        paused_total_ += resumed_at_ - paused_since_;
+        if (child != nullptr) exec::Thaw(*child);
+        spdlog::info("resumed");
+      }
+      Acknowledge(child != nullptr ? WorkerStatus::kBusy : WorkerStatus::kIdle);
+      return;
+    case WorkerRequest::kStop:
+    case WorkerRequest::kStopNow: {
+      bool now = me->request == WorkerRequest::kStopNow;
+      spdlog::info("stop requested{}", now ? " (not waiting for the agent)" : "");
+      signals_seen_ = std::max(signals_seen_, now ? 2 : 1);
+      Acknowledge(WorkerStatus::kStopping);
+      return;
+    }
+  }
+}
+
 void WorkerRuntime::EnterStopping() {
   Result<Worker> w = workers_->Heartbeat(worker_id_, {WorkerStatus::kStopping, {}});
   if (!w.ok()) spdlog::warn("could not record stopping: {}", w.error().message());
@@ -198,6 +241,12 @@ Result<int> WorkerRuntime::Run() {
       code = 1;
       break;
     }
+    if (paused_) {
+      // Claim nothing until resumed (or stopped).
+      Wake w = WaitIdle(config_.poll_ms);
+      if (w != Wake::kSignal) CheckRequests(nullptr);
+      continue;
+    }
     Result<std::optional<service::ClaimResult>> claimed =
         claims_->ClaimNext(worker_id_, config_.lease_ms);
     if (!claimed.ok()) {
@@ -214,6 +263,8 @@ Result<int> WorkerRuntime::Run() {
     }
     store_backoff = 0;
     if (*claimed) {
+      paused_total_ = {};
+      resumed_at_ = {};
       RunAttempt(std::move(**claimed));
       continue;
     }
@@ -222,7 +273,9 @@ Result<int> WorkerRuntime::Run() {
       Millis wait = IdleWait();
       if (wait <= 0) break;
       Wake w = WaitIdle(wait);
+      if (w == Wake::kStoreChanged || w == Wake::kNotified) CheckRequests(nullptr);
       if (w == Wake::kSignal || w == Wake::kNotified || w == Wake::kTimeout) break;
+      if (signals_seen_ > 0 || paused_) break;
     }
   }
   heartbeat_->Stop();
@@ -271,20 +324,26 @@ void WorkerRuntime::RunAttempt(service::ClaimResult claimed) {
   auto grace = std::chrono::milliseconds(config_.kill_grace_ms);
   std::optional<exec::ExitOutcome> outcome;
 
+  auto stall = std::chrono::milliseconds(config_.stall_timeout_ms);
   while (!outcome) {
     if (signals_seen_ > 0 && !shutdown_deadline) {
       shutdown_deadline =
           SteadyClock::now() + std::chrono::milliseconds(config_.shutdown_timeout_ms);
     }
-    if (signals_seen_ > 1) shutdown_deadline = SteadyClock::now();
+    // A frozen agent cannot finish: a stop while paused does not wait for it.
+    if (signals_seen_ > 1 || (signals_seen_ > 0 && paused_)) shutdown_deadline = SteadyClock::now();
+    // Time spent paused counts against neither the task timeout nor the stall timer.
+    auto task_deadline = deadline + paused_total_;
+    auto stall_from = std::max(child.last_output_at(), resumed_at_);
 
-    Millis wait = std::min<Millis>(1'000, MsUntil(deadline));
-    if (config_.stall_timeout_ms > 0) {
-      wait = std::min(wait, MsUntil(child.last_output_at() +
-                                    std::chrono::milliseconds(config_.stall_timeout_ms)));
+    Millis wait = 1'000;
+    if (!paused_) {
+      wait = std::min(wait, MsUntil(task_deadline));
+      if (config_.stall_timeout_ms > 0) wait = std::min(wait, MsUntil(stall_from + stall));
     }
     if (shutdown_deadline) wait = std::min(wait, MsUntil(*shutdown_deadline));
-    std::vector<pollfd> fds = {{signal_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+    std::vector<pollfd> fds = {
+        {signal_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}, {watch_->fd(), POLLIN, 0}};
     if (child.output_fd() >= 0) fds.push_back({child.output_fd(), POLLIN, 0});
     if (child.exit_fd() >= 0) fds.push_back({child.exit_fd(), POLLIN, 0});
     ::poll(fds.data(), fds.size(), static_cast<int>(std::max<Millis>(0, wait)));
@@ -292,10 +351,14 @@ void WorkerRuntime::RunAttempt(service::ClaimResult claimed) {
     child.PumpOutput();
     if ((outcome = child.TryWait())) break;
     if ((fds[0].revents & POLLIN) != 0) HandleSignals();
+    bool check = false;
     if ((fds[1].revents & POLLIN) != 0) {
       std::uint64_t v;
       (void)!::read(wake_fd_, &v, sizeof v);
+      check = true;
     }
+    if ((fds[2].revents & POLLIN) != 0 && watch_->Drain()) check = true;
+    if (check) CheckRequests(&child);
     std::string lost = state_.lease_lost();
     std::string evicted = state_.evicted();
     if (!lost.empty() || !evicted.empty()) {
@@ -319,11 +382,11 @@ void WorkerRuntime::RunAttempt(service::ClaimResult claimed) {
       state_.Drop();
       return;
     }
-    if (now >= deadline) {
+    if (paused_) continue;
+    if (now >= deadline + paused_total_) {
       outcome = exec::Terminate(child, grace).outcome.AsTimedOut();
     } else if (config_.stall_timeout_ms > 0 &&
-               now - child.last_output_at() >=
-                   std::chrono::milliseconds(config_.stall_timeout_ms)) {
+               now - std::max(child.last_output_at(), resumed_at_) >= stall) {
       outcome = exec::Terminate(child, grace).outcome.AsStalled();
     }
   }

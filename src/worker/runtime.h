@@ -13,7 +13,11 @@
 // nothing more and lets the running agent finish within the shutdown timeout, then stops it
 // (SIGTERM, grace, SIGKILL) and releases the claim without counting the attempt. A second signal
 // skips the wait. Either way it deregisters (`stopped`, reason graceful-shutdown) and Run returns
-// 0. SIGKILL of the worker takes the agent along (parent-death signal).
+// 0. SIGKILL of the worker takes the agent along (parent-death signal). `tx worker stop` asks
+// the same through the store (--graceful = the first signal, otherwise the second).
+//
+// Pause (`tx worker pause`): the agent's group is frozen (SIGSTOP), nothing new is claimed, the
+// lease is kept, and neither the task timeout nor the stall timer runs until `tx worker resume`.
 
 #include <memory>
 #include <optional>
@@ -53,6 +57,10 @@ class WorkerRuntime {
   void HandleSignals();
   void EnterStopping();
   Millis IdleWait();
+  // Acts on what an operator asked (tx worker pause|resume|stop), if anything: freezes or thaws
+  // `child` (null when idle), or starts a stop, then records the new status.
+  void CheckRequests(exec::Child* child);
+  void Acknowledge(WorkerStatus status);
   void RunAttempt(service::ClaimResult claimed);
   void Finish(const service::ClaimResult& claimed, const exec::ExitOutcome& outcome);
 
@@ -67,7 +75,11 @@ class WorkerRuntime {
   std::string hostname_;
   int signal_fd_ = -1;
   int wake_fd_ = -1;
-  int signals_seen_ = 0;  // SIGTERM/SIGINT received: 1 = drain, 2+ = hurry
+  int signals_seen_ = 0;  // SIGTERM/SIGINT (or a stop request): 1 = drain, 2+ = hurry
+  bool paused_ = false;
+  std::chrono::steady_clock::time_point paused_since_{};
+  std::chrono::steady_clock::duration paused_total_{};  // in the current attempt
+  std::chrono::steady_clock::time_point resumed_at_{};
   bool warned_limits_ = false;
 };
 

@@ -132,6 +132,13 @@ CREATE TABLE orchestrator (
 );
 INSERT INTO orchestrator (id) VALUES (1);
 )sql"},
+    {2, R"sql(
+-- What an operator asked of a running worker (tx worker pause|resume|stop); the worker clears it
+-- once it has acted.
+ALTER TABLE workers ADD COLUMN request TEXT NOT NULL DEFAULT ''
+  CHECK (request = '' OR request = 'pause' OR request = 'resume' OR request = 'stop' OR
+         request = 'stop-now');
+)sql"},
 };
 }  // namespace
 

@@ -178,7 +178,7 @@ Status ReadClaim(const Stmt& s, Claim& c) {
 
 #define WORKER_COLS                                                                      \
   "id, name, slot, hostname, pid, capabilities, queues, status, heartbeat_interval_ms, " \
-  "registered_at, last_heartbeat_at, current_task_id, reason, metadata"
+  "registered_at, last_heartbeat_at, current_task_id, reason, metadata, request"
 
 Status ReadWorker(const Stmt& s, Worker& w) {
   w.id = s.Text(0);
@@ -195,6 +195,7 @@ Status ReadWorker(const Stmt& s, Worker& w) {
   w.current_task_id = s.Text(11);
   w.reason = s.Text(12);
   w.metadata = Object(s.Text(13));
+  TX_ASSIGN_OR_RETURN(w.request, ParseWorkerRequest(s.Text(14)));
   return Ok();
 }
 
@@ -212,7 +213,8 @@ void BindWorker(Stmt& s, const Worker& w) {
       .Bind(11, w.last_heartbeat_at)
       .Bind(12, w.current_task_id)
       .Bind(13, w.reason)
-      .Bind(14, w.metadata.dump());
+      .Bind(14, w.metadata.dump())
+      .Bind(15, ToString(w.request));
 }
 
 // `read` either returns a Result<T> or fills a T in place: Status read(const Stmt&, T&).
@@ -271,6 +273,8 @@ class SqliteTxn final : public Txn {
   // True once this transaction inserted a ready task or moved one to ready: after the commit,
   // idle workers are woken (ChangeWatch).
   bool made_ready() const { return made_ready_; }
+
+  void WakeWatchersOnCommit() override { made_ready_ = true; }
 
   Status InsertTask(Task& t) override {
     made_ready_ = made_ready_ || t.status == TaskStatus::kReady;
@@ -495,7 +499,7 @@ class SqliteTxn final : public Txn {
   Status InsertWorker(const Worker& w) override {
     TX_ASSIGN_OR_RETURN(Stmt s,
                         db_.Prepare("INSERT INTO workers (" WORKER_COLS ") VALUES (?1, ?2, "
-                                    "?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"));
+                                    "?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"));
     BindWorker(s, w);
     return s.Run();
   }
@@ -506,7 +510,7 @@ class SqliteTxn final : public Txn {
                             "capabilities = ?6, queues = ?7, status = ?8, "
                             "heartbeat_interval_ms = ?9, registered_at = ?10, "
                             "last_heartbeat_at = ?11, current_task_id = ?12, reason = ?13, "
-                            "metadata = ?14 WHERE id = ?1"));
+                            "metadata = ?14, request = ?15 WHERE id = ?1"));
     BindWorker(s, w);
     TX_RETURN_IF_ERROR(s.Run());
     return ExpectChange(db_, "worker " + w.id);
