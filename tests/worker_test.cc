@@ -137,6 +137,13 @@ class WorkerTest : public ::testing::Test {
   int workers_ = 0;
 };
 
+// The worker's registration as `worker list --json` shows it (the only one in these tests).
+json OnlyWorker(WorkerTest& t) {
+  RunResult r = t.Tx({"--json", "worker", "list"});
+  json list = json::parse(r.out);
+  return list.empty() ? json() : list[0];
+}
+
 TEST_F(WorkerTest, AnAgentThatExitsZeroCompletesTheTaskAndItsOutputIsLogged) {
   std::string id = AddShellTask("echo hello from $TX_TASK_ID attempt $TX_ATTEMPT; exit 0");
   auto worker = StartWorker();
@@ -282,7 +289,7 @@ TEST_F(WorkerTest, ASecondSigtermCutsTheRunShortAndTheAttemptIsNotCounted) {
   pid_t agent = ReadPid("agent.pid");
   ASSERT_GT(agent, 0);
   worker->Signal(SIGTERM);
-  std::this_thread::sleep_for(200ms);
+  ASSERT_TRUE(WaitFor([&] { return OnlyWorker(*this)["status"] == "stopping"; }, 10s));
   worker->Signal(SIGTERM);
   EXPECT_EQ(worker->Wait(60s), 0) << worker->Output();
   EXPECT_FALSE(Running(agent));
@@ -328,13 +335,6 @@ TEST_F(WorkerTest, ALostLeaseKillsTheAgentAndALateReportWithTheOldTokenIsRefused
   t = Show(id);
   EXPECT_NE(t["status"], "done");
   EXPECT_EQ(t["attempts"][0]["end_reason"], "lease_lost");
-}
-
-// The worker's registration as `worker list --json` shows it (the only one in these tests).
-json OnlyWorker(WorkerTest& t) {
-  RunResult r = t.Tx({"--json", "worker", "list"});
-  json list = json::parse(r.out);
-  return list.empty() ? json() : list[0];
 }
 
 TEST_F(WorkerTest, PauseFreezesTheAgentWithoutTimingItOutAndResumeLetsItFinish) {
@@ -411,6 +411,42 @@ TEST_F(WorkerTest, AMemoryHungryAgentIsKilledAtItsLimit) {
   json t = Show(id);
   EXPECT_NE(t["attempts"][0]["exit_code"], 0);
   EXPECT_EQ(ReadFile(Path(".tx/logs/" + id + "/1.log")).find("survived"), std::string::npos);
+}
+
+TEST_F(WorkerTest, TheHeartbeatDocumentShowsEachSlotWorkingIdleOrOffline) {
+  std::string id = AddShellTask("echo $$ > agent.pid; sleep 300");
+  auto worker = StartWorker({"--slot", "slot-1"});
+  pid_t agent = ReadPid("agent.pid");
+  ASSERT_GT(agent, 0);
+  json doc;
+  ASSERT_TRUE(WaitFor(
+      [&] {  // the agent pid arrives with the next heartbeat
+        RunResult r = Tx({"--json", "worker", "status", "--format", "heartbeats"});
+        doc = json::parse(r.out);
+        return doc["workers"]["slot-1"]["metadata"].value("agentPid", 0) == agent;
+      },
+      10s))
+      << doc.dump();
+  const json& slot = doc["workers"]["slot-1"];
+  EXPECT_EQ(slot["slot"], "slot-1");
+  EXPECT_EQ(slot["status"], "working");
+  EXPECT_EQ(slot["task"], id);
+  EXPECT_EQ(slot["taskTitle"], "t");
+  EXPECT_EQ(slot["metadata"]["workerPid"], worker->pid());
+  EXPECT_TRUE(slot["lastUpdate"].is_number_integer());
+  EXPECT_TRUE(slot["startedAt"].is_number_integer());
+  // Two signals sent back to back may arrive as one (POSIX does not queue them): the second
+  // waits until the first has been seen.
+  worker->Signal(SIGTERM);
+  ASSERT_TRUE(WaitFor([&] { return OnlyWorker(*this)["status"] == "stopping"; }, 10s));
+  worker->Signal(SIGTERM);
+  ASSERT_EQ(worker->Wait(30s), 0) << worker->Output();
+  RunResult r = Tx({"--json", "worker", "status", "--format", "heartbeats"});
+  doc = json::parse(r.out);
+  EXPECT_EQ(doc["workers"]["slot-1"]["status"], "offline");
+  EXPECT_EQ(doc["workers"]["slot-1"]["task"], nullptr);
+  EXPECT_EQ(doc["workers"]["slot-1"]["metadata"]["offlineReason"], "graceful-shutdown");
+  EXPECT_EQ(Tx({"worker", "status", "--format", "yaml"}).exit_code, 2);
 }
 
 TEST_F(WorkerTest, AMissingProgramIsAFailedAttemptNamingIt) {

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <thread>
 
@@ -166,10 +167,32 @@ Handler SetupWorkerList(CLI::App& cmd) {
 
 Handler SetupWorkerStatus(CLI::App& cmd) {
   auto id = std::make_shared<std::string>();
+  auto format = std::make_shared<std::string>("tx");
   cmd.add_option("id", *id, "Worker id, name or slot (default: every live worker)")->type_name("");
-  return [id](Context& ctx) -> Status {
+  cmd.add_option("--format", *format,
+                 "tx (default), or heartbeats: the heartbeat document of the source notes, one "
+                 "entry per slot, offline ones included (JSON)")
+      ->type_name("FORMAT")
+      ->check(CLI::IsMember({"tx", "heartbeats"}));
+  return [id, format](Context& ctx) -> Status {
     TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
     service::WorkerService workers(*store, ctx.clock(), ctx.options());
+    if (*format == "heartbeats") {
+      TX_ASSIGN_OR_RETURN(std::vector<Worker> all, workers.List({}));
+      if (!id->empty()) {
+        TX_ASSIGN_OR_RETURN(Worker one, workers.Get(*id));
+        std::erase_if(all, [&](const Worker& w) { return w.id != one.id; });
+      }
+      service::TaskService tasks(*store, ctx.clock(), ctx.options());
+      std::map<std::string, std::string> titles;
+      for (const auto& w : all) {
+        if (w.current_task_id.empty() || titles.count(w.current_task_id)) continue;
+        auto t = tasks.Show(w.current_task_id);
+        if (t.ok()) titles[w.current_task_id] = t->task.title;
+      }
+      ctx.PrintJson(HeartbeatDocument(all, titles));
+      return Ok();
+    }
     if (!id->empty()) {
       TX_ASSIGN_OR_RETURN(Worker w, workers.Get(*id));
       if (ctx.json()) {

@@ -86,6 +86,43 @@ nlohmann::json ToJson(const Worker& w, Millis now) {
   };
 }
 
+nlohmann::json HeartbeatDocument(const std::vector<Worker>& workers,
+                                 const std::map<std::string, std::string>& titles) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& w : workers) {
+    std::string key = w.slot.empty() ? w.name : w.slot;
+    if (out.contains(key)) continue;  // an older registration of the same slot
+    bool live = IsLive(w.status);
+    bool working = live && !w.current_task_id.empty();
+    auto meta_int = [&](const char* field) -> nlohmann::json {
+      auto it = w.metadata.find(field);
+      return it != w.metadata.end() && it->is_number_integer() ? *it : nlohmann::json(0);
+    };
+    nlohmann::json meta = {{"workerPid", live ? nlohmann::json(w.pid) : nlohmann::json()},
+                           {"workerVersion", "0.1.0"},
+                           {"restartCount", meta_int("restart_count")},
+                           {"workerId", w.id}};
+    if (working) meta["agentPid"] = meta_int("agent_pid");
+    if (!live) meta["offlineReason"] = w.reason;
+    auto title = titles.find(w.current_task_id);
+    out[key] = {
+        {"slot", key},
+        {"status", !live     ? "offline"
+                   : working ? "working"
+                             : "idle"},
+        {"task", working ? nlohmann::json(w.current_task_id) : nlohmann::json()},
+        {"taskTitle",
+         working && title != titles.end() ? nlohmann::json(title->second) : nlohmann::json()},
+        {"sessionId",
+         working ? nlohmann::json("tx:" + w.id + ":" + w.current_task_id) : nlohmann::json()},
+        {"lastUpdate", w.last_heartbeat_at},
+        {"startedAt", w.registered_at},
+        {"metadata", meta},
+    };
+  }
+  return {{"workers", out}};
+}
+
 nlohmann::json ToJson(const Event& e) {
   return {
       {"id", e.id},

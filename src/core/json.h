@@ -2,7 +2,9 @@
 // The wire form of each domain type, written once and shared by `--json` output and the HTTP API.
 // Times are ISO-8601 UTC strings; absent times are null.
 
+#include <map>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 #include "core/claim.h"
@@ -18,5 +20,14 @@ nlohmann::json ToJson(const Claim& c);
 nlohmann::json ToJson(const Worker& w, Millis now);
 nlohmann::json ToJson(const Event& e);
 nlohmann::json ToJson(const ReconcileReport& r);
+
+// The heartbeat document of the source notes, for tools that read one:
+// {"workers": {"slot-1": {"slot", "status" (idle|working|offline), "task", "taskTitle",
+// "sessionId", "lastUpdate", "startedAt" (ms since the epoch), "metadata": {"workerPid",
+// "workerVersion", "restartCount", "agentPid", "offlineReason"}}}}. One entry per slot (or name,
+// for a worker without a slot): the newest registration. `workers` newest first, as
+// WorkerService::List returns them; `titles` maps the current task ids to their titles.
+nlohmann::json HeartbeatDocument(const std::vector<Worker>& workers,
+                                 const std::map<std::string, std::string>& titles);
 
 }  // namespace tx
