@@ -168,6 +168,16 @@ TEST_F(WorkerTest, AnAgentThatExitsZeroCompletesTheTaskAndItsOutputIsLogged) {
   EXPECT_EQ(worker->Wait(30s), 0) << worker->Output();
 }
 
+TEST_F(WorkerTest, TaskLogFollowPrintsTheOutputAsItComesUntilTheAttemptEnds) {
+  std::string id = AddShellTask("for i in 1 2 3 4 5; do echo line $i; sleep 0.3; done");
+  auto worker = StartWorker();
+  ASSERT_TRUE(WaitForStatus(id, "running")) << worker->Output();
+  RunResult r = Tx({"task", "log", id, "--follow"});  // returns once the attempt has ended
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "line 1\nline 2\nline 3\nline 4\nline 5\n");
+  EXPECT_EQ(Status(id), "done");
+}
+
 TEST_F(WorkerTest, AFailingAgentIsRetriedWithBackoffUntilMaxAttemptsThenFails) {
   std::string id = AddShellTask("echo failing >&2; exit 3", {"--max-attempts", "2"});
   auto worker = StartWorker();
