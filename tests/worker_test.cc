@@ -459,6 +459,16 @@ TEST_F(WorkerTest, TheHeartbeatDocumentShowsEachSlotWorkingIdleOrOffline) {
   EXPECT_EQ(Tx({"worker", "status", "--format", "yaml"}).exit_code, 2);
 }
 
+TEST_F(WorkerTest, ATasksOwnLimitsOverrideTheWorkers) {
+  std::string id = AddShellTask("ulimit -n", {"--metadata", "{\"limits\": {\"open_files\": 77}}"});
+  auto worker = StartWorker({"--open-files", "500"});
+  ASSERT_TRUE(WaitForStatus(id, "done")) << worker->Output();
+  EXPECT_EQ(ReadFile(Path(".tx/logs/" + id + "/1.log")), "77\n");
+  RunResult bad = Tx({"task", "add", "x", "--metadata", "{\"limits\": {\"memory_mb\": -5}}"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("metadata.limits.memory_mb"), std::string::npos) << bad.err;
+}
+
 TEST_F(WorkerTest, AMissingProgramIsAFailedAttemptNamingIt) {
   RunResult r = Tx({"--json", "task", "add", "t", "--command", "/nonexistent/agent --go",
                     "--max-attempts", "1"});

@@ -55,6 +55,39 @@ Result<std::int64_t> ParseInteger(std::string_view field, std::string_view text)
   return v;
 }
 
+Result<TaskLimits> ParseTaskLimits(const nlohmann::json& metadata) {
+  TaskLimits out;
+  if (!metadata.is_object() || !metadata.contains("limits")) return out;
+  const nlohmann::json& l = metadata["limits"];
+  if (!l.is_object()) return Error::InvalidArgument("metadata.limits must be a JSON object");
+  for (const auto& [key, value] : l.items()) {
+    if (!value.is_number_integer() || value.get<std::int64_t>() < 1 ||
+        value.get<std::int64_t>() > (std::int64_t{1} << 40)) {
+      return Error::InvalidArgument("metadata.limits." + key + " must be a positive integer, not " +
+                                    value.dump());
+    }
+    auto n = value.get<std::uint64_t>();
+    if (key == "memory_mb") {
+      out.memory_mb = n;
+    } else if (key == "address_space_mb") {
+      out.address_space_mb = n;
+    } else if (key == "cpu_seconds") {
+      out.cpu_seconds = n;
+    } else if (key == "open_files") {
+      out.open_files = n;
+    } else if (key == "processes") {
+      out.processes = n;
+    } else if (key == "cpu_percent" && n <= 100 * 1024) {
+      out.cpu_percent = static_cast<int>(n);
+    } else {
+      return Error::InvalidArgument("unknown limit metadata.limits." + key +
+                                    " (known: memory_mb, cpu_percent, cpu_seconds, open_files, "
+                                    "processes, address_space_mb)");
+    }
+  }
+  return out;
+}
+
 Status ValidateNewTask(const Task& t, const Limits& limits) {
   if (t.title.empty()) return Error::InvalidArgument("a task needs a title");
   TX_RETURN_IF_ERROR(CheckText("title", t.title, limits.max_title));
@@ -83,6 +116,7 @@ Status ValidateNewTask(const Task& t, const Limits& limits) {
     return Error::InvalidArgument("a task takes --command or --agent, not both");
   }
   if (!t.metadata.is_object()) return Error::InvalidArgument("metadata must be a JSON object");
+  TX_RETURN_IF_ERROR(ParseTaskLimits(t.metadata));
   return Ok();
 }
 

@@ -3,6 +3,7 @@
 // that names the field and quotes the offending value.
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +26,16 @@ Status ValidateName(std::string_view field, std::string_view value);
 Result<nlohmann::json> ParseJsonObject(std::string_view field, std::string_view text);
 // Parses a decimal integer; "3x", "", "1.5" are refused.
 Result<std::int64_t> ParseInteger(std::string_view field, std::string_view text);
+// Resource limits a task asks for its agent, from metadata.limits: {"memory_mb", "cpu_percent",
+// "cpu_seconds", "open_files", "processes", "address_space_mb"}, each a positive integer. They
+// override the worker's limits for that task.
+struct TaskLimits {
+  std::optional<std::uint64_t> memory_mb, cpu_seconds, open_files, processes, address_space_mb;
+  std::optional<int> cpu_percent;
+};
+// An absent metadata.limits gives no limits; anything malformed is refused, naming the key.
+Result<TaskLimits> ParseTaskLimits(const nlohmann::json& metadata);
+
 // Checks every field of a new task (ids of after[] are checked against the store by the service).
 Status ValidateNewTask(const Task& t, const Limits& limits);
 

@@ -124,6 +124,13 @@ TEST(SpawnPlan, TheSpecCarriesTheAgentArgvEnvironmentLogAndLimits) {
   EXPECT_EQ(spec->log_path, "/data/.tx/logs/task-abcdefgh/2.log");
   EXPECT_EQ(spec->limits.open_files, 100u);
 
+  t.metadata = {{"limits", {{"open_files", 50}, {"memory_mb", 256}}}};
+  spec = PlanSpawn(c, t, claim, {});
+  ASSERT_TRUE(spec.ok());
+  EXPECT_EQ(spec->limits.open_files, 50u);
+  EXPECT_EQ(spec->limits.memory_bytes, 256ull << 20);
+  t.metadata = nlohmann::json::object();
+
   t.command = {"make", "test-{attempt}"};
   spec = PlanSpawn(c, t, claim, {});
   ASSERT_TRUE(spec.ok());

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "core/agent.h"
+#include "core/validation.h"
 
 extern char** environ;
 
@@ -55,6 +56,14 @@ Result<exec::SpawnSpec> PlanSpawn(const WorkerConfig& config, const Task& task, 
   spec.log_path = AttemptLogPath(config.logs_dir, task.id, claim.attempt);
   spec.log_cap_bytes = config.log_cap_bytes;
   spec.limits = config.limits;
+  // The task's own limits win over the worker's.
+  TX_ASSIGN_OR_RETURN(TaskLimits mine, ParseTaskLimits(task.metadata));
+  if (mine.memory_mb) spec.limits.memory_bytes = *mine.memory_mb << 20;
+  if (mine.address_space_mb) spec.limits.address_space_bytes = *mine.address_space_mb << 20;
+  if (mine.cpu_percent) spec.limits.cpu_percent = mine.cpu_percent;
+  if (mine.cpu_seconds) spec.limits.cpu_seconds = mine.cpu_seconds;
+  if (mine.open_files) spec.limits.open_files = mine.open_files;
+  if (mine.processes) spec.limits.processes = mine.processes;
   return spec;
 }
 
