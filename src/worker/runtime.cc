@@ -250,6 +250,16 @@ Result<int> WorkerRuntime::Run() {
     Result<std::optional<service::ClaimResult>> claimed =
         claims_->ClaimNext(worker_id_, config_.lease_ms);
     if (!claimed.ok()) {
+      if (claimed.error().code() == ErrorCode::kConflict) {
+        // Refused while still registered (stale after the machine slept, say): heartbeat, retry.
+        Result<Worker> me = workers_->Get(worker_id_);
+        if (me.ok() && IsLive(me->status) && me->status != WorkerStatus::kStopping) {
+          spdlog::warn("cannot claim yet: {}", claimed.error().message());
+          heartbeat_->Kick();
+          WaitIdle(1'000);
+          continue;
+        }
+      }
       if (claimed.error().code() != ErrorCode::kUnavailable) {
         spdlog::error("cannot claim: {}", claimed.error().message());
         code = 1;
