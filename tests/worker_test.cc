@@ -331,6 +331,28 @@ TEST_F(WorkerTest, KillingTheWorkerKillsItsAgentAndTheTaskRunsAgainElsewhere) {
   EXPECT_NE(t["attempts"][0]["worker_id"], t["attempts"][1]["worker_id"]);
 }
 
+TEST_F(WorkerTest, ANewWorkerInASlotKillsTheAgentTheHungOldOneLeftAndRedoesItsTask) {
+  std::string id =
+      AddShellTask("if [ -e first.pid ]; then exit 0; fi; echo $$ > first.pid; sleep 300");
+  auto old = StartWorker({"--slot", "slot-1"});
+  pid_t agent = ReadPid("first.pid");
+  ASSERT_GT(agent, 0);
+  ASSERT_TRUE(WaitFor(
+      [&] {  // its heartbeat has recorded the agent's pid
+        RunResult r = Tx({"--json", "worker", "status", "slot-1"});
+        return json::parse(r.out)["metadata"].value("agent_pid", 0) == agent;
+      },
+      10s));
+  old->Signal(SIGSTOP);  // hung: alive, silent, its agent still running
+  auto fresh = StartWorker({"--slot", "slot-1"});
+  EXPECT_TRUE(WaitFor([&] { return !Running(agent); }, 10s)) << fresh->Output();
+  ASSERT_TRUE(WaitForStatus(id, "done")) << fresh->Output();
+  json t = Show(id);
+  ASSERT_EQ(t["attempts"].size(), 2u);
+  EXPECT_EQ(t["attempts"][0]["end_reason"], "worker_died");
+  old->Signal(SIGKILL);
+}
+
 TEST_F(WorkerTest, ALostLeaseKillsTheAgentAndALateReportWithTheOldTokenIsRefused) {
   std::string id = AddShellTask("echo $$ > agent.pid; sleep 300");
   auto worker = StartWorker();
