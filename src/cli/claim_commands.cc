@@ -9,6 +9,7 @@
 #include "core/duration.h"
 #include "core/json.h"
 #include "core/validation.h"
+#include "exec/process_info.h"
 #include "service/claim_service.h"
 #include "service/worker_service.h"
 
@@ -16,16 +17,10 @@ namespace tx::cli {
 
 namespace {
 
-std::string Hostname() {
-  char buf[256] = {};
-  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
-  return buf;
-}
-
 // A hand-run claim acts as a worker name, registered on first use with a heartbeat interval as
 // long as the lease so it outlives the command (the registration commits with the claim).
 service::ManualWorker Manual(const std::string& flag, Millis lease_ms) {
-  return {flag.empty() ? "cli" : flag, lease_ms, Hostname(), getppid()};
+  return {flag.empty() ? "cli" : flag, lease_ms, exec::Hostname(), getppid()};
 }
 
 void PrintClaim(Context& ctx, const service::ClaimResult& r) {

@@ -119,6 +119,22 @@ CLI::Option* NonEmpty(CLI::Option* option) {
       "", "non-empty"));
 }
 
+std::vector<std::string> SplitCommas(const std::vector<std::string>& values) {
+  std::vector<std::string> out;
+  for (const auto& v : values) {
+    std::size_t start = 0;
+    while (start <= v.size()) {
+      std::size_t comma = v.find(',', start);
+      std::string item =
+          v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      if (!item.empty()) out.push_back(item);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  return out;
+}
+
 CLI::Option* OnePerFlag(CLI::Option* option) { return option->allow_extra_args(false); }
 
 Result<int> ParseCount(std::string_view field, std::string_view text) {

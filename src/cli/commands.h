@@ -28,6 +28,8 @@ std::span<const CommandSpec> Commands();
 // and repeatable options that take exactly one value per occurrence (--step a --step b).
 CLI::Option* NonEmpty(CLI::Option* option);
 CLI::Option* OnePerFlag(CLI::Option* option);
+// Splits repeated and comma-separated values: --requires a,b --requires c → {a, b, c}.
+std::vector<std::string> SplitCommas(const std::vector<std::string>& values);
 // Parses a positive count such as --limit: 1 .. 1,000,000,000.
 Result<int> ParseCount(std::string_view field, std::string_view text);
 

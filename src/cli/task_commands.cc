@@ -15,23 +15,6 @@ namespace tx::cli {
 
 namespace {
 
-// Splits repeated and comma-separated values: --requires a,b --requires c.
-std::vector<std::string> SplitCommas(const std::vector<std::string>& values) {
-  std::vector<std::string> out;
-  for (const auto& v : values) {
-    std::size_t start = 0;
-    while (start <= v.size()) {
-      std::size_t comma = v.find(',', start);
-      std::string item =
-          v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-      if (!item.empty()) out.push_back(item);
-      if (comma == std::string::npos) break;
-      start = comma + 1;
-    }
-  }
-  return out;
-}
-
 Status PrintTask(Context& ctx, const service::TaskDetail& d) {
   if (ctx.json()) {
     ctx.PrintJson(ToJson(d.task, d.attempts));

@@ -26,18 +26,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::vector<std::string> SplitCommaList(const std::string& s) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start <= s.size()) {
-    std::size_t comma = s.find(',', start);
-    if (comma == std::string::npos) comma = s.size();
-    if (comma > start) out.push_back(s.substr(start, comma - start));
-    start = comma + 1;
-  }
-  return out;
-}
-
 std::string SelfExe() {
   std::error_code ec;
   fs::path p = fs::read_symlink("/proc/self/exe", ec);
@@ -121,8 +109,8 @@ Handler SetupWorkerStart(CLI::App& cmd) {
     }
     if (!a->name.empty()) c.name = a->name;
     if (!a->slot.empty()) c.slot = a->slot;
-    if (!a->capabilities.empty()) c.capabilities = SplitCommaList(a->capabilities);
-    if (!a->queues.empty()) c.queues = SplitCommaList(a->queues);
+    if (!a->capabilities.empty()) c.capabilities = SplitCommas({a->capabilities});
+    if (!a->queues.empty()) c.queues = SplitCommas({a->queues});
     if (!a->agent.empty()) c.agent = a->agent;
     if (!a->allowed.empty()) c.allowed_commands = a->allowed;
     auto duration = [](const std::string& text, Millis& out) -> Status {

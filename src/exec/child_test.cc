@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "exec/cgroup.h"
+#include "exec/process_info.h"
 
 extern char** environ;
 
@@ -707,6 +708,29 @@ TEST_F(ChildTest, WithoutCgroupPermissionMemoryFallsBackToRlimitAs) {
   EXPECT_TRUE(Contains(warning, "memory")) << warning;
   EXPECT_TRUE(Contains(warning, "RLIMIT_AS=268435456 instead")) << warning;
   EXPECT_TRUE(Contains(ReadAll(log_), "as_kb=262144\n")) << ReadAll(log_);
+}
+
+}  // namespace
+}  // namespace tx::exec
+
+namespace tx::exec {
+namespace {
+
+// What a new worker checks before killing an agent its replaced predecessor left: the pid must
+// still carry that worker's id in its environment.
+TEST_F(ChildTest, AnAgentIsRecognisedByItsEnvironmentAndKilledWithItsGroup) {
+  SpawnSpec spec = Spec({"hang_silent.sh"});
+  spec.env.push_back("TX_WORKER_ID=worker-aaaaaaaa");
+  Child child = Start(spec);
+  EXPECT_TRUE(Eventually(
+      [&] { return ProcessHasEnvironmentEntry(child.pid(), "TX_WORKER_ID=worker-aaaaaaaa"); }));
+  EXPECT_FALSE(ProcessHasEnvironmentEntry(child.pid(), "TX_WORKER_ID=worker-bbbbbbbb"));
+  EXPECT_FALSE(ProcessHasEnvironmentEntry(child.pid(), "TX_WORKER_ID=worker-aaaa"));
+  KillGroup(child.pid());
+  ExitOutcome o = child.Wait();
+  EXPECT_EQ(o.Classify(), ExitOutcome::Class::kKilled);
+  EXPECT_FALSE(Hostname().empty());
+  EXPECT_GT(SelfResidentMb(), 0);
 }
 
 }  // namespace

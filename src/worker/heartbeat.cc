@@ -8,30 +8,9 @@
 #include <cstdio>
 
 #include "core/duration.h"
+#include "exec/process_info.h"
 
 namespace tx::worker {
-namespace {
-
-double ProcessCpuSeconds() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  auto secs = [](const timeval& tv) { return static_cast<double>(tv.tv_sec) + tv.tv_usec / 1e6; };
-  return secs(ru.ru_utime) + secs(ru.ru_stime);
-}
-
-// Resident set size of this process in MB, from /proc/self/statm (pages).
-double ResidentMb() {
-  std::FILE* f = std::fopen("/proc/self/statm", "r");
-  if (f == nullptr) return 0;
-  long size = 0, resident = 0;
-  int n = std::fscanf(f, "%ld %ld", &size, &resident);
-  std::fclose(f);
-  if (n != 2) return 0;
-  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1 << 20);
-}
-
-}  // namespace
-
 HeartbeatLoop::HeartbeatLoop(std::unique_ptr<store::Store> store, const WorkerConfig& config,
                              std::string worker_id, SharedState& state, int wake_fd)
     : store_(std::move(store)),
@@ -97,7 +76,7 @@ Millis HeartbeatLoop::NextWait() {
 
 nlohmann::json HeartbeatLoop::Metadata() {
   Millis now = store_->clock().NowMs();
-  double cpu = ProcessCpuSeconds();
+  double cpu = exec::SelfCpuSeconds();
   double pct = 0;
   if (last_cpu_at_ > 0 && now > last_cpu_at_) {
     pct = 100.0 * (cpu - last_cpu_seconds_) / ((now - last_cpu_at_) / 1000.0);
@@ -105,10 +84,11 @@ nlohmann::json HeartbeatLoop::Metadata() {
   last_cpu_seconds_ = cpu;
   last_cpu_at_ = now;
   std::optional<Holding> h = state_.holding();
-  nlohmann::json m = {{"cpu_percent", static_cast<double>(static_cast<int>(pct * 100)) / 100},
-                      {"rss_mb", static_cast<double>(static_cast<int>(ResidentMb() * 10)) / 10},
-                      {"tasks_completed", state_.tasks_completed()},
-                      {"agent_pid", h ? h->agent_pid : 0}};
+  nlohmann::json m = {
+      {"cpu_percent", static_cast<double>(static_cast<int>(pct * 100)) / 100},
+      {"rss_mb", static_cast<double>(static_cast<int>(exec::SelfResidentMb() * 10)) / 10},
+      {"tasks_completed", state_.tasks_completed()},
+      {"agent_pid", h ? h->agent_pid : 0}};
   return m;
 }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/duration.h"
+#include "exec/process_info.h"
 #include "worker/spawn_plan.h"
 
 namespace tx::worker {
@@ -25,12 +26,6 @@ namespace {
 using SteadyClock = std::chrono::steady_clock;
 
 constexpr Millis kMaxStoreBackoffMs = 5 * 60'000;
-
-std::string Hostname() {
-  char buf[256] = {};
-  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
-  return buf;
-}
 
 sigset_t WorkerSignals() {
   sigset_t set;
@@ -43,24 +38,6 @@ sigset_t WorkerSignals() {
 
 Millis MsUntil(SteadyClock::time_point t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(t - SteadyClock::now()).count();
-}
-
-// True when process `pid` carries TX_WORKER_ID=<worker_id> in its environment: an agent that
-// worker started, and not an unrelated process that reused the pid.
-bool IsAgentOf(pid_t pid, const std::string& worker_id) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
-  if (!in) return false;
-  std::stringstream buf;
-  buf << in.rdbuf();
-  std::string env = buf.str();
-  std::string want = "TX_WORKER_ID=" + worker_id;
-  for (std::size_t pos = 0; pos < env.size();) {
-    std::size_t end = env.find('\0', pos);
-    if (end == std::string::npos) end = env.size();
-    if (env.compare(pos, end - pos, want) == 0) return true;
-    pos = end + 1;
-  }
-  return false;
 }
 
 double Jitter() {
@@ -86,7 +63,7 @@ Status WorkerRuntime::Start() {
   if (signal_fd_ < 0 || wake_fd_ < 0) {
     return Error::Internal(std::string("signalfd/eventfd: ") + std::strerror(errno));
   }
-  hostname_ = Hostname();
+  hostname_ = exec::Hostname();
 
   TX_ASSIGN_OR_RETURN(store_, store::Open({config_.db_path, false}));
   TX_ASSIGN_OR_RETURN(std::unique_ptr<store::Store> beat_store,
@@ -129,10 +106,11 @@ void WorkerRuntime::KillLeftoverAgent(const Worker& old) {
     pid = old.metadata["agent_pid"].get<pid_t>();
   }
   if (pid <= 0 || old.hostname != hostname_) return;
-  if (!IsAgentOf(pid, old.id)) return;
+  // Only an agent that worker started (TX_WORKER_ID in its environment), not a process that
+  // reused the pid.
+  if (!exec::ProcessHasEnvironmentEntry(pid, "TX_WORKER_ID=" + old.id)) return;
   spdlog::warn("killing agent pid {} left running by {} (replaced)", pid, old.id);
-  ::kill(-pid, SIGKILL);
-  ::kill(pid, SIGKILL);
+  exec::KillGroup(pid);
 }
 
 void WorkerRuntime::HandleSignals() {

@@ -309,12 +309,12 @@ class SqliteTxn final : public Txn {
     made_ready_ = made_ready_ || t.status == TaskStatus::kReady;
     // A task read from the store carries its seq, the rowid: finding the row by it skips a
     // descent of the id index (random ids, so a likely cache miss in a big queue).
-    const char* by_seq =
-        "UPDATE tasks SET status = ?2, attempt = ?3, run_after = ?4, result = ?5, error = ?6, "
-        "updated_at = ?7, started_at = ?8, finished_at = ?9 WHERE seq = ?10 AND id = ?1";
-    const char* by_id =
-        "UPDATE tasks SET status = ?2, attempt = ?3, run_after = ?4, result = ?5, error = ?6, "
-        "updated_at = ?7, started_at = ?8, finished_at = ?9 WHERE id = ?1";
+#define TASK_STATE_SET                                                                    \
+  "UPDATE tasks SET status = ?2, attempt = ?3, run_after = ?4, result = ?5, error = ?6, " \
+  "updated_at = ?7, started_at = ?8, finished_at = ?9 "
+    const char* by_seq = TASK_STATE_SET "WHERE seq = ?10 AND id = ?1";
+    const char* by_id = TASK_STATE_SET "WHERE id = ?1";
+#undef TASK_STATE_SET
     TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare(t.seq > 0 ? by_seq : by_id));
     if (t.seq > 0) s.Bind(10, t.seq);
     s.Bind(1, t.id)

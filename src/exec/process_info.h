@@ -1,0 +1,24 @@
+#pragma once
+// Facts about processes on this machine, read from the OS: the worker's own resource use for its
+// heartbeats, this host's name, and whether a pid still belongs to a given agent (so a leftover
+// agent can be killed without hitting an unrelated process that reused its pid).
+
+#include <sys/types.h>
+
+#include <string>
+#include <string_view>
+
+namespace tx::exec {
+
+std::string Hostname();  // "unknown" if the OS will not say
+
+double SelfCpuSeconds();  // user + system time of this process so far
+double SelfResidentMb();  // resident set size of this process, 0 if unreadable
+
+// True when process `pid` exists and its environment holds exactly `entry` ("NAME=value").
+bool ProcessHasEnvironmentEntry(pid_t pid, std::string_view entry);
+
+// SIGKILL to process group `pgid` and to the process itself (ESRCH is not an error).
+void KillGroup(pid_t pgid);
+
+}  // namespace tx::exec
