@@ -47,6 +47,14 @@ constexpr CommandSpec kCommands[] = {
     {"worker list", "worker.list", "List registered workers", SetupWorkerList},
     {"worker status", "worker.status", "Show one worker, or a summary of live workers",
      SetupWorkerStatus},
+    {"orchestrator start", "orchestrator.start",
+     "Run a supervised pool of workers and the reconciler until stopped", SetupOrchestratorStart},
+    {"orchestrator stop", "orchestrator.stop",
+     "Stop the running orchestrator: drain its workers (or --force)", SetupOrchestratorStop},
+    {"orchestrator status", "orchestrator.status",
+     "The orchestrator, its pool, the queue and the last reconcile", SetupOrchestratorStatus},
+    {"orchestrator scale", "orchestrator.scale", "Grow or shrink the running pool to N workers",
+     SetupOrchestratorScale},
     {"orchestrator reconcile", "orchestrator.reconcile",
      "Run one reconcile pass: dead workers, expired leases, orphans, inconsistencies",
      SetupOrchestratorReconcile},
@@ -55,7 +63,7 @@ constexpr CommandSpec kCommands[] = {
 constexpr std::string_view kGroupHelp[][2] = {
     {"task", "Add, list, inspect and finish tasks"},
     {"worker", "Run workers and inspect them"},
-    {"orchestrator", "Reconcile the store"},
+    {"orchestrator", "Run and steer the supervised worker pool; reconcile the store"},
 };
 
 int Fail(const Error& e, bool json) {

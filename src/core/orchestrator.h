@@ -29,6 +29,12 @@ struct OrchestratorState {
   Millis last_reconcile_at = 0;
   nlohmann::json last_report = nlohmann::json::object();
   nlohmann::json config = nlohmann::json::object();
+  // What an operator asked (tx orchestrator scale|stop): {"workers": N, "scale_id": "…"} and/or
+  // {"stop": "graceful"|"force"}. The orchestrator consumes it.
+  nlohmann::json request = nlohmann::json::object();
+  // The pool as the orchestrator last published it (slots, desired, scale outcomes).
+  nlohmann::json pool = nlohmann::json::object();
+  Millis seen_at = 0;  // the holder's last refresh of this row
 };
 
 }  // namespace tx

@@ -62,6 +62,7 @@ struct Rlimit {
 // only makes async-signal-safe calls (no allocation, no locks, no PATH lookup).
 struct ChildPlan {
   pid_t parent = 0;
+  int parent_death_signal = SIGKILL;
   const char* program = nullptr;
   char* const* argv = nullptr;
   char* const* envp = nullptr;
@@ -106,7 +107,7 @@ void CloseOtherFds(int keep, int max_fd) {
   };
   // Our own process group, so that signals to the group reach grandchildren and nothing else.
   ::setpgid(0, 0);
-  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail(kSetup, errno);
+  if (::prctl(PR_SET_PDEATHSIG, p.parent_death_signal) != 0) fail(kSetup, errno);
   // The parent may have died before the signal was armed; then nobody would ever deliver it.
   if (::getppid() != p.parent) ::_exit(127);
 
@@ -380,6 +381,7 @@ Result<Child> Child::Spawn(const SpawnSpec& spec) {
   envp.push_back(nullptr);
 
   plan.parent = ::getpid();
+  plan.parent_death_signal = spec.parent_death_signal;
   plan.program = program.c_str();
   plan.argv = argv.data();
   plan.envp = envp.data();

@@ -5,8 +5,10 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <string>
 
 namespace tx::exec {
 
@@ -50,6 +52,51 @@ void KillGroup(pid_t pgid) {
   if (pgid <= 0) return;
   ::kill(-pgid, SIGKILL);
   ::kill(pgid, SIGKILL);
+}
+
+namespace {
+
+// The process group of `pid` from /proc/<pid>/stat (field 5, after the parenthesised command,
+// which may itself hold spaces or parentheses), and its state letter.
+bool ReadStat(pid_t pid, pid_t& pgid, char& state) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  if (!std::getline(in, stat)) return false;
+  std::size_t close = stat.rfind(')');
+  if (close == std::string::npos || close + 2 >= stat.size()) return false;
+  int ppid = 0, group = 0;
+  if (std::sscanf(stat.c_str() + close + 2, "%c %d %d", &state, &ppid, &group) != 3) return false;
+  pgid = group;
+  return true;
+}
+
+}  // namespace
+
+bool ProcessAlive(pid_t pid) {
+  pid_t pgid = 0;
+  char state = 0;
+  return pid > 0 && ReadStat(pid, pgid, state) && state != 'Z' && state != 'X';
+}
+
+bool KillAgentGroup(pid_t pgid, std::string_view entry) {
+  if (pgid <= 1) return false;
+  bool ours = ProcessHasEnvironmentEntry(pgid, entry);
+  if (!ours) {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+      const std::string name = e.path().filename().string();
+      if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+      pid_t pid = std::stoi(name);
+      pid_t group = 0;
+      char state = 0;
+      if (ReadStat(pid, group, state) && group == pgid && ProcessHasEnvironmentEntry(pid, entry)) {
+        ours = true;
+        break;
+      }
+    }
+  }
+  if (ours) KillGroup(pgid);
+  return ours;
 }
 
 }  // namespace tx::exec

@@ -2,6 +2,7 @@
 // SpawnSpec: everything about a child process to start, as a plain value. The worker builds it
 // from the task and the agent profile; tests compare it; Child::Spawn applies it.
 
+#include <csignal>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -41,6 +42,9 @@ struct SpawnSpec {
   // marker "[tx: N earlier bytes dropped]". 0 = no cap.
   std::uint64_t log_cap_bytes = 8ull << 20;
   ResourceLimits limits;
+  // Sent to the child when its parent dies. Agents get SIGKILL; the orchestrator's workers get
+  // SIGTERM, so that an orphaned worker drains, stops its agent and deregisters by itself.
+  int parent_death_signal = SIGKILL;
 
   bool operator==(const SpawnSpec&) const = default;
 };

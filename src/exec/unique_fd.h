@@ -1,5 +1,5 @@
 #pragma once
-// UniqueFd: owns one file descriptor and closes it on destruction. Move-only. Internal to exec.
+// UniqueFd: owns one file descriptor and closes it on destruction. Move-only.
 
 #include <unistd.h>
 

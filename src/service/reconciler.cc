@@ -102,6 +102,24 @@ Status Reconciler::FixInconsistencies(Millis now, ReconcileReport& report) {
   });
 }
 
+Result<std::optional<Millis>> Reconciler::NextDueAt() {
+  std::optional<Millis> due;
+  auto earliest = [&](Millis t) { due = due ? std::min(*due, t) : t; };
+  TX_RETURN_IF_ERROR(store_.Read([&](store::Txn& txn) -> Status {
+    TX_ASSIGN_OR_RETURN(
+        std::vector<Worker> workers,
+        txn.ListWorkers({WorkerStatus::kStarting, WorkerStatus::kIdle, WorkerStatus::kBusy,
+                         WorkerStatus::kPaused, WorkerStatus::kStopping}));
+    for (const auto& w : workers) {
+      if (IsLive(w.status)) earliest(w.last_heartbeat_at + 2 * w.heartbeat_interval_ms);
+    }
+    TX_ASSIGN_OR_RETURN(std::vector<Claim> active, txn.ListActiveClaims());
+    for (const auto& c : active) earliest(c.lease_expires_at);
+    return Ok();
+  }));
+  return due;
+}
+
 Result<ReconcileReport> Reconciler::RunOnce(Millis now) {
   ReconcileReport report;
   report.at = now;

@@ -12,6 +12,8 @@
 // Finally it records last_reconcile_at and the report on the orchestrator row. Running it twice
 // in a row finds nothing the second time. The loop around it lives in orchestrator/.
 
+#include <optional>
+
 #include "core/clock.h"
 #include "core/orchestrator.h"
 #include "service/options.h"
@@ -24,6 +26,13 @@ class Reconciler {
   explicit Reconciler(store::Store& store, ServiceOptions options = {});
 
   Result<ReconcileReport> RunOnce(Millis now);
+
+  // The earliest time after which RunOnce would find something without anything else changing:
+  // a live worker going stale (last heartbeat + 2 intervals) or an active lease expiring; nullopt
+  // when neither can happen. The orchestrator reconciles then, instead of waiting for its next
+  // interval, so detection is bounded by the heartbeat interval and not by the reconcile tick.
+  // One read.
+  Result<std::optional<Millis>> NextDueAt();
 
  private:
   Status DeclareDeadWorkers(Millis now, ReconcileReport& report);

@@ -48,16 +48,44 @@ Status TaskService::Insert(store::Txn& txn, Task& t, Millis now) {
                {"priority", t.priority}});
 }
 
+namespace {
+
+// Backpressure (tx orchestrator start --max-queue-depth): while an orchestrator runs with a
+// limit, adding `adding` tasks that would take the ready queue past it is refused.
+Status CheckQueueRoom(store::Txn& txn, std::size_t adding) {
+  TX_ASSIGN_OR_RETURN(OrchestratorState o, txn.GetOrchestrator());
+  if (o.status == "stopped") return Ok();
+  auto it = o.config.find("max_queue_depth");
+  if (it == o.config.end() || !it->is_number_integer() || it->get<std::int64_t>() <= 0) {
+    return Ok();
+  }
+  std::int64_t max = it->get<std::int64_t>();
+  TX_ASSIGN_OR_RETURN(std::int64_t ready, txn.CountReadyTasks());
+  if (ready + static_cast<std::int64_t>(adding) > max) {
+    return Error::Backpressure(
+        "queue full: " + std::to_string(ready) + " tasks ready of " + std::to_string(max) +
+        " allowed (max-queue-depth); " +
+        (adding > 1 ? std::to_string(adding) + " more refused" : std::string("try again later")));
+  }
+  return Ok();
+}
+
+}  // namespace
+
 Result<Task> TaskService::Add(Task draft) {
   Millis now = clock_.NowMs();
   if (draft.timeout_ms <= 0) draft.timeout_ms = options_.default_task_timeout_ms;
-  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) { return Insert(txn, draft, now); }));
+  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+    TX_RETURN_IF_ERROR(CheckQueueRoom(txn, 1));
+    return Insert(txn, draft, now);
+  }));
   return draft;
 }
 
 Result<std::vector<Task>> TaskService::AddMany(std::vector<Task> drafts) {
   Millis now = clock_.NowMs();
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+    TX_RETURN_IF_ERROR(CheckQueueRoom(txn, drafts.size()));
     for (auto& t : drafts) {
       if (t.timeout_ms <= 0) t.timeout_ms = options_.default_task_timeout_ms;
       TX_RETURN_IF_ERROR(Insert(txn, t, now));

@@ -31,6 +31,10 @@ Result<Worker> WorkerService::Register(Registration r, std::vector<Worker>* repl
   Millis now = clock_.NowMs();
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
     if (replaced != nullptr) replaced->clear();  // a retried transaction starts over
+    TX_ASSIGN_OR_RETURN(OrchestratorState o, txn.GetOrchestrator());
+    if (o.status == "stopping") {
+      return Error::Unavailable("the orchestrator is stopping: no new workers are registered");
+    }
     if (!r.slot.empty()) {
       TX_ASSIGN_OR_RETURN(std::vector<Worker> live, txn.ListWorkers({}));
       for (auto& old : live) {
@@ -125,6 +129,25 @@ Result<Worker> WorkerService::MarkDead(std::string_view id, const std::string& r
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
     TX_ASSIGN_OR_RETURN(Worker w, detail::LoadLiveWorker(txn, id));
     TX_RETURN_IF_ERROR(detail::MarkDead(txn, w, reason, now));
+    out = std::move(w);
+    return Ok();
+  }));
+  return std::move(*out);
+}
+
+Result<Worker> WorkerService::MarkCrashed(std::string_view id, const nlohmann::json& exit) {
+  std::optional<Worker> out;
+  Millis now = clock_.NowMs();
+  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+    TX_ASSIGN_OR_RETURN(Worker w, detail::LoadLiveWorker(txn, id));
+    std::string task = w.current_task_id;
+    std::string how = exit.value("description", std::string("unknown"));
+    TX_RETURN_IF_ERROR(detail::MarkDead(txn, w, "process exited: " + how, now));
+    nlohmann::json data = exit;
+    data["slot"] = w.slot;
+    data["pid"] = w.pid;
+    if (!task.empty()) data["requeued_task"] = task;
+    TX_RETURN_IF_ERROR(Emit(txn, now, "worker.crashed", task, w.id, data));
     out = std::move(w);
     return Ok();
   }));

@@ -66,6 +66,12 @@ class WorkerService {
   // Marks a live worker dead; its claims end `worker_died` and their tasks are requeued.
   Result<Worker> MarkDead(std::string_view id, const std::string& reason);
 
+  // The supervisor saw the worker's process exit while it was still registered: as MarkDead
+  // (reason "process exited: <how>"), plus a worker.crashed event whose data is `exit` (the exit
+  // code, its class — killed, terminated, exited — and a description) with the tasks requeued.
+  // conflict when the worker is no longer live (it deregistered before exiting).
+  Result<Worker> MarkCrashed(std::string_view id, const nlohmann::json& exit);
+
   Result<std::vector<Worker>> List(const std::vector<WorkerStatus>& statuses = {});
   // By id, or by name or slot (the newest registration with it).
   Result<Worker> Get(std::string_view id_or_name);

@@ -76,6 +76,8 @@ class Txn {
   // blocks writers) and re-check each candidate inside the Write that repairs it.
   virtual Result<std::vector<std::string>> ListRunningTasksWithoutActiveClaim() = 0;
   virtual Result<std::vector<StatusCount>> CountTasks() = 0;
+  // Tasks in `ready` (the queue depth that backpressure limits); counts an index, not the table.
+  virtual Result<std::int64_t> CountReadyTasks() = 0;
 
   // Claims. InsertClaim assigns the next fencing token.
   virtual Status InsertClaim(Claim& claim) = 0;

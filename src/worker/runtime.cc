@@ -107,10 +107,10 @@ void WorkerRuntime::KillLeftoverAgent(const Worker& old) {
   }
   if (pid <= 0 || old.hostname != hostname_) return;
   // Only an agent that worker started (TX_WORKER_ID in its environment), not a process that
-  // reused the pid.
-  if (!exec::ProcessHasEnvironmentEntry(pid, "TX_WORKER_ID=" + old.id)) return;
-  spdlog::warn("killing agent pid {} left running by {} (replaced)", pid, old.id);
-  exec::KillGroup(pid);
+  // reused the pid; its grandchildren too, should the agent itself be gone.
+  if (exec::KillAgentGroup(pid, "TX_WORKER_ID=" + old.id)) {
+    spdlog::warn("killed agent group {} left running by {} (replaced)", pid, old.id);
+  }
 }
 
 void WorkerRuntime::HandleSignals() {

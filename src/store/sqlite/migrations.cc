@@ -139,6 +139,14 @@ ALTER TABLE workers ADD COLUMN request TEXT NOT NULL DEFAULT ''
   CHECK (request = '' OR request = 'pause' OR request = 'resume' OR request = 'stop' OR
          request = 'stop-now');
 )sql"},
+    {3, R"sql(
+-- What an operator asked of the running orchestrator (tx orchestrator scale|stop), as a JSON
+-- object it consumes; the pool it publishes for tx orchestrator status; and when it last
+-- refreshed the row (a holder on another host that stops refreshing it is presumed dead).
+ALTER TABLE orchestrator ADD COLUMN request TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE orchestrator ADD COLUMN pool TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE orchestrator ADD COLUMN seen_at INTEGER NOT NULL DEFAULT 0;
+)sql"},
 };
 }  // namespace
 

@@ -416,6 +416,11 @@ class SqliteTxn final : public Txn {
     });
   }
 
+  Result<std::int64_t> CountReadyTasks() override {
+    // The literal status lets SQLite count the partial index tasks_ready.
+    return db_.QueryInt("SELECT count(*) FROM tasks WHERE status = 'ready'");
+  }
+
   Status InsertClaim(Claim& c) override {
     TX_ASSIGN_OR_RETURN(
         Stmt s, db_.Prepare("INSERT INTO claims (task_id, worker_id, attempt, claimed_at, "
@@ -562,26 +567,32 @@ class SqliteTxn final : public Txn {
 
   Result<OrchestratorState> GetOrchestrator() override {
     TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("SELECT status, pid, hostname, started_at, "
-                                            "last_reconcile_at, last_report, config "
-                                            "FROM orchestrator WHERE id = 1"));
+                                            "last_reconcile_at, last_report, config, request, "
+                                            "pool, seen_at FROM orchestrator WHERE id = 1"));
     TX_ASSIGN_OR_RETURN(bool row, s.Step());
     if (!row) return Error::Internal("the orchestrator row is missing");
-    return OrchestratorState{s.Text(0), s.Int(1),          s.Text(2),        s.Int(3),
-                             s.Int(4),  Object(s.Text(5)), Object(s.Text(6))};
+    return OrchestratorState{s.Text(0),         s.Int(1),          s.Text(2),
+                             s.Int(3),          s.Int(4),          Object(s.Text(5)),
+                             Object(s.Text(6)), Object(s.Text(7)), Object(s.Text(8)),
+                             s.Int(9)};
   }
 
   Status PutOrchestrator(const OrchestratorState& o) override {
     TX_ASSIGN_OR_RETURN(Stmt s,
                         db_.Prepare("UPDATE orchestrator SET status = ?1, pid = ?2, hostname = ?3, "
                                     "started_at = ?4, last_reconcile_at = ?5, last_report = ?6, "
-                                    "config = ?7 WHERE id = 1"));
+                                    "config = ?7, request = ?8, pool = ?9, seen_at = ?10 "
+                                    "WHERE id = 1"));
     s.Bind(1, o.status)
         .Bind(2, o.pid)
         .Bind(3, o.hostname)
         .Bind(4, o.started_at)
         .Bind(5, o.last_reconcile_at)
         .Bind(6, o.last_report.dump())
-        .Bind(7, o.config.dump());
+        .Bind(7, o.config.dump())
+        .Bind(8, o.request.dump())
+        .Bind(9, o.pool.dump())
+        .Bind(10, o.seen_at);
     return s.Run();
   }
 

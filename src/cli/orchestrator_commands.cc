@@ -1,0 +1,403 @@
+// tx orchestrator start|stop|status|scale
+
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <random>
+#include <thread>
+
+#include "cli/commands.h"
+#include "cli/print.h"
+#include "cli/table.h"
+#include "core/duration.h"
+#include "core/json.h"
+#include "exec/process_info.h"
+#include "orchestrator/config.h"
+#include "orchestrator/daemon.h"
+#include "orchestrator/runtime.h"
+#include "orchestrator/singleton.h"
+#include "service/orchestrator_service.h"
+#include "service/task_service.h"
+#include "service/worker_service.h"
+
+namespace tx::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string SelfExe() {
+  std::error_code ec;
+  fs::path p = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string() : p.string();
+}
+
+// Is the row's holder a process that still runs? Same host: its pid; another host: whether it
+// refreshed the row lately.
+bool HolderAlive(const OrchestratorState& o, Millis now) {
+  if (o.status == "stopped") return false;
+  if (o.hostname == exec::Hostname()) return exec::ProcessAlive(static_cast<pid_t>(o.pid));
+  return now - o.seen_at < 30'000;
+}
+
+Status RefuseIfRunning(store::Store& store) {
+  service::OrchestratorService row(store, store.clock());
+  TX_ASSIGN_OR_RETURN(OrchestratorState o, row.Get());
+  if (HolderAlive(o, store.clock().NowMs()) && o.pid != ::getpid()) {
+    return Error::Conflict("an orchestrator is already running on this store (pid " +
+                           std::to_string(o.pid) + " on " + o.hostname + ", " + o.status + ")");
+  }
+  return Ok();
+}
+
+}  // namespace
+
+Handler SetupOrchestratorStart(CLI::App& cmd) {
+  struct Args {
+    std::string workers, max_workers, heartbeat, lease, reconcile, shutdown, agent, capabilities,
+        queues, config, max_restarts, restart_window, max_backoff, capacity_timeout,
+        max_queue_depth, heartbeat_file, stall, poll, memory_mb, cpu_percent;
+    bool daemon = false;
+  };
+  auto a = std::make_shared<Args>();
+  auto opt = [&](const char* name, std::string& into, const char* help, const char* type) {
+    NonEmpty(cmd.add_option(name, into, help)->type_name(type));
+  };
+  opt("--workers", a->workers, "Workers to keep running (default 2, or [orchestrator] workers)",
+      "N");
+  opt("--max-workers", a->max_workers,
+      "Cap on worker processes; scaling past it waits (default 10)", "N");
+  cmd.add_flag("--daemon", a->daemon,
+               "Detach once running; log to orchestrator.log beside the store");
+  opt("--heartbeat-interval", a->heartbeat, "Workers' idle heartbeat interval (default 30s)",
+      "DUR");
+  opt("--lease", a->lease, "Lease per claim (default 30m)", "DUR");
+  opt("--reconcile-interval", a->reconcile, "Full reconcile pass every (default 60s)", "DUR");
+  opt("--shutdown-timeout", a->shutdown,
+      "On stop, how long workers may finish their tasks before SIGKILL (default 5m)", "DUR");
+  opt("--agent", a->agent, "Workers' agent profile or argv template", "PROFILE|'ARGV'");
+  opt("--capabilities", a->capabilities, "Workers' capabilities: a,b", "LIST");
+  opt("--queues", a->queues, "Queues the workers claim from", "LIST");
+  opt("--config", a->config, "Config file (default: config.toml beside the store)", "PATH");
+  opt("--max-restarts", a->max_restarts,
+      "Restarts within --restart-window before a slot is marked failed (default 5)", "N");
+  opt("--restart-window", a->restart_window, "Window of --max-restarts (default 1m)", "DUR");
+  opt("--max-backoff", a->max_backoff, "Longest wait before restarting a worker (default 30s)",
+      "DUR");
+  opt("--capacity-timeout", a->capacity_timeout,
+      "How long workers wanted past --max-workers wait for room (default 30s)", "DUR");
+  opt("--max-queue-depth", a->max_queue_depth,
+      "Refuse tx task add (exit 5) beyond this many ready tasks", "N");
+  opt("--heartbeat-file", a->heartbeat_file,
+      "Mirror the pool's heartbeat document to this file (rewritten atomically)", "PATH");
+  opt("--stall-timeout", a->stall, "Stop an agent silent for this long (default off)", "DUR");
+  opt("--poll-interval", a->poll, "Workers' fallback poll when idle (default 30s)", "DUR");
+  opt("--memory-mb", a->memory_mb, "Agent memory limit", "MB");
+  opt("--cpu-percent", a->cpu_percent, "Agent CPU limit (100 = one core)", "N");
+  return [a](Context& ctx) -> Status {
+    orchestrator::OrchestratorConfig c;
+    fs::path db = fs::absolute(ctx.DbPath());
+    c.db_path = db.string();
+    c.store_dir = db.parent_path().string();
+    c.tx_binary = SelfExe();
+    if (!a->config.empty() && !fs::exists(a->config)) {
+      return Error::InvalidArgument("no config file at " + a->config);
+    }
+    if (!a->config.empty()) c.config_path = fs::absolute(a->config).string();
+    TX_RETURN_IF_ERROR(orchestrator::ApplyOrchestratorFile(
+        a->config.empty() ? (db.parent_path() / "config.toml").string() : a->config, c));
+
+    auto count = [](std::string_view flag, const std::string& text, int lo, auto& out) -> Status {
+      if (text.empty()) return Ok();
+      int n = 0;
+      if (text != "0" || lo != 0) {
+        TX_ASSIGN_OR_RETURN(n, ParseCount(flag, text));
+      }
+      out = n;
+      return Ok();
+    };
+    auto duration = [](const std::string& text, Millis& out) -> Status {
+      if (text.empty()) return Ok();
+      TX_ASSIGN_OR_RETURN(out, ParseDuration(text));
+      if (out <= 0) return Error::InvalidArgument("durations must be positive: " + text);
+      return Ok();
+    };
+    TX_RETURN_IF_ERROR(count("--workers", a->workers, 0, c.workers));
+    TX_RETURN_IF_ERROR(count("--max-workers", a->max_workers, 1, c.policy.max_workers));
+    TX_RETURN_IF_ERROR(count("--max-restarts", a->max_restarts, 0, c.policy.max_restarts));
+    TX_RETURN_IF_ERROR(count("--max-queue-depth", a->max_queue_depth, 0, c.max_queue_depth));
+    TX_RETURN_IF_ERROR(duration(a->reconcile, c.reconcile_interval_ms));
+    TX_RETURN_IF_ERROR(duration(a->shutdown, c.shutdown_timeout_ms));
+    TX_RETURN_IF_ERROR(duration(a->restart_window, c.policy.restart_window_ms));
+    TX_RETURN_IF_ERROR(duration(a->max_backoff, c.policy.backoff_max_ms));
+    TX_RETURN_IF_ERROR(duration(a->capacity_timeout, c.policy.capacity_timeout_ms));
+    if (!a->heartbeat_file.empty()) c.heartbeat_file = fs::absolute(a->heartbeat_file).string();
+    c.policy.backoff_max_ms = std::max(c.policy.backoff_max_ms, c.policy.backoff_initial_ms);
+
+    // What every worker gets; each is checked by the worker too, but a typo is caught here, before
+    // a pool of workers crash-loops on it.
+    auto pass = [&](const char* flag, const std::string& value) {
+      if (!value.empty()) c.worker_args.insert(c.worker_args.end(), {flag, value});
+    };
+    for (const auto* d : {&a->heartbeat, &a->lease, &a->stall, &a->poll}) {
+      if (!d->empty()) TX_RETURN_IF_ERROR(ParseDuration(*d));
+    }
+    pass("--heartbeat-interval", a->heartbeat);
+    pass("--lease", a->lease);
+    pass("--stall-timeout", a->stall);
+    pass("--poll-interval", a->poll);
+    pass("--agent", a->agent);
+    pass("--capabilities", a->capabilities);
+    pass("--queues", a->queues);
+    pass("--memory-mb", a->memory_mb);
+    pass("--cpu-percent", a->cpu_percent);
+    c.worker_args.insert(c.worker_args.end(),
+                         {"--shutdown-timeout", std::to_string(c.shutdown_timeout_ms) + "ms"});
+
+    // Errors a person must see happen here, before any detaching: the lock, the store, the row.
+    std::error_code ec;
+    fs::create_directories(fs::path(c.store_dir) / "logs" / "workers", ec);
+    TX_ASSIGN_OR_RETURN(orchestrator::PidFileLock lock,
+                        orchestrator::PidFileLock::Acquire(c.pid_path()));
+    {
+      TX_ASSIGN_OR_RETURN(std::unique_ptr<store::Store> store, store::Open({c.db_path, false}));
+      TX_RETURN_IF_ERROR(RefuseIfRunning(*store));
+    }  // closed before a fork: an SQLite connection must not cross one
+
+    std::optional<orchestrator::DaemonHandshake> handshake;
+    if (a->daemon) {
+      int parent_code = 0;
+      std::string said;
+      TX_ASSIGN_OR_RETURN(handshake, orchestrator::Detach(c.log_path(), parent_code, said));
+      if (!handshake) {
+        // The parent: the daemon holds the lock now (our descriptor closes, its copy stays).
+        if (parent_code == 0) {
+          ctx.out() << said << '\n';
+          return Ok();
+        }
+        for (ErrorCode code : {ErrorCode::kInvalidArgument, ErrorCode::kNotFound,
+                               ErrorCode::kConflict, ErrorCode::kBackpressure}) {
+          if (ExitCode(code) == parent_code) return Error(code, said);
+        }
+        return Error::Unavailable(said);
+      }
+      TX_RETURN_IF_ERROR(lock.Rewrite());
+    }
+
+    auto logger = spdlog::stderr_logger_mt("tx-orchestrator");
+    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+    spdlog::set_default_logger(logger);
+    spdlog::flush_on(spdlog::level::info);
+
+    std::string config_log = c.log_path();
+    orchestrator::Orchestrator o(std::move(c));
+    Result<int> code = o.Run([&](const std::string& message) {
+      if (handshake) {
+        handshake->Ready(message + "; its log is " + config_log);
+      } else {
+        spdlog::info("{}", message);
+      }
+    });
+    if (!code.ok()) {
+      if (handshake) handshake->Failed(ExitCode(code.error().code()), code.error().message());
+      lock.Release();
+      return code.error();
+    }
+    lock.Release();
+    if (*code != 0) return Error::Unavailable("the orchestrator stopped with errors");
+    return Ok();
+  };
+}
+
+namespace {
+
+Result<OrchestratorState> WaitFor(store::Store& store, Millis timeout_ms,
+                                  const std::function<bool(const OrchestratorState&)>& done) {
+  service::OrchestratorService row(store, store.clock());
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    TX_ASSIGN_OR_RETURN(OrchestratorState o, row.Get());
+    if (done(o)) return o;
+    if (!HolderAlive(o, store.clock().NowMs())) {
+      return Error::Unavailable("the orchestrator (pid " + std::to_string(o.pid) + " on " +
+                                o.hostname + ") is not running; the next start reconciles");
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return Error::Unavailable("timed out waiting for the orchestrator (pid " +
+                                std::to_string(o.pid) + ", " + o.status + ")");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+}  // namespace
+
+Handler SetupOrchestratorStop(CLI::App& cmd) {
+  struct Args {
+    bool graceful = false, force = false, no_wait = false;
+  };
+  auto a = std::make_shared<Args>();
+  auto* g = cmd.add_flag("--graceful", a->graceful,
+                         "Let running tasks finish, up to the shutdown timeout (the default)");
+  cmd.add_flag("--force", a->force,
+               "Kill the workers and their agents now; their tasks are released")
+      ->excludes(g);
+  cmd.add_flag("--no-wait", a->no_wait, "Return once the stop is requested");
+  return [a](Context& ctx) -> Status {
+    TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
+    service::OrchestratorService row(*store, store->clock());
+    TX_ASSIGN_OR_RETURN(OrchestratorState o, row.Get());
+    if (!HolderAlive(o, ctx.now())) {
+      return Error::Conflict(
+          o.status == "stopped" ? std::string("no orchestrator is running on this store")
+                                : "no orchestrator is running (pid " + std::to_string(o.pid) +
+                                      " on " + o.hostname + " is gone; the next start reconciles)");
+    }
+    TX_RETURN_IF_ERROR(row.RequestStop(a->force));
+    if (!a->no_wait) {
+      Millis timeout = o.config.value("shutdown_timeout_ms", Millis{300'000}) + 30'000;
+      TX_RETURN_IF_ERROR(WaitFor(*store, timeout, [&](const OrchestratorState& now) {
+        return now.status == "stopped" || now.pid != o.pid;
+      }));
+    }
+    if (ctx.json()) {
+      ctx.PrintJson({{"stopped", !a->no_wait}, {"pid", o.pid}, {"hostname", o.hostname}});
+    } else {
+      ctx.out() << "orchestrator pid " << o.pid << (a->no_wait ? " asked to stop" : " stopped")
+                << '\n';
+    }
+    return Ok();
+  };
+}
+
+Handler SetupOrchestratorScale(CLI::App& cmd) {
+  auto n = std::make_shared<std::string>();
+  cmd.add_option("n", *n, "Number of workers")->type_name("N")->required();
+  return [n](Context& ctx) -> Status {
+    int want = 0;
+    if (*n != "0") {
+      TX_ASSIGN_OR_RETURN(want, ParseCount("N", *n));
+    }
+    TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
+    service::OrchestratorService row(*store, store->clock());
+    TX_ASSIGN_OR_RETURN(OrchestratorState o, row.Get());
+    if (!HolderAlive(o, ctx.now())) {
+      return Error::Conflict("no orchestrator is running on this store");
+    }
+    std::string id =
+        "scale-" + std::to_string(std::random_device{}()) + "-" + std::to_string(ctx.now());
+    TX_RETURN_IF_ERROR(row.RequestScale(want, id));
+    Millis timeout = o.config.value("capacity_timeout_ms", Millis{30'000}) + 30'000;
+    TX_ASSIGN_OR_RETURN(
+        OrchestratorState done, WaitFor(*store, timeout, [&](const OrchestratorState& now) {
+          return now.pool.contains("scale_results") && now.pool["scale_results"].contains(id);
+        }));
+    const nlohmann::json& result = done.pool["scale_results"][id];
+    if (!result.value("ok", false)) {
+      return Error::Backpressure(result.value("message", std::string("no capacity")));
+    }
+    if (ctx.json()) {
+      ctx.PrintJson({{"workers", want}, {"pool", done.pool}});
+    } else {
+      ctx.out() << "pool scaled to " << want << " worker(s)\n";
+    }
+    return Ok();
+  };
+}
+
+Handler SetupOrchestratorStatus(CLI::App&) {
+  return [](Context& ctx) -> Status {
+    TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
+    Millis now = ctx.now();
+    service::OrchestratorService row(*store, store->clock());
+    TX_ASSIGN_OR_RETURN(OrchestratorState o, row.Get());
+    bool alive = HolderAlive(o, now);
+    std::string state = o.status != "stopped" && !alive ? "dead" : o.status;
+    service::WorkerService workers(*store, store->clock(), ctx.options());
+    TX_ASSIGN_OR_RETURN(std::vector<Worker> all, workers.List({}));
+    service::TaskService tasks(*store, store->clock(), ctx.options());
+    TX_ASSIGN_OR_RETURN(std::vector<store::StatusCount> counts, tasks.Counts());
+    std::map<std::string, std::int64_t> by_status;
+    for (const auto& c : counts) by_status[std::string(ToString(c.status))] += c.count;
+
+    // The newest registration of each slot is what the slot runs (or last ran).
+    std::map<std::string, const Worker*> by_slot;
+    for (const auto& w : all) {
+      if (!w.slot.empty() && !by_slot.count(w.slot)) by_slot[w.slot] = &w;
+    }
+    nlohmann::json slots = nlohmann::json::array();
+    if (o.pool.contains("slots")) {
+      for (const auto& s : o.pool["slots"]) {
+        nlohmann::json j = s;
+        std::string name = s.value("slot", "");
+        if (auto it = by_slot.find(name); it != by_slot.end()) {
+          const Worker& w = *it->second;
+          j["worker_id"] = w.id;
+          j["worker_status"] = ToString(w.status);
+          j["task_id"] = w.current_task_id;
+          j["heartbeat_age_ms"] = w.last_heartbeat_at > 0 ? now - w.last_heartbeat_at : -1;
+        }
+        slots.push_back(std::move(j));
+      }
+    }
+    if (ctx.json()) {
+      ctx.PrintJson({{"status", state},
+                     {"pid", o.pid},
+                     {"hostname", o.hostname},
+                     {"started_at", o.started_at},
+                     {"uptime_ms", o.started_at > 0 && alive ? now - o.started_at : 0},
+                     {"desired", o.pool.value("desired", 0)},
+                     {"max_workers", o.pool.value("max_workers", 0)},
+                     {"slots", slots},
+                     {"queue", by_status},
+                     {"last_reconcile_at", o.last_reconcile_at},
+                     {"last_report", o.last_report},
+                     {"config", o.config}});
+      return Ok();
+    }
+    std::ostream& out = ctx.out();
+    out << "orchestrator: " << state;
+    if (o.pid > 0) out << " (pid " << o.pid << " on " << o.hostname;
+    if (alive && o.started_at > 0) out << ", up " << FormatDuration(now - o.started_at);
+    if (o.pid > 0) out << ")";
+    out << '\n';
+    if (!slots.empty()) {
+      out << "pool: " << o.pool.value("live", 0) << " running of " << o.pool.value("desired", 0)
+          << " wanted (max " << o.pool.value("max_workers", 0) << ")\n";
+      Table t({"SLOT", "STATE", "PID", "WORKER", "STATUS", "TASK", "HEARTBEAT", "RESTARTS",
+               "LAST EXIT"});
+      for (const auto& s : slots) {
+        std::int64_t age = s.value("heartbeat_age_ms", std::int64_t{-1});
+        std::string last = s.value("failure", "");
+        if (last.empty()) last = s.value("last_exit", "");
+        t.Add({s.value("slot", ""), s.value("state", ""),
+               s.value("pid", 0) > 0 ? std::to_string(s.value("pid", 0)) : "-",
+               s.value("worker_id", "-"), s.value("worker_status", "-"),
+               s.value("task_id", "").empty() ? "-" : s.value("task_id", ""),
+               age >= 0 ? FormatDuration(age) + " ago" : "-",
+               std::to_string(s.value("restarts", 0)), last.empty() ? "-" : last});
+      }
+      t.Print(out);
+    }
+    out << "queue:";
+    if (by_status.empty()) out << " empty";
+    for (const auto& [status, n] : by_status) out << ' ' << status << ' ' << n;
+    out << '\n';
+    out << "last reconcile: "
+        << (o.last_reconcile_at > 0 ? Age(o.last_reconcile_at, now) : std::string("never"));
+    if (o.last_report.is_object() && !o.last_report.empty()) {
+      out << " — dead workers " << o.last_report.value("dead_workers", 0) << ", expired leases "
+          << o.last_report.value("expired_leases", 0) << ", orphaned tasks "
+          << o.last_report.value("orphaned_tasks", 0) << ", fixed "
+          << o.last_report.value("inconsistencies_fixed", 0);
+    }
+    out << '\n';
+    return Ok();
+  };
+}
+
+}  // namespace tx::cli

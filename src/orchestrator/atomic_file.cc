@@ -1,0 +1,47 @@
+#include "orchestrator/atomic_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "exec/unique_fd.h"
+
+namespace tx::orchestrator {
+
+Status WriteFileAtomically(const std::string& path, const std::string& content) {
+  namespace fs = std::filesystem;
+  fs::path target(path);
+  fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  // Built with append: GCC 12 reports a false -Wrestrict on "." + name + ".tmp".
+  std::string name = ".";
+  name.append(target.filename().string()).append(".tmp");
+  std::string tmp = (dir / name).string();
+  auto fail = [&](const std::string& what) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    return Error::Unavailable(what + " " + path + ": " + std::strerror(err));
+  };
+  {
+    exec::UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (!fd.valid()) return fail("cannot write");
+    const char* p = content.data();
+    std::size_t left = content.size();
+    while (left > 0) {
+      ssize_t n = ::write(fd.get(), p, left);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return fail("cannot write");
+      p += n;
+      left -= static_cast<std::size_t>(n);
+    }
+    if (::fsync(fd.get()) != 0) return fail("cannot fsync");
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return fail("cannot rename into");
+  exec::UniqueFd d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (d.valid()) ::fsync(d.get());
+  return Ok();
+}
+
+}  // namespace tx::orchestrator

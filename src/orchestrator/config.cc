@@ -1,0 +1,167 @@
+#include "orchestrator/config.h"
+
+#include <toml++/toml.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/duration.h"
+#include "core/validation.h"
+
+namespace tx::orchestrator {
+namespace {
+
+Status Bad(const std::string& origin, const std::string& key, const std::string& what) {
+  return Error::InvalidArgument(origin + ": 'orchestrator." + key + "' " + what);
+}
+
+Status Count(const toml::table& t, const std::string& origin, const std::string& key, int lo,
+             int hi, auto& out) {
+  const toml::node* n = t.get(key);
+  if (n == nullptr) return Ok();
+  auto v = n->value<std::int64_t>();
+  if (!n->is_integer() || !v || *v < lo || *v > hi) {
+    return Bad(origin, key,
+               "must be a whole number from " + std::to_string(lo) + " to " + std::to_string(hi));
+  }
+  out = static_cast<std::remove_reference_t<decltype(out)>>(*v);
+  return Ok();
+}
+
+Status Dur(const toml::table& t, const std::string& origin, const std::string& key, Millis& out) {
+  const toml::node* n = t.get(key);
+  if (n == nullptr) return Ok();
+  auto v = n->value<std::string>();
+  if (!n->is_string() || !v) return Bad(origin, key, "must be a duration such as \"30s\"");
+  Result<Millis> d = ParseDuration(*v);
+  if (!d.ok()) return Bad(origin, key, d.error().message());
+  if (*d <= 0) return Bad(origin, key, "must be positive");
+  out = *d;
+  return Ok();
+}
+
+Status Strings(const toml::node& n, const std::string& origin, const std::string& key,
+               std::vector<std::string>& out) {
+  const toml::array* a = n.as_array();
+  if (a == nullptr) return Bad(origin, key, "must be a list of strings");
+  out.clear();
+  for (const auto& e : *a) {
+    auto v = e.value<std::string>();
+    if (!e.is_string() || !v) return Bad(origin, key, "must be a list of strings");
+    out.push_back(*v);
+  }
+  return Ok();
+}
+
+std::string Join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : ",") + s;
+  return out;
+}
+
+Status ApplySlots(const toml::table& slots, const std::string& origin, OrchestratorConfig& c) {
+  for (const auto& [key, node] : slots) {
+    std::string slot(key.str());
+    TX_RETURN_IF_ERROR(ValidateName("slot", slot));
+    const toml::table* t = node.as_table();
+    if (t == nullptr) return Bad(origin, "slots." + slot, "must be a table");
+    std::vector<std::string> args;
+    for (const auto& [k, v] : *t) {
+      std::string name(k.str());
+      std::string where = "slots." + slot + "." + name;
+      if (name == "agent") {
+        auto s = v.value<std::string>();
+        if (!v.is_string() || !s || s->empty()) return Bad(origin, where, "must be a string");
+        args.insert(args.end(), {"--agent", *s});
+      } else if (name == "capabilities" || name == "queues") {
+        std::vector<std::string> list;
+        TX_RETURN_IF_ERROR(Strings(v, origin, where, list));
+        if (list.empty()) return Bad(origin, where, "must not be empty");
+        args.insert(args.end(), {"--" + name, Join(list)});
+      } else {
+        return Bad(origin, where, "is not a known key (agent, capabilities, queues)");
+      }
+    }
+    c.slot_args[slot] = std::move(args);
+  }
+  return Ok();
+}
+
+}  // namespace
+
+Status ApplyOrchestratorToml(const std::string& toml_text, const std::string& origin,
+                             OrchestratorConfig& config) {
+  toml::table root;
+  try {
+    root = toml::parse(toml_text, origin);
+  } catch (const toml::parse_error& e) {
+    const auto& where = e.source().begin;
+    return Error::InvalidArgument(origin + ":" + std::to_string(where.line) + ":" +
+                                  std::to_string(where.column) + ": " +
+                                  std::string(e.description()));
+  }
+  const toml::node* section = root.get("orchestrator");
+  if (section == nullptr) return Ok();
+  const toml::table* t = section->as_table();
+  if (t == nullptr) return Error::InvalidArgument(origin + ": 'orchestrator' must be a table");
+  OrchestratorConfig c = config;  // applied whole or not at all
+  for (const auto& [key, node] : *t) {
+    std::string k(key.str());
+    if (k == "workers") {
+      TX_RETURN_IF_ERROR(Count(*t, origin, k, 0, 10'000, c.workers));
+    } else if (k == "max_workers") {
+      TX_RETURN_IF_ERROR(Count(*t, origin, k, 1, 10'000, c.policy.max_workers));
+    } else if (k == "max_restarts") {
+      TX_RETURN_IF_ERROR(Count(*t, origin, k, 0, 1'000'000, c.policy.max_restarts));
+    } else if (k == "max_queue_depth") {
+      TX_RETURN_IF_ERROR(Count(*t, origin, k, 0, 1'000'000'000, c.max_queue_depth));
+    } else if (k == "reconcile_interval") {
+      TX_RETURN_IF_ERROR(Dur(*t, origin, k, c.reconcile_interval_ms));
+    } else if (k == "shutdown_timeout") {
+      TX_RETURN_IF_ERROR(Dur(*t, origin, k, c.shutdown_timeout_ms));
+    } else if (k == "restart_window") {
+      TX_RETURN_IF_ERROR(Dur(*t, origin, k, c.policy.restart_window_ms));
+    } else if (k == "max_backoff") {
+      TX_RETURN_IF_ERROR(Dur(*t, origin, k, c.policy.backoff_max_ms));
+    } else if (k == "capacity_timeout") {
+      TX_RETURN_IF_ERROR(Dur(*t, origin, k, c.policy.capacity_timeout_ms));
+    } else if (k == "heartbeat_file") {
+      auto v = node.value<std::string>();
+      if (!node.is_string() || !v) return Bad(origin, k, "must be a string (a path)");
+      c.heartbeat_file = *v;
+    } else if (k == "slots") {
+      const toml::table* slots = node.as_table();
+      if (slots == nullptr) return Bad(origin, k, "must be a table of slots");
+      TX_RETURN_IF_ERROR(ApplySlots(*slots, origin, c));
+    } else {
+      return Bad(origin, k, "is not a known key");
+    }
+  }
+  config = std::move(c);
+  return Ok();
+}
+
+Status ApplyOrchestratorFile(const std::string& path, OrchestratorConfig& config) {
+  std::ifstream in(path);
+  if (!in) return Ok();
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return ApplyOrchestratorToml(buf.str(), path, config);
+}
+
+nlohmann::json ConfigJson(const OrchestratorConfig& c) {
+  return {{"workers", c.workers},
+          {"max_workers", c.policy.max_workers},
+          {"max_restarts", c.policy.max_restarts},
+          {"restart_window_ms", c.policy.restart_window_ms},
+          {"max_backoff_ms", c.policy.backoff_max_ms},
+          {"capacity_timeout_ms", c.policy.capacity_timeout_ms},
+          {"reconcile_interval_ms", c.reconcile_interval_ms},
+          {"shutdown_timeout_ms", c.shutdown_timeout_ms},
+          {"max_queue_depth", c.max_queue_depth},
+          {"heartbeat_file", c.heartbeat_file},
+          {"worker_args", c.worker_args}};
+}
+
+}  // namespace tx::orchestrator

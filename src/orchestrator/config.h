@@ -1,0 +1,59 @@
+#pragma once
+// OrchestratorConfig: what `tx orchestrator start` runs with — defaults (design.md §6), then the
+// [orchestrator] section of `.tx/config.toml`, then command-line flags. The workers it starts
+// read their own [worker] section; the orchestrator passes them its worker flags (agent,
+// capabilities, queues, heartbeat, lease, limits …) and per-slot overrides from
+// [orchestrator.slots.<slot>].
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "orchestrator/pool_supervisor.h"
+
+namespace tx::orchestrator {
+
+struct OrchestratorConfig {
+  std::string db_path;      // absolute
+  std::string store_dir;    // holds orchestrator.pid, orchestrator.log, logs/workers/
+  std::string tx_binary;    // this executable, started as `tx worker start --slot …`
+  std::string config_path;  // passed to the workers as --config when given explicitly
+
+  int workers = 2;
+  PoolPolicy policy;
+  Millis reconcile_interval_ms = 60'000;
+  Millis shutdown_timeout_ms = 300'000;
+  Millis publish_interval_ms = 2'000;  // how often the pool is written to the store at least
+  std::int64_t max_queue_depth = 0;    // 0 = no backpressure
+  std::string heartbeat_file;          // mirror of the pool's heartbeat document; empty = none
+
+  // Flags for every worker, e.g. {"--agent", "claude", "--heartbeat-interval", "10s"}.
+  std::vector<std::string> worker_args;
+  // Per slot, flags appended after worker_args (so they win), from [orchestrator.slots.<slot>].
+  std::map<std::string, std::vector<std::string>> slot_args;
+
+  std::string pid_path() const { return store_dir + "/orchestrator.pid"; }
+  std::string log_path() const { return store_dir + "/orchestrator.log"; }
+  std::string worker_log_path(const std::string& slot) const {
+    return store_dir + "/logs/workers/" + slot + ".log";
+  }
+};
+
+// Applies the [orchestrator] section of a TOML document (other sections are the worker's and are
+// not checked here). Keys: workers, max_workers, reconcile_interval, shutdown_timeout,
+// max_restarts, restart_window, max_backoff, capacity_timeout, max_queue_depth, heartbeat_file,
+// and slots.<slot>.{agent, capabilities, queues}. Unknown keys and wrong types are refused with
+// invalid_argument naming the key; a syntax error names line and column.
+Status ApplyOrchestratorToml(const std::string& toml_text, const std::string& origin,
+                             OrchestratorConfig& config);
+// Reads `path` and applies it; a missing file changes nothing.
+Status ApplyOrchestratorFile(const std::string& path, OrchestratorConfig& config);
+
+// The store-visible part of the configuration (the orchestrator row's config): what status
+// shows, and what TaskService reads for backpressure (max_queue_depth).
+nlohmann::json ConfigJson(const OrchestratorConfig& config);
+
+}  // namespace tx::orchestrator

@@ -1,0 +1,573 @@
+#include "orchestrator/runtime.h"
+
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "core/duration.h"
+#include "core/json.h"
+#include "exec/process_info.h"
+#include "orchestrator/atomic_file.h"
+
+extern char** environ;
+
+namespace tx::orchestrator {
+namespace {
+
+// A holder on another host that has not refreshed the row for this long is presumed dead.
+constexpr Millis kRemoteHolderStaleMs = 30'000;
+// The reconciler never runs more often than this, however close the next deadline.
+constexpr Millis kMinReconcileGapMs = 50;
+// After the shutdown timeout, how long SIGKILLed workers get to be reaped before giving up.
+constexpr Millis kKillGraceMs = 5'000;
+
+sigset_t OrchestratorSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int s : {SIGTERM, SIGINT, SIGHUP, SIGCHLD}) sigaddset(&set, s);
+  return set;
+}
+
+const std::vector<WorkerStatus>& LiveStatuses() {
+  static const std::vector<WorkerStatus> live = {WorkerStatus::kStarting, WorkerStatus::kIdle,
+                                                 WorkerStatus::kBusy, WorkerStatus::kPaused,
+                                                 WorkerStatus::kStopping};
+  return live;
+}
+
+// slot-K → K, else 0.
+int SlotIndex(const std::string& slot) {
+  if (slot.rfind("slot-", 0) != 0 || slot.size() <= 5) return 0;
+  int n = 0;
+  for (char c : slot.substr(5)) {
+    if (c < '0' || c > '9' || n > 100'000) return 0;
+    n = n * 10 + (c - '0');
+  }
+  return n;
+}
+
+nlohmann::json ExitJson(const exec::ExitOutcome& o) {
+  const char* cls = "exited";
+  switch (o.Classify()) {
+    case exec::ExitOutcome::Class::kKilled:
+      cls = "killed";
+      break;
+    case exec::ExitOutcome::Class::kTerminated:
+      cls = "terminated";
+      break;
+    case exec::ExitOutcome::Class::kSpawnFailed:
+      cls = "spawn_failed";
+      break;
+    default:
+      break;
+  }
+  return {{"exit_code", o.exit_code},
+          {"signal", o.signal},
+          {"class", cls},
+          {"description", o.Describe()}};
+}
+
+// The orchestrator's environment for its workers: its own, without what an agent's environment
+// carries (a worker started from inside an agent must not pass as that agent), plus the marker a
+// later orchestrator uses to recognise a worker of this store's pool.
+std::vector<std::string> WorkerEnvironment(const std::string& db_path) {
+  std::vector<std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string entry = *e;
+    std::string name = entry.substr(0, entry.find('='));
+    if (name == "TX_TASK_ID" || name == "TX_WORKER_ID" || name == "TX_CLAIM_TOKEN" ||
+        name == "TX_ATTEMPT" || name == "TX_POOL_DB" || name == "TX_DB") {
+      continue;
+    }
+    env.push_back(std::move(entry));
+  }
+  env.push_back("TX_POOL_DB=" + db_path);
+  return env;
+}
+
+}  // namespace
+
+Orchestrator::Orchestrator(OrchestratorConfig config) : config_(std::move(config)) {}
+
+Orchestrator::~Orchestrator() = default;
+
+Millis Orchestrator::Now() const { return store_->clock().NowMs(); }
+
+Status Orchestrator::Start() {
+  sigset_t set = OrchestratorSignals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal_fd_.Reset(signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC));
+  if (!signal_fd_.valid()) {
+    return Error::Internal(std::string("signalfd: ") + std::strerror(errno));
+  }
+  hostname_ = exec::Hostname();
+  pid_ = ::getpid();
+
+  TX_ASSIGN_OR_RETURN(store_, store::Open({config_.db_path, false}));
+  TX_ASSIGN_OR_RETURN(watch_, store_->Watch());
+  workers_ = std::make_unique<service::WorkerService>(*store_, store_->clock());
+  row_ = std::make_unique<service::OrchestratorService>(*store_, store_->clock());
+  reconciler_ = std::make_unique<service::Reconciler>(*store_);
+
+  Millis now = Now();
+  auto alive = [&](const OrchestratorState& o) {
+    if (o.hostname == hostname_) return exec::ProcessAlive(static_cast<pid_t>(o.pid));
+    return now - o.seen_at < kRemoteHolderStaleMs;
+  };
+  TX_RETURN_IF_ERROR(row_->Acquire(pid_, hostname_, ConfigJson(config_), alive));
+
+  pool_ = std::make_unique<PoolSupervisor>(config_.policy, config_.workers, now);
+  AdoptOrCleanUpLeftovers();
+  MaybeReconcile(true);
+  TX_RETURN_IF_ERROR(row_->SetStatus(pid_, "running"));
+  spdlog::info("orchestrator running (pid {}, store {}, {} workers, max {})", pid_,
+               store_->Describe(), config_.workers, config_.policy.max_workers);
+  return Ok();
+}
+
+// What a previous orchestrator on this host left: workers still running in our slots (they got
+// SIGTERM when it died and are draining) are adopted until they exit; registered workers whose
+// process is gone are dead now, not two heartbeat intervals from now.
+void Orchestrator::AdoptOrCleanUpLeftovers() {
+  Result<std::vector<Worker>> live = workers_->List(LiveStatuses());
+  if (!live.ok()) {
+    spdlog::warn("cannot list workers: {}", live.error().message());
+    return;
+  }
+  Millis now = Now();
+  for (const auto& w : *live) {
+    if (w.hostname != hostname_ || w.pid <= 0) continue;
+    pid_t pid = static_cast<pid_t>(w.pid);
+    if (exec::ProcessAlive(pid)) {
+      int index = SlotIndex(w.slot);
+      bool ours = exec::ProcessHasEnvironmentEntry(pid, "TX_POOL_DB=" + config_.db_path);
+      if (!ours || index < 1 || index > pool_->desired() || orphans_.count(w.slot)) continue;
+      exec::UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+      if (!pidfd.valid()) continue;
+      spdlog::info(
+          "{}: adopting worker {} (pid {}) left by the previous orchestrator; the slot "
+          "starts again once it has finished",
+          w.slot, w.id, pid);
+      pool_->Adopt(index, pid, now);
+      orphans_[w.slot] = Orphan{pid, std::move(pidfd)};
+      continue;
+    }
+    KillAgentOf(w);
+    Result<Worker> dead =
+        workers_->MarkCrashed(w.id, {{"exit_code", -1},
+                                     {"signal", 0},
+                                     {"class", "gone"},
+                                     {"description", "gone (found by the orchestrator at start)"}});
+    if (dead.ok()) {
+      spdlog::warn("worker {} ({}) was registered but its process {} is gone: marked dead{}", w.id,
+                   w.slot.empty() ? w.name : w.slot, pid,
+                   w.current_task_id.empty() ? "" : ", task " + w.current_task_id + " requeued");
+    }
+  }
+}
+
+void Orchestrator::KillAgentOf(const Worker& w) {
+  auto it = w.metadata.find("agent_pid");
+  if (it == w.metadata.end() || !it->is_number_integer()) return;
+  pid_t agent = it->get<pid_t>();
+  if (agent <= 0 || w.hostname != hostname_) return;
+  if (exec::KillAgentGroup(agent, "TX_WORKER_ID=" + w.id)) {
+    spdlog::warn("killed agent group {} left by worker {}", agent, w.id);
+  }
+}
+
+void Orchestrator::SpawnWorker(const std::string& slot) {
+  exec::SpawnSpec spec;
+  spec.argv = {config_.tx_binary, "--db", config_.db_path, "worker", "start", "--slot", slot};
+  if (!config_.config_path.empty()) {
+    spec.argv.insert(spec.argv.end(), {"--config", config_.config_path});
+  }
+  spec.argv.insert(spec.argv.end(), config_.worker_args.begin(), config_.worker_args.end());
+  if (auto it = config_.slot_args.find(slot); it != config_.slot_args.end()) {
+    spec.argv.insert(spec.argv.end(), it->second.begin(), it->second.end());
+  }
+  spec.env = WorkerEnvironment(config_.db_path);
+  spec.log_path = config_.worker_log_path(slot);
+  spec.parent_death_signal = SIGTERM;
+  Millis now = Now();
+  Result<exec::Child> child = exec::Child::Spawn(spec);
+  if (!child.ok()) {
+    spdlog::error("{}: {}", slot, child.error().message());
+    pool_->Exited(slot, child.error().message(), now);
+    return;
+  }
+  spdlog::info("{}: worker started (pid {}), log {}", slot, child->pid(), spec.log_path);
+  pool_->Started(slot, child->pid(), now);
+  children_.erase(slot);
+  children_.emplace(slot, std::move(*child));
+}
+
+void Orchestrator::Apply(const std::vector<Action>& actions) {
+  for (const auto& a : actions) {
+    pool_dirty_ = true;
+    switch (a.kind) {
+      case Action::Kind::kStart:
+        SpawnWorker(a.slot);
+        break;
+      case Action::Kind::kDrain:
+        spdlog::info("{}: draining worker (pid {})", a.slot, a.pid);
+        if (auto it = children_.find(a.slot); it != children_.end()) {
+          it->second.Signal(SIGTERM);
+        } else if (a.pid > 0) {
+          ::kill(a.pid, SIGTERM);
+        }
+        break;
+      case Action::Kind::kFailed: {
+        spdlog::error("{}: crash-looping, given up: {}", a.slot, a.reason);
+        Status s = row_->RecordEvent("slot.failed", {{"slot", a.slot}, {"reason", a.reason}});
+        if (!s.ok()) spdlog::warn("cannot record slot.failed: {}", s.error().message());
+        break;
+      }
+      case Action::Kind::kNoCapacity: {
+        spdlog::warn("{}", a.reason);
+        Status s = row_->RecordEvent("pool.no_capacity", {{"reason", a.reason}});
+        if (!s.ok()) spdlog::warn("cannot record pool.no_capacity: {}", s.error().message());
+        break;
+      }
+    }
+  }
+  ResolveScaleRequests(actions);
+}
+
+// A scale request is answered once every slot it asked for runs (ok), or the pool gave up on
+// capacity (no capacity).
+void Orchestrator::ResolveScaleRequests(const std::vector<Action>& actions) {
+  if (pending_scale_ids_.empty()) return;
+  std::string failure;
+  for (const auto& a : actions) {
+    if (a.kind == Action::Kind::kNoCapacity) failure = a.reason;
+  }
+  // Every wanted slot must run (a failed one is not waited for; a re-wanted one still draining
+  // from an earlier scale-down is).
+  bool waiting = false;
+  for (const auto& s : pool_->slots()) {
+    if (s.index > pool_->desired()) continue;
+    waiting = waiting || s.state == SlotState::kPending || s.state == SlotState::kStarting ||
+              s.state == SlotState::kDraining || s.state == SlotState::kBackoff;
+  }
+  if (failure.empty() && waiting) return;
+  for (const auto& id : pending_scale_ids_) {
+    scale_results_[id] = failure.empty()
+                             ? nlohmann::json{{"ok", true}, {"workers", pool_->desired()}}
+                             : nlohmann::json{{"ok", false}, {"message", failure}};
+  }
+  pending_scale_ids_.clear();
+  while (scale_results_.size() > 16) scale_results_.erase(scale_results_.begin());
+  pool_dirty_ = true;
+}
+
+void Orchestrator::WorkerExited(const std::string& slot, pid_t pid, const nlohmann::json& exit,
+                                const std::string& how) {
+  Millis now = Now();
+  Result<std::vector<Worker>> live = workers_->List(LiveStatuses());
+  bool registered = false;
+  if (live.ok()) {
+    for (const auto& w : *live) {
+      if (w.pid != pid || w.hostname != hostname_) continue;
+      registered = true;
+      // Its agent first, so it is not still editing files when another worker takes the task.
+      KillAgentOf(w);
+      if (stopping_) {
+        Result<Worker> r = workers_->Deregister(w.id, "killed at shutdown");
+        if (r.ok()) spdlog::warn("{}: worker {} killed at shutdown; claims released", slot, w.id);
+      } else {
+        Result<Worker> r = workers_->MarkCrashed(w.id, exit);
+        if (r.ok()) {
+          spdlog::warn(
+              "{}: worker {} (pid {}) {}{}", slot, w.id, pid, how,
+              w.current_task_id.empty() ? "" : "; task " + w.current_task_id + " requeued");
+        } else {
+          spdlog::warn("{}: worker {}: {}", slot, w.id, r.error().message());
+        }
+      }
+    }
+  } else {
+    spdlog::warn("cannot list workers: {}", live.error().message());
+  }
+  if (!registered) spdlog::info("{}: worker (pid {}) {}", slot, pid, how);
+  pool_->Exited(slot, how, now);
+  pool_dirty_ = true;
+  if (!stopping_) MaybeReconcile(true);
+}
+
+void Orchestrator::MaybeReconcile(bool now_please) {
+  Millis now = Now();
+  if (!now_please && now < next_reconcile_check_) return;
+  bool run = now_please || now >= next_full_reconcile_;
+  if (!run) {
+    Result<std::optional<Millis>> due = reconciler_->NextDueAt();
+    run = due.ok() && *due && **due <= now;
+    if (!run) {
+      Millis next = next_full_reconcile_;
+      if (due.ok() && *due) next = std::min(next, **due);
+      next_reconcile_check_ = std::max(next, now + kMinReconcileGapMs);
+      return;
+    }
+  }
+  Result<ReconcileReport> report = reconciler_->RunOnce(now);
+  if (!report.ok()) {
+    spdlog::warn("reconcile: {}", report.error().message());
+  } else {
+    last_report_ = ToJson(*report);
+    if (report->Total() > 0) spdlog::info("reconcile repaired: {}", last_report_.dump());
+  }
+  next_full_reconcile_ = now + config_.reconcile_interval_ms;
+  Millis next = next_full_reconcile_;
+  Result<std::optional<Millis>> due = reconciler_->NextDueAt();
+  if (due.ok() && *due) next = std::min(next, **due);
+  next_reconcile_check_ = std::max(next, now + kMinReconcileGapMs);
+}
+
+void Orchestrator::Publish() {
+  Millis now = Now();
+  nlohmann::json slots = nlohmann::json::array();
+  for (const auto& s : pool_->slots()) {
+    slots.push_back({{"slot", s.name},
+                     {"state", ToString(s.state)},
+                     {"pid", s.pid},
+                     {"started_at", s.started_at},
+                     {"restarts", s.restarts},
+                     {"next_start_at", s.state == SlotState::kBackoff ? s.next_start_at : 0},
+                     {"last_exit", s.last_exit},
+                     {"failure", s.failure}});
+  }
+  nlohmann::json pool = {{"desired", pool_->desired()},
+                         {"max_workers", config_.policy.max_workers},
+                         {"live", pool_->live()},
+                         {"stopping", stopping_},
+                         {"slots", slots},
+                         {"scale_results", scale_results_},
+                         {"updated_at", now}};
+  Result<nlohmann::json> request = row_->Publish(pid_, pool);
+  last_publish_ = now;
+  pool_dirty_ = false;
+  if (!request.ok()) {
+    spdlog::warn("publish: {}", request.error().message());
+    return;
+  }
+  const nlohmann::json& r = *request;
+  if (r.contains("workers") && r["workers"].is_number_integer()) {
+    int n = r["workers"].get<int>();
+    std::string id = r.value("scale_id", std::string());
+    if (stopping_) {
+      if (!id.empty())
+        scale_results_[id] = {{"ok", false}, {"message", "the orchestrator is stopping"}};
+    } else {
+      spdlog::info("scale to {} requested", n);
+      pool_->Scale(n, now);
+      if (!id.empty()) pending_scale_ids_.push_back(id);
+    }
+    pool_dirty_ = true;
+  }
+  if (r.contains("stop") && r["stop"].is_string()) {
+    bool force = r["stop"] == "force";
+    spdlog::info("stop requested{}", force ? " (force)" : "");
+    BeginShutdown(force);
+  }
+  if (!config_.heartbeat_file.empty()) WriteHeartbeatFile();
+}
+
+void Orchestrator::WriteHeartbeatFile() {
+  Result<std::vector<Worker>> all = workers_->List({});
+  if (!all.ok()) return;
+  std::vector<Worker> ours;
+  for (const auto& w : *all) {
+    if (w.hostname == hostname_ && SlotIndex(w.slot) > 0) ours.push_back(w);
+  }
+  std::map<std::string, std::string> titles;
+  for (const auto& w : ours) {
+    if (w.current_task_id.empty() || titles.count(w.current_task_id)) continue;
+    (void)store_->Read([&](store::Txn& txn) -> Status {
+      TX_ASSIGN_OR_RETURN(std::optional<Task> t, txn.GetTask(w.current_task_id));
+      if (t) titles[w.current_task_id] = t->title;
+      return Ok();
+    });
+  }
+  Status s =
+      WriteFileAtomically(config_.heartbeat_file, HeartbeatDocument(ours, titles).dump(2) + "\n");
+  if (!s.ok()) spdlog::warn("{}", s.error().message());
+}
+
+void Orchestrator::BeginShutdown(bool force) {
+  if (!stopping_) {
+    stopping_ = true;
+    shutdown_deadline_ = Now() + config_.shutdown_timeout_ms;
+    Status s = row_->SetStatus(pid_, "stopping");
+    if (!s.ok()) spdlog::warn("cannot record stopping: {}", s.error().message());
+    spdlog::info("stopping: draining {} workers (up to {})", pool_->live(),
+                 FormatDuration(config_.shutdown_timeout_ms));
+    pool_->StopAll();
+    for (auto& [slot, orphan] : orphans_) ::kill(orphan.pid, SIGTERM);
+    pool_dirty_ = true;
+  }
+  if (force && !forced_) {
+    spdlog::info("not waiting: killing the workers now");
+    KillRemaining();
+  }
+}
+
+void Orchestrator::KillRemaining() {
+  forced_ = true;
+  shutdown_deadline_ = std::min(shutdown_deadline_, Now());
+  Result<std::vector<Worker>> live = workers_->List(LiveStatuses());
+  auto kill_agent = [&](pid_t pid) {
+    if (!live.ok()) return;
+    for (const auto& w : *live) {
+      if (w.pid == pid && w.hostname == hostname_) KillAgentOf(w);
+    }
+  };
+  for (auto& [slot, child] : children_) {
+    if (child.exited()) continue;
+    spdlog::warn("{}: killing worker (pid {})", slot, child.pid());
+    kill_agent(child.pid());
+    child.Signal(SIGKILL);
+  }
+  for (auto& [slot, orphan] : orphans_) {
+    kill_agent(orphan.pid);
+    ::kill(orphan.pid, SIGKILL);
+  }
+}
+
+void Orchestrator::HandleSignals() {
+  signalfd_siginfo si{};
+  while (::read(signal_fd_.get(), &si, sizeof si) == sizeof si) {
+    int sig = static_cast<int>(si.ssi_signo);
+    if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP) {
+      spdlog::info("{} received{}", strsignal(sig), stopping_ ? " again: not waiting" : "");
+      BeginShutdown(stopping_);
+    }
+    // SIGCHLD only interrupts the wait; exits are read from the pidfds.
+  }
+}
+
+void Orchestrator::Poll(Millis timeout_ms) {
+  enum class Kind { kSignal, kWatch, kExit, kOutput, kOrphan };
+  struct Source {
+    Kind kind;
+    std::string slot;
+  };
+  std::vector<pollfd> fds;
+  std::vector<Source> sources;
+  auto add = [&](int fd, Kind kind, const std::string& slot) {
+    if (fd < 0) return;
+    fds.push_back({fd, POLLIN, 0});
+    sources.push_back({kind, slot});
+  };
+  add(signal_fd_.get(), Kind::kSignal, "");
+  if (watch_) add(watch_->fd(), Kind::kWatch, "");
+  for (auto& [slot, child] : children_) {
+    if (child.exited()) continue;
+    add(child.exit_fd(), Kind::kExit, slot);
+    add(child.output_fd(), Kind::kOutput, slot);
+  }
+  for (auto& [slot, orphan] : orphans_) add(orphan.pidfd.get(), Kind::kOrphan, slot);
+
+  int n =
+      ::poll(fds.data(), fds.size(), static_cast<int>(std::clamp<Millis>(timeout_ms, 0, 60'000)));
+  if (n <= 0) return;
+  for (std::size_t i = 0; i < fds.size(); ++i) {
+    if (fds[i].revents == 0) continue;
+    const Source& src = sources[i];
+    switch (src.kind) {
+      case Kind::kSignal:
+        HandleSignals();
+        break;
+      case Kind::kWatch:
+        if (watch_->Drain()) {
+          Result<bool> has = row_->HasRequest();
+          if (has.ok() && *has) Publish();
+        }
+        break;
+      case Kind::kOutput:
+        if (auto it = children_.find(src.slot); it != children_.end()) it->second.PumpOutput();
+        break;
+      case Kind::kExit:
+        if (auto it = children_.find(src.slot); it != children_.end()) {
+          pid_t pid = it->second.pid();
+          std::optional<exec::ExitOutcome> outcome = it->second.TryWait();
+          if (!outcome) break;
+          children_.erase(it);
+          WorkerExited(src.slot, pid, ExitJson(*outcome), outcome->Describe());
+        }
+        break;
+      case Kind::kOrphan:
+        if (auto it = orphans_.find(src.slot); it != orphans_.end()) {
+          pid_t pid = it->second.pid;
+          orphans_.erase(it);
+          WorkerExited(src.slot, pid,
+                       {{"exit_code", -1},
+                        {"signal", 0},
+                        {"class", "unknown"},
+                        {"description", "exited (adopted: its status is not ours to read)"}},
+                       "exited (adopted worker)");
+        }
+        break;
+    }
+  }
+}
+
+void Orchestrator::Loop() {
+  for (;;) {
+    Millis now = Now();
+    Apply(pool_->Step(now));
+    if (stopping_ && children_.empty() && orphans_.empty()) break;
+    if (stopping_ && !forced_ && now >= shutdown_deadline_) {
+      spdlog::warn("shutdown timeout: killing what is left");
+      KillRemaining();
+    }
+    if (stopping_ && forced_ && now >= shutdown_deadline_ + kKillGraceMs) {
+      spdlog::error("workers did not exit after SIGKILL; giving up on them");
+      break;
+    }
+    if (!stopping_) MaybeReconcile(false);
+    if (pool_dirty_ || now - last_publish_ >= config_.publish_interval_ms) Publish();
+
+    now = Now();
+    Millis wake = last_publish_ + config_.publish_interval_ms;
+    if (!stopping_) wake = std::min(wake, next_reconcile_check_);
+    if (std::optional<Millis> d = pool_->NextDeadline()) wake = std::min(wake, *d);
+    if (stopping_) {
+      wake = std::min(wake, forced_ ? shutdown_deadline_ + kKillGraceMs : shutdown_deadline_);
+    }
+    Poll(std::max<Millis>(0, wake - now));
+  }
+}
+
+Result<int> Orchestrator::Run(const std::function<void(const std::string&)>& on_running) {
+  TX_RETURN_IF_ERROR(Start());
+  // Start the first workers before saying we run, so a broken worker command shows at once.
+  Apply(pool_->Step(Now()));
+  Publish();
+  if (on_running) {
+    on_running("orchestrator running (pid " + std::to_string(pid_) + ", " +
+               std::to_string(pool_->desired()) + " workers); worker logs in " + config_.store_dir +
+               "/logs/workers");
+  }
+  Loop();
+  // Nothing of ours runs now; leave the store as clean as we can.
+  Result<ReconcileReport> report = reconciler_->RunOnce(Now());
+  if (report.ok() && report->Total() > 0) {
+    spdlog::info("final reconcile repaired: {}", ToJson(*report).dump());
+  }
+  Publish();
+  Status s = row_->SetStatus(pid_, "stopped");
+  if (!s.ok()) spdlog::warn("cannot record stopped: {}", s.error().message());
+  spdlog::info("orchestrator stopped");
+  return 0;
+}
+
+}  // namespace tx::orchestrator

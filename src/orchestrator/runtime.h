@@ -1,0 +1,114 @@
+#pragma once
+// Orchestrator: the `tx orchestrator start` process (docs/orchestrator.md). It holds the store's
+// orchestrator row, keeps a pool of `tx worker start --slot slot-K` children alive under a
+// PoolSupervisor, and runs the reconciler for the whole store.
+//
+// One thread, one wait: a poll over a signalfd, each worker's pidfd and output pipe, the pidfds
+// of orphans it adopted, and the store's ChangeWatch (operator requests). Everything it decides
+// is in PoolSupervisor::Step and Reconciler::RunOnce; this loop only acts.
+//
+// A worker's exit is seen through its pidfd at once. If the worker was still registered (it did
+// not deregister, so it crashed or was killed), the orchestrator kills the agent group it left
+// (its pid is in the worker's heartbeat), marks it dead with a worker.crashed event carrying the
+// classified exit, and its task goes back to `ready` in the same transaction — milliseconds after
+// the kill, not a heartbeat interval later. Then it reconciles, and the slot restarts with
+// backoff (PoolSupervisor).
+//
+// The reconciler runs every reconcile interval, right after a worker death, and at the moment a
+// worker anywhere (supervised or not, this host or another) would go stale or a lease expire
+// (Reconciler::NextDueAt), so unsupervised workers are judged by their heartbeats within their
+// promised interval, not the reconcile tick.
+//
+// Workers are started with a parent-death signal of SIGTERM: if the orchestrator is killed, they
+// drain (finish the running task, stop their agent, deregister) by themselves. A restarted
+// orchestrator adopts such a worker still running in one of its slots (watched by pidfd) and
+// starts the slot only once it has gone; workers of this host whose process is gone are marked
+// dead at once.
+//
+// Shutdown (SIGTERM, SIGINT, `tx orchestrator stop`): status `stopping` (the store refuses new
+// registrations), SIGTERM to every worker, wait up to the shutdown timeout for them to finish and
+// deregister, then SIGKILL what is left and its agent groups and release their claims (not
+// counted against the task); status `stopped`. A second signal, or stop --force, skips the wait.
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "exec/child.h"
+#include "exec/unique_fd.h"
+#include "orchestrator/config.h"
+#include "orchestrator/pool_supervisor.h"
+#include "service/orchestrator_service.h"
+#include "service/reconciler.h"
+#include "service/worker_service.h"
+#include "store/store.h"
+
+namespace tx::orchestrator {
+
+class Orchestrator {
+ public:
+  explicit Orchestrator(OrchestratorConfig config);
+  ~Orchestrator();
+  Orchestrator(const Orchestrator&) = delete;
+  Orchestrator& operator=(const Orchestrator&) = delete;
+
+  // Runs until stopped; returns the exit code (0 after a clean stop). Call it from the main
+  // thread before any other thread exists: it blocks SIGTERM, SIGINT, SIGHUP and SIGCHLD and
+  // reads them from a signalfd. `on_running` is called once, when the pool has been started (the
+  // daemon's handshake). An error when the store cannot be opened or its row is held.
+  Result<int> Run(const std::function<void(const std::string&)>& on_running);
+
+ private:
+  struct Orphan {
+    pid_t pid = 0;
+    exec::UniqueFd pidfd;
+  };
+
+  Status Start();
+  void AdoptOrCleanUpLeftovers();
+  void Loop();
+  void Poll(Millis timeout_ms);
+  void HandleSignals();
+  void Apply(const std::vector<Action>& actions);
+  void SpawnWorker(const std::string& slot);
+  // A worker process of `slot` has gone: clean up after it in the store, tell the supervisor.
+  void WorkerExited(const std::string& slot, pid_t pid, const nlohmann::json& exit,
+                    const std::string& how);
+  void BeginShutdown(bool force);
+  void KillRemaining();
+  void KillAgentOf(const Worker& w);
+  void MaybeReconcile(bool now_please);
+  void Publish();
+  void ResolveScaleRequests(const std::vector<Action>& actions);
+  void WriteHeartbeatFile();
+  Millis Now() const;
+
+  OrchestratorConfig config_;
+  std::unique_ptr<store::Store> store_;
+  std::unique_ptr<store::ChangeWatch> watch_;
+  std::unique_ptr<service::WorkerService> workers_;
+  std::unique_ptr<service::OrchestratorService> row_;
+  std::unique_ptr<service::Reconciler> reconciler_;
+  std::unique_ptr<PoolSupervisor> pool_;
+  std::map<std::string, exec::Child> children_;  // by slot
+  std::map<std::string, Orphan> orphans_;        // by slot
+  exec::UniqueFd signal_fd_;
+  std::string hostname_;
+  std::int64_t pid_ = 0;
+
+  bool stopping_ = false;
+  bool forced_ = false;
+  Millis shutdown_deadline_ = 0;
+  Millis next_full_reconcile_ = 0;
+  Millis next_reconcile_check_ = 0;
+  Millis last_publish_ = 0;
+  bool pool_dirty_ = true;
+  std::vector<std::string> pending_scale_ids_;
+  nlohmann::json scale_results_ = nlohmann::json::object();
+  nlohmann::json last_report_ = nlohmann::json::object();
+};
+
+}  // namespace tx::orchestrator
