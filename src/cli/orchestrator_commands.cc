@@ -362,7 +362,10 @@ Handler SetupOrchestratorStatus(CLI::App&) {
     std::ostream& out = ctx.out();
     out << "orchestrator: " << state;
     if (o.pid > 0) out << " (pid " << o.pid << " on " << o.hostname;
-    if (alive && o.started_at > 0) out << ", up " << FormatDuration(now - o.started_at);
+    if (alive && o.started_at > 0) {
+      Millis up = now - o.started_at;
+      out << ", up " << FormatDuration(up >= 10'000 ? up / 1000 * 1000 : up / 100 * 100);
+    }
     if (o.pid > 0) out << ")";
     out << '\n';
     if (!slots.empty()) {

@@ -325,16 +325,22 @@ Result<Child> Child::Spawn(const SpawnSpec& spec) {
   UniqueFd devnull(AboveStdio(::open("/dev/null", O_RDONLY | O_CLOEXEC)));
   if (!devnull.valid()) return SpawnError(name, "/dev/null: " + ErrnoText(errno));
   int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return SpawnError(name, "pipe: " + ErrnoText(errno));
-  out.pipe.Reset(AboveStdio(fds[0]));
-  UniqueFd out_w(AboveStdio(fds[1]));
+  UniqueFd out_w;
+  const bool direct = spec.output_straight_to_log && out.log.valid();
+  if (direct) {
+    out_w.Reset(::fcntl(out.log.get(), F_DUPFD_CLOEXEC, 3));
+  } else {
+    if (::pipe2(fds, O_CLOEXEC) != 0) return SpawnError(name, "pipe: " + ErrnoText(errno));
+    out.pipe.Reset(AboveStdio(fds[0]));
+    out_w.Reset(AboveStdio(fds[1]));
+  }
   if (::pipe2(fds, O_CLOEXEC) != 0) return SpawnError(name, "pipe: " + ErrnoText(errno));
   UniqueFd report_r(fds[0]);
   UniqueFd report_w(AboveStdio(fds[1]));
-  if (!out.pipe.valid() || !out_w.valid() || !report_w.valid()) {
+  if ((!direct && !out.pipe.valid()) || !out_w.valid() || !report_w.valid()) {
     return SpawnError(name, "fcntl: " + ErrnoText(errno));
   }
-  if (::fcntl(out.pipe.get(), F_SETFL, O_NONBLOCK) != 0) {
+  if (!direct && ::fcntl(out.pipe.get(), F_SETFL, O_NONBLOCK) != 0) {
     return SpawnError(name, "fcntl: " + ErrnoText(errno));
   }
 

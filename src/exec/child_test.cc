@@ -141,6 +141,17 @@ TEST_F(ChildTest, StdoutAndStderrGoToTheLogCreated0600WithItsDirectories) {
   EXPECT_EQ(child.output_fd(), -1) << "the pipe is closed once the child is reaped";
 }
 
+TEST_F(ChildTest, OutputStraightToTheLogNeedsNoReaderAndLeavesNoPipe) {
+  SpawnSpec spec = Spec({"print_and_exit.sh", "0", "direct"});
+  spec.output_straight_to_log = true;
+  Child child = Start(spec);
+  EXPECT_EQ(child.output_fd(), -1) << "the child holds the log itself";
+  EXPECT_EQ(child.Wait().Classify(), Class::kSuccess);
+  const std::string log = ReadAll(log_);
+  EXPECT_TRUE(Contains(log, "stdout: direct\n")) << log;
+  EXPECT_TRUE(Contains(log, "stderr: direct\n")) << log;
+}
+
 TEST_F(ChildTest, LogIsAppendedTo) {
   Start(Spec({"print_and_exit.sh", "0", "first"})).Wait();
   Start(Spec({"print_and_exit.sh", "0", "second"})).Wait();

@@ -41,6 +41,10 @@ struct SpawnSpec {
   // Once the log grows past this, its head is dropped and the newest half kept, after a one-line
   // marker "[tx: N earlier bytes dropped]". 0 = no cap.
   std::uint64_t log_cap_bytes = 8ull << 20;
+  // The child writes to the log file itself instead of through a pipe the parent reads: for a
+  // child that must keep logging after its parent has died (the orchestrator's workers, which
+  // drain on their own then). No size cap and no last_output_at; output_fd() is -1.
+  bool output_straight_to_log = false;
   ResourceLimits limits;
   // Sent to the child when its parent dies. Agents get SIGKILL; the orchestrator's workers get
   // SIGTERM, so that an orphaned worker drains, stops its agent and deregisters by itself.

@@ -198,6 +198,8 @@ void Orchestrator::SpawnWorker(const std::string& slot) {
   spec.env = WorkerEnvironment(config_.db_path);
   spec.log_path = config_.worker_log_path(slot);
   spec.parent_death_signal = SIGTERM;
+  // Not through a pipe we read: an orphaned worker must still be able to log while it drains.
+  spec.output_straight_to_log = true;
   Millis now = Now();
   Result<exec::Child> child = exec::Child::Spawn(spec);
   if (!child.ok()) {
@@ -450,7 +452,24 @@ void Orchestrator::HandleSignals() {
       spdlog::info("{} received{}", strsignal(sig), stopping_ ? " again: not waiting" : "");
       BeginShutdown(stopping_);
     }
-    // SIGCHLD only interrupts the wait; exits are read from the pidfds.
+    // Exits are seen through the pidfds; SIGCHLD covers a kernel without them.
+    if (sig == SIGCHLD) ReapChildren();
+  }
+}
+
+void Orchestrator::ReapChildren() {
+  std::vector<std::pair<std::string, pid_t>> gone;
+  std::vector<exec::ExitOutcome> outcomes;
+  for (auto& [slot, child] : children_) {
+    pid_t pid = child.pid();
+    if (std::optional<exec::ExitOutcome> outcome = child.TryWait()) {
+      gone.emplace_back(slot, pid);
+      outcomes.push_back(*outcome);
+    }
+  }
+  for (std::size_t i = 0; i < gone.size(); ++i) {
+    children_.erase(gone[i].first);
+    WorkerExited(gone[i].first, gone[i].second, ExitJson(outcomes[i]), outcomes[i].Describe());
   }
 }
 
@@ -496,13 +515,7 @@ void Orchestrator::Poll(Millis timeout_ms) {
         if (auto it = children_.find(src.slot); it != children_.end()) it->second.PumpOutput();
         break;
       case Kind::kExit:
-        if (auto it = children_.find(src.slot); it != children_.end()) {
-          pid_t pid = it->second.pid();
-          std::optional<exec::ExitOutcome> outcome = it->second.TryWait();
-          if (!outcome) break;
-          children_.erase(it);
-          WorkerExited(src.slot, pid, ExitJson(*outcome), outcome->Describe());
-        }
+        ReapChildren();
         break;
       case Kind::kOrphan:
         if (auto it = orphans_.find(src.slot); it != orphans_.end()) {

@@ -72,6 +72,8 @@ class Orchestrator {
   void Loop();
   void Poll(Millis timeout_ms);
   void HandleSignals();
+  // Reaps every worker that has exited and handles its exit.
+  void ReapChildren();
   void Apply(const std::vector<Action>& actions);
   void SpawnWorker(const std::string& slot);
   // A worker process of `slot` has gone: clean up after it in the store, tell the supervisor.
