@@ -61,6 +61,13 @@ Result<WorkerRequest> ParseWorkerRequest(std::string_view name) {
 
 bool IsLive(WorkerStatus s) { return s != WorkerStatus::kStopped && s != WorkerStatus::kDead; }
 
+const std::vector<WorkerStatus>& LiveWorkerStatuses() {
+  static const std::vector<WorkerStatus> live = {WorkerStatus::kStarting, WorkerStatus::kIdle,
+                                                 WorkerStatus::kBusy, WorkerStatus::kPaused,
+                                                 WorkerStatus::kStopping};
+  return live;
+}
+
 bool IsStale(const Worker& w, Millis now) {
   if (w.last_heartbeat_at <= 0) return true;
   return now - w.last_heartbeat_at >= 2 * w.heartbeat_interval_ms;

@@ -16,7 +16,8 @@ enum class WorkerStatus { kStarting, kIdle, kBusy, kPaused, kStopping, kStopped,
 
 std::string_view ToString(WorkerStatus s);
 Result<WorkerStatus> ParseWorkerStatus(std::string_view name);
-bool IsLive(WorkerStatus s);  // starting, idle, busy, paused, stopping
+bool IsLive(WorkerStatus s);                            // starting, idle, busy, paused, stopping
+const std::vector<WorkerStatus>& LiveWorkerStatuses();  // the five above
 
 // What an operator asked of a running worker (tx worker pause|resume|stop). The worker acts on
 // it, records its new status and clears the request.

@@ -37,12 +37,6 @@ sigset_t OrchestratorSignals() {
   return set;
 }
 
-const std::vector<WorkerStatus>& LiveStatuses() {
-  static const std::vector<WorkerStatus> live = {WorkerStatus::kStarting, WorkerStatus::kIdle,
-                                                 WorkerStatus::kBusy, WorkerStatus::kPaused,
-                                                 WorkerStatus::kStopping};
-  return live;
-}
 
 // slot-K → K, else 0.
 int SlotIndex(const std::string& slot) {
@@ -138,7 +132,7 @@ Status Orchestrator::Start() {
 // SIGTERM when it died and are draining) are adopted until they exit; registered workers whose
 // process is gone are dead now, not two heartbeat intervals from now.
 void Orchestrator::AdoptOrCleanUpLeftovers() {
-  Result<std::vector<Worker>> live = workers_->List(LiveStatuses());
+  Result<std::vector<Worker>> live = workers_->List(LiveWorkerStatuses());
   if (!live.ok()) {
     spdlog::warn("cannot list workers: {}", live.error().message());
     return;
@@ -275,7 +269,7 @@ void Orchestrator::ResolveScaleRequests(const std::vector<Action>& actions) {
 void Orchestrator::WorkerExited(const std::string& slot, pid_t pid, const nlohmann::json& exit,
                                 const std::string& how) {
   Millis now = Now();
-  Result<std::vector<Worker>> live = workers_->List(LiveStatuses());
+  Result<std::vector<Worker>> live = workers_->List(LiveWorkerStatuses());
   bool registered = false;
   if (live.ok()) {
     for (const auto& w : *live) {
@@ -425,7 +419,7 @@ void Orchestrator::BeginShutdown(bool force) {
 void Orchestrator::KillRemaining() {
   forced_ = true;
   shutdown_deadline_ = std::min(shutdown_deadline_, Now());
-  Result<std::vector<Worker>> live = workers_->List(LiveStatuses());
+  Result<std::vector<Worker>> live = workers_->List(LiveWorkerStatuses());
   auto kill_agent = [&](pid_t pid) {
     if (!live.ok()) return;
     for (const auto& w : *live) {

@@ -13,7 +13,7 @@ Reconciler::Reconciler(store::Store& store, ServiceOptions options)
 
 Status Reconciler::DeclareDeadWorkers(Millis now, ReconcileReport& report) {
   return store_.Write([&](store::Txn& txn) -> Status {
-    TX_ASSIGN_OR_RETURN(std::vector<Worker> workers, txn.ListWorkers({}));
+    TX_ASSIGN_OR_RETURN(std::vector<Worker> workers, txn.ListWorkers(LiveWorkerStatuses()));
     for (auto& w : workers) {
       if (!IsLive(w.status) || !IsStale(w, now)) continue;
       std::string age =
@@ -106,10 +106,7 @@ Result<std::optional<Millis>> Reconciler::NextDueAt() {
   std::optional<Millis> due;
   auto earliest = [&](Millis t) { due = due ? std::min(*due, t) : t; };
   TX_RETURN_IF_ERROR(store_.Read([&](store::Txn& txn) -> Status {
-    TX_ASSIGN_OR_RETURN(
-        std::vector<Worker> workers,
-        txn.ListWorkers({WorkerStatus::kStarting, WorkerStatus::kIdle, WorkerStatus::kBusy,
-                         WorkerStatus::kPaused, WorkerStatus::kStopping}));
+    TX_ASSIGN_OR_RETURN(std::vector<Worker> workers, txn.ListWorkers(LiveWorkerStatuses()));
     for (const auto& w : workers) {
       if (IsLive(w.status)) earliest(w.last_heartbeat_at + 2 * w.heartbeat_interval_ms);
     }

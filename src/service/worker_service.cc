@@ -38,7 +38,7 @@ Result<Worker> WorkerService::Register(Registration r, std::vector<Worker>* repl
       return Error::Unavailable("the orchestrator is stopping: no new workers are registered");
     }
     if (!r.slot.empty()) {
-      TX_ASSIGN_OR_RETURN(std::vector<Worker> live, txn.ListWorkers({}));
+      TX_ASSIGN_OR_RETURN(std::vector<Worker> live, txn.ListWorkers(LiveWorkerStatuses()));
       for (auto& old : live) {
         if (old.slot == r.slot && IsLive(old.status)) {
           TX_RETURN_IF_ERROR(detail::MarkDead(txn, old, "replaced by a new registration", now));

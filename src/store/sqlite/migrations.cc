@@ -146,6 +146,9 @@ ALTER TABLE workers ADD COLUMN request TEXT NOT NULL DEFAULT ''
 ALTER TABLE orchestrator ADD COLUMN request TEXT NOT NULL DEFAULT '{}';
 ALTER TABLE orchestrator ADD COLUMN pool TEXT NOT NULL DEFAULT '{}';
 ALTER TABLE orchestrator ADD COLUMN seen_at INTEGER NOT NULL DEFAULT 0;
+-- Live workers are few; stopped and dead ones pile up (every registration is a new row), and
+-- registration, the reconciler and the orchestrator look only at the live ones.
+CREATE INDEX workers_live ON workers(status) WHERE status <> 'stopped' AND status <> 'dead';
 )sql"},
 };
 }  // namespace

@@ -529,11 +529,21 @@ class SqliteTxn final : public Txn {
 
   Result<std::vector<Worker>> ListWorkers(const std::vector<WorkerStatus>& statuses) override {
     std::vector<std::string> names;
-    for (auto st : statuses) names.emplace_back(ToString(st));
+    bool only_live = !statuses.empty();
+    for (auto st : statuses) {
+      names.emplace_back(ToString(st));
+      only_live = only_live && IsLive(st);
+    }
+    // Live workers only: the literal terms let SQLite use the partial index workers_live instead
+    // of scanning every worker ever registered.
     TX_ASSIGN_OR_RETURN(
-        Stmt s, db_.Prepare("SELECT " WORKER_COLS " FROM workers WHERE ?1 = '[]' OR status IN "
-                            "(SELECT value FROM json_each(?1)) "
-                            "ORDER BY registered_at DESC, rowid DESC"));
+        Stmt s, db_.Prepare(only_live ? "SELECT " WORKER_COLS " FROM workers WHERE status <> "
+                                        "'stopped' AND status <> 'dead' AND status IN "
+                                        "(SELECT value FROM json_each(?1)) "
+                                        "ORDER BY registered_at DESC, rowid DESC"
+                                      : "SELECT " WORKER_COLS " FROM workers WHERE ?1 = '[]' OR "
+                                        "status IN (SELECT value FROM json_each(?1)) "
+                                        "ORDER BY registered_at DESC, rowid DESC"));
     s.Bind(1, ListText(names));
     return ReadAll<Worker>(s, ReadWorker);
   }
@@ -571,10 +581,9 @@ class SqliteTxn final : public Txn {
                                             "pool, seen_at FROM orchestrator WHERE id = 1"));
     TX_ASSIGN_OR_RETURN(bool row, s.Step());
     if (!row) return Error::Internal("the orchestrator row is missing");
-    return OrchestratorState{s.Text(0),         s.Int(1),          s.Text(2),
-                             s.Int(3),          s.Int(4),          Object(s.Text(5)),
-                             Object(s.Text(6)), Object(s.Text(7)), Object(s.Text(8)),
-                             s.Int(9)};
+    return OrchestratorState{
+        s.Text(0),         s.Int(1),          s.Text(2),         s.Int(3),          s.Int(4),
+        Object(s.Text(5)), Object(s.Text(6)), Object(s.Text(7)), Object(s.Text(8)), s.Int(9)};
   }
 
   Status PutOrchestrator(const OrchestratorState& o) override {
