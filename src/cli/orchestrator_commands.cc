@@ -40,7 +40,12 @@ std::string SelfExe() {
 // refreshed the row lately.
 bool HolderAlive(const OrchestratorState& o, Millis now) {
   if (o.status == "stopped") return false;
-  if (o.hostname == exec::Hostname()) return exec::ProcessAlive(static_cast<pid_t>(o.pid));
+  if (o.hostname == exec::Hostname()) {
+    // Its pid, unless a process that is not an orchestrator has reused it.
+    return exec::ProcessAlive(static_cast<pid_t>(o.pid)) &&
+           exec::ProcessCommandLine(static_cast<pid_t>(o.pid)).find(" orchestrator start") !=
+               std::string::npos;
+  }
   return now - o.seen_at < 30'000;
 }
 

@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -76,6 +77,14 @@ bool ProcessAlive(pid_t pid) {
   pid_t pgid = 0;
   char state = 0;
   return pid > 0 && ReadStat(pid, pgid, state) && state != 'Z' && state != 'X';
+}
+
+std::string ProcessCommandLine(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
+  std::string line((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  while (!line.empty() && line.back() == '\0') line.pop_back();
+  std::replace(line.begin(), line.end(), '\0', ' ');
+  return line;
 }
 
 bool KillAgentGroup(pid_t pgid, std::string_view entry) {

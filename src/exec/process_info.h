@@ -30,4 +30,7 @@ bool KillAgentGroup(pid_t pgid, std::string_view entry);
 // True when `pid` runs and is not a zombie.
 bool ProcessAlive(pid_t pid);
 
+// The command line of `pid`, its arguments joined by spaces; empty if it is gone.
+std::string ProcessCommandLine(pid_t pid);
+
 }  // namespace tx::exec

@@ -37,7 +37,6 @@ sigset_t OrchestratorSignals() {
   return set;
 }
 
-
 // slot-K → K, else 0.
 int SlotIndex(const std::string& slot) {
   if (slot.rfind("slot-", 0) != 0 || slot.size() <= 5) return 0;
@@ -113,9 +112,10 @@ Status Orchestrator::Start() {
   reconciler_ = std::make_unique<service::Reconciler>(*store_);
 
   Millis now = Now();
+  // On this host the holder is alive only if it still holds the pid-file lock, which we have
+  // just taken (orchestrator/singleton.h): so it is dead, whatever now runs under its old pid.
   auto alive = [&](const OrchestratorState& o) {
-    if (o.hostname == hostname_) return exec::ProcessAlive(static_cast<pid_t>(o.pid));
-    return now - o.seen_at < kRemoteHolderStaleMs;
+    return o.hostname != hostname_ && now - o.seen_at < kRemoteHolderStaleMs;
   };
   TX_RETURN_IF_ERROR(row_->Acquire(pid_, hostname_, ConfigJson(config_), alive));
 
