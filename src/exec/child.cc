@@ -253,7 +253,9 @@ struct Child::Output {
   std::uint64_t marker_size = 0;  // of the "[tx: ...]" line heading the log, 0 when none
   std::uint64_t dropped = 0;      // output bytes cut from the head so far
   std::uint64_t total = 0;        // bytes the child has written
-  std::vector<char> buf = std::vector<char>(kReadChunk);
+  // Allocated on the first read: a child writing straight to its log never needs it, and an
+  // orchestrator holds dozens of such children.
+  std::vector<char> buf;
 
   void Append(const char* data, std::size_t n) {
     if (!log.valid()) return;
@@ -515,6 +517,7 @@ std::uint64_t Child::output_bytes() const { return out_ ? out_->total : 0; }
 bool Child::PumpOutput() {
   if (!out_ || !out_->pipe.valid()) return false;
   Output& out = *out_;
+  if (out.buf.empty()) out.buf.resize(kReadChunk);
   for (int i = 0; i < kMaxReadsPerPump; ++i) {
     ssize_t n = ::read(out.pipe.get(), out.buf.data(), out.buf.size());
     if (n > 0) {

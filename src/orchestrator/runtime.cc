@@ -27,6 +27,9 @@ namespace {
 constexpr Millis kRemoteHolderStaleMs = 30'000;
 // The reconciler never runs more often than this, however close the next deadline.
 constexpr Millis kMinReconcileGapMs = 50;
+// Nothing wakes the orchestrator when a worker registers or heartbeats elsewhere, so the next
+// deadline is looked up again at least this often (one read of the live workers and claims).
+constexpr Millis kMaxReconcileCheckGapMs = 1'000;
 // After the shutdown timeout, how long SIGKILLed workers get to be reaped before giving up.
 constexpr Millis kKillGraceMs = 5'000;
 
@@ -310,7 +313,8 @@ void Orchestrator::MaybeReconcile(bool now_please) {
     if (!run) {
       Millis next = next_full_reconcile_;
       if (due.ok() && *due) next = std::min(next, **due);
-      next_reconcile_check_ = std::max(next, now + kMinReconcileGapMs);
+      next_reconcile_check_ =
+          std::clamp(next, now + kMinReconcileGapMs, now + kMaxReconcileCheckGapMs);
       return;
     }
   }
@@ -325,7 +329,7 @@ void Orchestrator::MaybeReconcile(bool now_please) {
   Millis next = next_full_reconcile_;
   Result<std::optional<Millis>> due = reconciler_->NextDueAt();
   if (due.ok() && *due) next = std::min(next, **due);
-  next_reconcile_check_ = std::max(next, now + kMinReconcileGapMs);
+  next_reconcile_check_ = std::clamp(next, now + kMinReconcileGapMs, now + kMaxReconcileCheckGapMs);
 }
 
 void Orchestrator::Publish() {
