@@ -397,8 +397,14 @@ void Orchestrator::WriteHeartbeatFile() {
       return Ok();
     });
   }
-  Status s =
-      WriteFileAtomically(config_.heartbeat_file, HeartbeatDocument(ours, titles).dump(2) + "\n");
+  nlohmann::json doc = HeartbeatDocument(ours, titles);
+  // The restart count is the supervisor's to know, not the worker's.
+  for (const auto& slot : pool_->slots()) {
+    if (doc["workers"].contains(slot.name)) {
+      doc["workers"][slot.name]["metadata"]["restartCount"] = slot.restarts;
+    }
+  }
+  Status s = WriteFileAtomically(config_.heartbeat_file, doc.dump(2) + "\n");
   if (!s.ok()) spdlog::warn("{}", s.error().message());
 }
 
