@@ -436,15 +436,17 @@ void Orchestrator::KillRemaining() {
       if (w.pid == pid && w.hostname == hostname_) KillAgentOf(w);
     }
   };
+  // The worker before its agent: a worker that outlived its agent by a moment would record the
+  // agent's death as a failed attempt, where a shutdown must release the task uncounted.
   for (auto& [slot, child] : children_) {
     if (child.exited()) continue;
     spdlog::warn("{}: killing worker (pid {})", slot, child.pid());
-    kill_agent(child.pid());
     child.Signal(SIGKILL);
+    kill_agent(child.pid());
   }
   for (auto& [slot, orphan] : orphans_) {
-    kill_agent(orphan.pid);
     ::kill(orphan.pid, SIGKILL);
+    kill_agent(orphan.pid);
   }
 }
 
