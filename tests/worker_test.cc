@@ -538,3 +538,28 @@ TEST_F(WorkerTest, ABadConfigFileIsRefusedNamingTheKey) {
 }
 
 }  // namespace
+
+namespace {
+
+// A cancel or a forced outcome revokes the claim and wakes the worker through the store's change
+// watch: the agent is stopped within moments, not at the next heartbeat (30 s here).
+TEST_F(WorkerTest, CancellingARunningTaskStopsItsAgentAtOnce) {
+  auto worker = StartWorker({"--heartbeat-interval", "30s"});
+  std::string id = AddShellTask("echo $$ > agent.pid; exec sleep 60");
+  pid_t agent = ReadPid("agent.pid");
+  ASSERT_TRUE(Running(agent));
+  RunResult r = Tx({"task", "cancel", id});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(WaitFor([&] { return !Running(agent); }, 10s)) << "agent still running";
+  EXPECT_EQ(Status(id), "cancelled");
+
+  std::string other = AddShellTask("echo $$ > agent2.pid; exec sleep 60");
+  pid_t agent2 = ReadPid("agent2.pid");
+  r = Tx({"task", "done", other, "--force", "--result", "by hand"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(WaitFor([&] { return !Running(agent2); }, 10s)) << "agent still running";
+  EXPECT_EQ(Status(other), "done");
+  EXPECT_EQ(Show(other)["result"], "by hand") << "the worker does not overwrite the outcome";
+}
+
+}  // namespace

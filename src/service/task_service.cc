@@ -209,6 +209,7 @@ Result<Task> TaskService::Cancel(std::string_view id, const std::string& note) {
     if (claim) {
       TX_RETURN_IF_ERROR(
           detail::EndClaim(txn, *claim, ClaimStatus::kReleased, EndReason::kCancelled, now));
+      txn.WakeWatchersOnCommit();  // its worker stops the agent now, not at its next heartbeat
     }
     task.status = TaskStatus::kCancelled;
     task.finished_at = now;
@@ -265,6 +266,7 @@ Result<Task> TaskService::ForceOutcome(std::string_view id, Outcome outcome,
       worker_id = claim->worker_id;
       TX_RETURN_IF_ERROR(
           detail::EndClaim(txn, *claim, ClaimStatus::kReleased, EndReason::kForced, now));
+      txn.WakeWatchersOnCommit();  // its worker stops the agent now, not at its next heartbeat
     }
     TX_RETURN_IF_ERROR(
         Emit(txn, now, "task.forced", task.id, worker_id,

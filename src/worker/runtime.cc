@@ -346,7 +346,25 @@ void WorkerRuntime::RunAttempt(service::ClaimResult claimed) {
       check = true;
     }
     if ((fds[2].revents & POLLIN) != 0 && watch_->Drain()) check = true;
-    if (check) CheckRequests(&child);
+    std::string revoked;
+    if (check) {
+      CheckRequests(&child);
+      // A cancel or an operator's --force ends the claim and wakes us: stop the agent now rather
+      // than at the next heartbeat's check.
+      Result<Claim> held = claims_->Inspect(claim.token);
+      if (held.ok() && held->status != ClaimStatus::kActive) {
+        revoked = "claim " + std::string(ToString(held->status)) + " (" +
+                  std::string(ToString(held->end_reason)) + ")";
+      }
+    }
+    if (!revoked.empty()) {
+      child.Signal(SIGKILL);
+      exec::ExitOutcome killed = child.Wait();
+      spdlog::warn("{} attempt {}: {}; agent killed ({})", task.id, claim.attempt, revoked,
+                   killed.Describe());
+      state_.Drop();
+      return;
+    }
     std::string lost = state_.lease_lost();
     std::string evicted = state_.evicted();
     if (!lost.empty() || !evicted.empty()) {
