@@ -5,6 +5,7 @@
 //   BM_ClaimComplete         ClaimNext, then ClaimService::Report(kDone)
 //   BM_Renew                 ClaimService::Renew of one claim (renewal cap lifted)
 //   BM_Heartbeat             WorkerService::Heartbeat
+//   BM_RegisterWorker        WorkerService::Register in a slot (50 live, 5,000 old workers)
 //   BM_ClaimCompleteDepth/Q  claim + complete with Q ready tasks queued (kept within kTopUp of Q
 //                            by refilling and reopening outside the timed region, so no timed
 //                            commit runs a checkpoint): the claim path should be flat in Q.
@@ -146,6 +147,30 @@ void BM_Heartbeat(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_Heartbeat)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+// A supervised worker registering in its slot with 50 live workers and 5,000 dead and stopped
+// ones from earlier registrations in the table (each registration is a new row): the
+// transaction that retires the slot's previous incarnation and inserts the new one.
+void BM_RegisterWorker(benchmark::State& state) {
+  Env env;
+  auto reg = [&](const std::string& slot) {
+    service::Registration r;
+    r.slot = slot;
+    r.hostname = "localhost";
+    r.heartbeat_interval_ms = 3'600'000;
+    return CheckOk(env.workers().Register(r), "register");
+  };
+  for (int i = 0; i < 5'000; ++i) {
+    Worker w = reg("old-" + std::to_string(i % 50));
+    if (i % 2 == 0) CheckOk(env.workers().Deregister(w.id, "bench"), "deregister");
+  }
+  for (int i = 0; i < 50; ++i) reg("slot-" + std::to_string(i));
+  env.Reopen();
+  int n = 0;
+  for (auto _ : state) reg("slot-" + std::to_string(n++ % 50));
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_RegisterWorker)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 // Seeding a million tasks takes a while, so each depth's store is built once and reused by the
 // library's repeated calls for that argument; a new depth replaces it. The store is reopened
