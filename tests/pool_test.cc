@@ -278,6 +278,37 @@ TEST_F(PoolTest, ARestartedOrchestratorMarksDeadTheWorkersWhoseProcessesAreGone)
   EXPECT_EQ(crashed[0]["data"]["class"], "gone");
 }
 
+// A worker the orchestrator does not supervise (started by hand) is judged by its heartbeats;
+// when it is declared dead, its agent's whole group goes with it — the parent-death signal
+// reaches only the agent itself, not what the agent started — before the task runs again.
+TEST_F(PoolTest, AHandStartedWorkerDeclaredDeadByHeartbeatLeavesNoAgentProcessBehind) {
+  StartOrchestrator({"--workers", "0"});
+  std::vector<std::unique_ptr<BackgroundProcess>> hand;
+  for (const char* name : {"h1", "h2"}) {
+    hand.push_back(std::make_unique<BackgroundProcess>(
+        TX_BINARY, Args{"worker", "start", "--name", name, "--heartbeat-interval", "500ms"}, Env{},
+        dir_.str(), Path(std::string(name) + ".log")));
+  }
+  ASSERT_TRUE(WaitFor([&] { return LiveWorkers().size() == 2u; }));
+  std::string id =
+      AddShellTask("sleep 60 & echo $! > child-$TX_ATTEMPT.pid; wait", {"--max-attempts", "5"});
+  pid_t child = ReadPid("child-1.pid");
+  ASSERT_TRUE(Running(child));
+  json busy;
+  ASSERT_TRUE(WaitFor([&] {
+    for (const auto& w : LiveWorkers()) {
+      if (w["status"] == "busy") busy = w;
+    }
+    return !busy.empty();
+  }));
+  ::kill(busy["pid"].get<pid_t>(), SIGKILL);
+  ASSERT_TRUE(WaitFor([&] { return Show(id)["attempts"].size() == 2u; })) << Log();
+  EXPECT_EQ(Show(id)["attempts"][0]["end_reason"], "worker_died");
+  EXPECT_TRUE(WaitFor([&] { return !Running(child); }, 5s))
+      << "the dead worker's agent's child still runs beside the retry";
+  Tx({"task", "cancel", id});
+}
+
 TEST_F(PoolTest, SigtermUnderLoadFinishesEveryRunningTaskAndLeavesNothingRunning) {
   for (int i = 0; i < 9; ++i) AddShellTask("sleep 1");
   BackgroundProcess& o = StartOrchestrator({"--workers", "3"});

@@ -318,6 +318,15 @@ void Orchestrator::MaybeReconcile(bool now_please) {
       return;
     }
   }
+  // Workers of this host about to be declared dead by missed heartbeats (started by hand, or a
+  // hung one): their agents' groups go first, so that no grandchild of a dead worker's agent is
+  // still editing files when the requeued task runs again elsewhere.
+  Result<std::vector<Worker>> live = workers_->List(LiveWorkerStatuses());
+  if (live.ok()) {
+    for (const auto& w : *live) {
+      if (w.hostname == hostname_ && IsStale(w, now)) KillAgentOf(w);
+    }
+  }
   Result<ReconcileReport> report = reconciler_->RunOnce(now);
   if (!report.ok()) {
     spdlog::warn("reconcile: {}", report.error().message());
