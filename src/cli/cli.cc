@@ -1,6 +1,7 @@
 #include "cli/cli.h"
 
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -119,6 +120,12 @@ std::optional<std::string> UnknownCommand(const std::vector<std::string>& args) 
 }  // namespace
 
 std::span<const CommandSpec> Commands() { return kCommands; }
+
+std::string SelfExe() {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string() : p.string();
+}
 
 CLI::Option* NonEmpty(CLI::Option* option) {
   // CLI11 skips validators for an empty value unless a value is required.

@@ -30,6 +30,8 @@ CLI::Option* NonEmpty(CLI::Option* option);
 CLI::Option* OnePerFlag(CLI::Option* option);
 // Splits repeated and comma-separated values: --requires a,b --requires c → {a, b, c}.
 std::vector<std::string> SplitCommas(const std::vector<std::string>& values);
+// This executable's path (the orchestrator starts workers with it; agents find tx beside it).
+std::string SelfExe();
 // Parses a positive count such as --limit: 1 .. 1,000,000,000.
 Result<int> ParseCount(std::string_view field, std::string_view text);
 

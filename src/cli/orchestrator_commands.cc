@@ -30,12 +30,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string SelfExe() {
-  std::error_code ec;
-  fs::path p = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string() : p.string();
-}
-
 // Is the row's holder a process that still runs? Same host: its pid; another host: whether it
 // refreshed the row lately.
 bool HolderAlive(const OrchestratorState& o, Millis now) {

@@ -26,12 +26,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string SelfExe() {
-  std::error_code ec;
-  fs::path p = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string() : p.string();
-}
-
 // The directory holding the store (.tx): its config.toml and logs/ live there.
 fs::path StoreDir(const Context& ctx) { return fs::absolute(ctx.DbPath()).parent_path(); }
 
