@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "tx_proc.h"
 #include "tx_process.h"
 
 namespace {
@@ -31,18 +32,8 @@ using tx::testing::Env;
 using tx::testing::RunResult;
 using tx::testing::RunTx;
 using tx::testing::TempDir;
+using namespace tx::testing;  // tx_proc.h: ReadFile, Running, WaitFor …
 using Args = std::vector<std::string>;
-
-bool Alive(pid_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno != ESRCH); }
-
-// A zombie is dead for our purposes: it runs nothing. /proc/<pid>/stat's state field says.
-bool Running(pid_t pid) {
-  if (!Alive(pid)) return false;
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  auto close = stat.rfind(')');
-  return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z';
-}
 
 class WorkerTest : public ::testing::Test {
  public:
@@ -88,37 +79,13 @@ class WorkerTest : public ::testing::Test {
   }
 
   // Polls `pred` every 50 ms for up to `limit`.
-  static bool WaitFor(const std::function<bool()>& pred, std::chrono::milliseconds limit = 60s) {
-    auto deadline = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (pred()) return true;
-      std::this_thread::sleep_for(50ms);
-    }
-    return pred();
-  }
 
   bool WaitForStatus(const std::string& id, const std::string& status,
                      std::chrono::milliseconds limit = 60s) {
     return WaitFor([&] { return Status(id) == status; }, limit);
   }
 
-  // A number an agent wrote to a file (its pid), once the file is complete.
-  pid_t ReadPid(const std::string& file) {
-    pid_t pid = 0;
-    WaitFor([&] {
-      std::ifstream in(Path(file));
-      std::string line;
-      if (!std::getline(in, line) || line.empty()) return false;
-      pid = std::stoi(line);
-      return true;
-    });
-    return pid;
-  }
-
-  std::string ReadFile(const std::string& path) {
-    std::ifstream in(path);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  }
+  pid_t ReadPid(const std::string& file) { return ReadPidFile(Path(file)); }
 
   // Runs SQL on the store directly, as an operator's repair or a fault would.
   void Sql(const std::string& sql) {

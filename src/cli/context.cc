@@ -2,9 +2,14 @@
 
 #include <cstdlib>
 
+#include "cli/orchestrator_alive.h"
 #include "core/validation.h"
 
 namespace tx::cli {
+
+Context::Context(GlobalFlags flags, std::ostream& out) : flags_(std::move(flags)), out_(out) {
+  options_.orchestrator_alive = OrchestratorAlive;
+}
 
 std::string Context::DbPath() const {
   if (!flags_.db.empty()) return flags_.db;

@@ -21,7 +21,7 @@ struct GlobalFlags {
 
 class Context {
  public:
-  Context(GlobalFlags flags, std::ostream& out) : flags_(std::move(flags)), out_(out) {}
+  Context(GlobalFlags flags, std::ostream& out);
 
   bool json() const { return flags_.json; }
   std::ostream& out() { return out_; }

@@ -11,8 +11,10 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/orchestrator_alive.h"
 #include "cli/print.h"
 #include "cli/table.h"
+#include "cli/worker_flags.h"
 #include "core/duration.h"
 #include "core/json.h"
 #include "exec/process_info.h"
@@ -30,23 +32,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Is the row's holder a process that still runs? Same host: its pid; another host: whether it
-// refreshed the row lately.
-bool HolderAlive(const OrchestratorState& o, Millis now) {
-  if (o.status == "stopped") return false;
-  if (o.hostname == exec::Hostname()) {
-    // Its pid, unless a process that is not an orchestrator has reused it.
-    return exec::ProcessAlive(static_cast<pid_t>(o.pid)) &&
-           exec::ProcessCommandLine(static_cast<pid_t>(o.pid)).find(" orchestrator start") !=
-               std::string::npos;
-  }
-  return now - o.seen_at < 30'000;
-}
-
 Status RefuseIfRunning(store::Store& store) {
   service::OrchestratorService row(store, store.clock());
   TX_ASSIGN_OR_RETURN(OrchestratorState o, row.Get());
-  if (HolderAlive(o, store.clock().NowMs()) && o.pid != ::getpid()) {
+  if (OrchestratorAlive(o, store.clock().NowMs()) && o.pid != ::getpid()) {
     return Error::Conflict("an orchestrator is already running on this store (pid " +
                            std::to_string(o.pid) + " on " + o.hostname + ", " + o.status + ")");
   }
@@ -137,25 +126,42 @@ Handler SetupOrchestratorStart(CLI::App& cmd) {
     if (!a->heartbeat_file.empty()) c.heartbeat_file = fs::absolute(a->heartbeat_file).string();
     c.policy.backoff_max_ms = std::max(c.policy.backoff_max_ms, c.policy.backoff_initial_ms);
 
-    // What every worker gets; each is checked by the worker too, but a typo is caught here, before
-    // a pool of workers crash-loops on it.
+    // What every worker gets. Checked here as `tx worker start` will check it, for every slot
+    // the config names, so a typo is refused now instead of crash-looping a pool of workers.
+    WorkerFlags worker;
+    worker.heartbeat = a->heartbeat;
+    worker.lease = a->lease;
+    worker.stall = a->stall;
+    worker.poll = a->poll;
+    worker.agent = a->agent;
+    worker.capabilities = a->capabilities;
+    worker.queues = a->queues;
+    worker.memory_mb = a->memory_mb;
+    worker.cpu_percent = a->cpu_percent;
+    worker.config = a->config;
+    worker.shutdown = std::to_string(c.shutdown_timeout_ms) + "ms";
+    TX_RETURN_IF_ERROR(BuildWorkerConfig(ctx, worker));
+    for (const auto& [slot, args] : c.slot_args) {
+      WorkerFlags slotted = worker;
+      TX_RETURN_IF_ERROR(ApplyWorkerArgs(args, slotted));
+      Result<worker::WorkerConfig> checked = BuildWorkerConfig(ctx, slotted);
+      if (!checked.ok()) {
+        return Error(checked.error().code(), slot + ": " + checked.error().message());
+      }
+    }
     auto pass = [&](const char* flag, const std::string& value) {
       if (!value.empty()) c.worker_args.insert(c.worker_args.end(), {flag, value});
     };
-    for (const auto* d : {&a->heartbeat, &a->lease, &a->stall, &a->poll}) {
-      if (!d->empty()) TX_RETURN_IF_ERROR(ParseDuration(*d));
-    }
-    pass("--heartbeat-interval", a->heartbeat);
-    pass("--lease", a->lease);
-    pass("--stall-timeout", a->stall);
-    pass("--poll-interval", a->poll);
-    pass("--agent", a->agent);
-    pass("--capabilities", a->capabilities);
-    pass("--queues", a->queues);
-    pass("--memory-mb", a->memory_mb);
-    pass("--cpu-percent", a->cpu_percent);
-    c.worker_args.insert(c.worker_args.end(),
-                         {"--shutdown-timeout", std::to_string(c.shutdown_timeout_ms) + "ms"});
+    pass("--heartbeat-interval", worker.heartbeat);
+    pass("--lease", worker.lease);
+    pass("--stall-timeout", worker.stall);
+    pass("--poll-interval", worker.poll);
+    pass("--agent", worker.agent);
+    pass("--capabilities", worker.capabilities);
+    pass("--queues", worker.queues);
+    pass("--memory-mb", worker.memory_mb);
+    pass("--cpu-percent", worker.cpu_percent);
+    pass("--shutdown-timeout", worker.shutdown);
 
     // Errors a person must see happen here, before any detaching: the lock, the store, the row.
     std::error_code ec;
@@ -221,7 +227,7 @@ Result<OrchestratorState> WaitFor(store::Store& store, Millis timeout_ms,
   for (;;) {
     TX_ASSIGN_OR_RETURN(OrchestratorState o, row.Get());
     if (done(o)) return o;
-    if (!HolderAlive(o, store.clock().NowMs())) {
+    if (!OrchestratorAlive(o, store.clock().NowMs())) {
       return Error::Unavailable("the orchestrator (pid " + std::to_string(o.pid) + " on " +
                                 o.hostname + ") is not running; the next start reconciles");
     }
@@ -250,7 +256,7 @@ Handler SetupOrchestratorStop(CLI::App& cmd) {
     TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
     service::OrchestratorService row(*store, store->clock());
     TX_ASSIGN_OR_RETURN(OrchestratorState o, row.Get());
-    if (!HolderAlive(o, ctx.now())) {
+    if (!OrchestratorAlive(o, ctx.now())) {
       return Error::Conflict(
           o.status == "stopped" ? std::string("no orchestrator is running on this store")
                                 : "no orchestrator is running (pid " + std::to_string(o.pid) +
@@ -284,7 +290,7 @@ Handler SetupOrchestratorScale(CLI::App& cmd) {
     TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
     service::OrchestratorService row(*store, store->clock());
     TX_ASSIGN_OR_RETURN(OrchestratorState o, row.Get());
-    if (!HolderAlive(o, ctx.now())) {
+    if (!OrchestratorAlive(o, ctx.now())) {
       return Error::Conflict("no orchestrator is running on this store");
     }
     std::string id =
@@ -314,7 +320,7 @@ Handler SetupOrchestratorStatus(CLI::App&) {
     Millis now = ctx.now();
     service::OrchestratorService row(*store, store->clock());
     TX_ASSIGN_OR_RETURN(OrchestratorState o, row.Get());
-    bool alive = HolderAlive(o, now);
+    bool alive = OrchestratorAlive(o, now);
     std::string state = o.status != "stopped" && !alive ? "dead" : o.status;
     service::WorkerService workers(*store, store->clock(), ctx.options());
     TX_ASSIGN_OR_RETURN(std::vector<Worker> all, workers.List({}));
@@ -331,14 +337,17 @@ Handler SetupOrchestratorStatus(CLI::App&) {
     nlohmann::json slots = nlohmann::json::array();
     if (o.pool.contains("slots")) {
       for (const auto& s : o.pool["slots"]) {
+        // Every slot has the same keys; null where no worker registered in it (or none runs a
+        // task, or none has heartbeated yet).
         nlohmann::json j = s;
+        j["worker_id"] = j["worker_status"] = j["task_id"] = j["heartbeat_age_ms"] = nullptr;
         std::string name = s.value("slot", "");
         if (auto it = by_slot.find(name); it != by_slot.end()) {
           const Worker& w = *it->second;
           j["worker_id"] = w.id;
           j["worker_status"] = ToString(w.status);
-          j["task_id"] = w.current_task_id;
-          j["heartbeat_age_ms"] = w.last_heartbeat_at > 0 ? now - w.last_heartbeat_at : -1;
+          if (!w.current_task_id.empty()) j["task_id"] = w.current_task_id;
+          if (w.last_heartbeat_at > 0) j["heartbeat_age_ms"] = now - w.last_heartbeat_at;
         }
         slots.push_back(std::move(j));
       }
@@ -372,16 +381,20 @@ Handler SetupOrchestratorStatus(CLI::App&) {
           << " wanted (max " << o.pool.value("max_workers", 0) << ")\n";
       Table t({"SLOT", "STATE", "PID", "WORKER", "STATUS", "TASK", "HEARTBEAT", "RESTARTS",
                "LAST EXIT"});
+      auto text = [](const nlohmann::json& s, const char* key) -> std::string {
+        auto it = s.find(key);
+        if (it == s.end() || !it->is_string() || it->get<std::string>().empty()) return "-";
+        return it->get<std::string>();
+      };
       for (const auto& s : slots) {
-        std::int64_t age = s.value("heartbeat_age_ms", std::int64_t{-1});
-        std::string last = s.value("failure", "");
-        if (last.empty()) last = s.value("last_exit", "");
-        t.Add({s.value("slot", ""), s.value("state", ""),
+        std::string last = text(s, "failure");
+        if (last == "-") last = text(s, "last_exit");
+        const nlohmann::json& age = s["heartbeat_age_ms"];
+        t.Add({text(s, "slot"), text(s, "state"),
                s.value("pid", 0) > 0 ? std::to_string(s.value("pid", 0)) : "-",
-               s.value("worker_id", "-"), s.value("worker_status", "-"),
-               s.value("task_id", "").empty() ? "-" : s.value("task_id", ""),
-               age >= 0 ? FormatDuration(age) + " ago" : "-",
-               std::to_string(s.value("restarts", 0)), last.empty() ? "-" : last});
+               text(s, "worker_id"), text(s, "worker_status"), text(s, "task_id"),
+               age.is_number() ? FormatDuration(age.get<Millis>()) + " ago" : "-",
+               std::to_string(s.value("restarts", 0)), last});
       }
       t.Print(out);
     }

@@ -18,6 +18,8 @@
 #include "core/ids.h"
 #include "core/json.h"
 #include "core/validation.h"
+#include "exec/process_info.h"
+#include "orchestrator/agent_cleanup.h"
 #include "service/event_log.h"
 #include "service/reconciler.h"
 #include "service/task_service.h"
@@ -227,11 +229,23 @@ Handler SetupOrchestratorReconcile(CLI::App&) {
   return [](Context& ctx) -> Status {
     TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
     service::Reconciler reconciler(*store, ctx.options());
-    TX_ASSIGN_OR_RETURN(ReconcileReport report, reconciler.RunOnce(ctx.now()));
+    Millis now = ctx.now();
+    // As the orchestrator does: the agents of this host's workers about to be declared dead are
+    // killed first, so none of their children still runs when the task runs again.
+    service::WorkerService workers(*store, ctx.clock(), ctx.options());
+    TX_ASSIGN_OR_RETURN(std::vector<Worker> live, workers.List(LiveWorkerStatuses()));
+    int agents_killed = orchestrator::KillAgentsOfStaleWorkers(live, exec::Hostname(), now);
+    TX_ASSIGN_OR_RETURN(ReconcileReport report, reconciler.RunOnce(now));
     if (ctx.json()) {
-      ctx.PrintJson(ToJson(report));
+      nlohmann::json j = ToJson(report);
+      j["agents_killed"] = agents_killed;
+      ctx.PrintJson(j);
     } else {
       PrintReport(ctx.out(), report);
+      if (agents_killed > 0) {
+        ctx.out() << "killed the agents of " << agents_killed
+                  << " stale workers on this host\n";
+      }
     }
     return Ok();
   };

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/worker_flags.h"
 #include "core/duration.h"
 #include "core/json.h"
 #include "service/task_service.h"
@@ -32,12 +33,7 @@ fs::path StoreDir(const Context& ctx) { return fs::absolute(ctx.DbPath()).parent
 }  // namespace
 
 Handler SetupWorkerStart(CLI::App& cmd) {
-  struct Args {
-    std::string name, slot, capabilities, queues, agent, config, allowed;
-    std::string heartbeat, lease, stall, task_timeout_cap, shutdown, kill_grace, poll;
-    std::string memory_mb, cpu_percent, open_files, processes, cpu_seconds;
-  };
-  auto a = std::make_shared<Args>();
+  auto a = std::make_shared<WorkerFlags>();
   NonEmpty(cmd.add_option("--name", a->name, "Worker name (default: the slot, else the id)")
                ->type_name("N"));
   NonEmpty(cmd.add_option("--slot", a->slot, "Pool slot; a new worker in a slot replaces the old")
@@ -91,55 +87,7 @@ Handler SetupWorkerStart(CLI::App& cmd) {
   NonEmpty(cmd.add_option("--processes", a->processes, "Agent RLIMIT_NPROC")->type_name("N"));
   NonEmpty(cmd.add_option("--cpu-seconds", a->cpu_seconds, "Agent RLIMIT_CPU")->type_name("N"));
   return [a](Context& ctx) -> Status {
-    worker::WorkerConfig c;
-    fs::path dir = StoreDir(ctx);
-    c.db_path = fs::absolute(ctx.DbPath()).string();
-    c.logs_dir = (dir / "logs").string();
-    c.tx_binary = SelfExe();
-    TX_RETURN_IF_ERROR(
-        worker::ApplyConfigFile(a->config.empty() ? (dir / "config.toml").string() : a->config, c));
-    if (!a->config.empty() && !fs::exists(a->config)) {
-      return Error::InvalidArgument("no config file at " + a->config);
-    }
-    if (!a->name.empty()) c.name = a->name;
-    if (!a->slot.empty()) c.slot = a->slot;
-    if (!a->capabilities.empty()) c.capabilities = SplitCommas({a->capabilities});
-    if (!a->queues.empty()) c.queues = SplitCommas({a->queues});
-    if (!a->agent.empty()) c.agent = a->agent;
-    if (!a->allowed.empty()) c.allowed_commands = a->allowed;
-    auto duration = [](const std::string& text, Millis& out) -> Status {
-      if (text.empty()) return Ok();
-      TX_ASSIGN_OR_RETURN(out, ParseDuration(text));
-      return Ok();
-    };
-    if (!a->heartbeat.empty()) {
-      TX_RETURN_IF_ERROR(duration(a->heartbeat, c.heartbeat_idle_ms));
-      c.heartbeat_running_ms = std::max<Millis>(1, c.heartbeat_idle_ms / 2);
-    }
-    TX_RETURN_IF_ERROR(duration(a->lease, c.lease_ms));
-    TX_RETURN_IF_ERROR(duration(a->stall, c.stall_timeout_ms));
-    TX_RETURN_IF_ERROR(duration(a->task_timeout_cap, c.task_timeout_cap_ms));
-    TX_RETURN_IF_ERROR(duration(a->shutdown, c.shutdown_timeout_ms));
-    TX_RETURN_IF_ERROR(duration(a->kill_grace, c.kill_grace_ms));
-    TX_RETURN_IF_ERROR(duration(a->poll, c.poll_ms));
-    auto count = [](std::string_view field, const std::string& text, auto& out) -> Status {
-      if (text.empty()) return Ok();
-      TX_ASSIGN_OR_RETURN(int n, ParseCount(field, text));
-      out = static_cast<std::remove_reference_t<decltype(*out)>>(n);
-      return Ok();
-    };
-    std::optional<std::uint64_t> memory_mb;
-    TX_RETURN_IF_ERROR(count("--memory-mb", a->memory_mb, memory_mb));
-    if (memory_mb) c.limits.memory_bytes = *memory_mb << 20;
-    TX_RETURN_IF_ERROR(count("--cpu-percent", a->cpu_percent, c.limits.cpu_percent));
-    TX_RETURN_IF_ERROR(count("--open-files", a->open_files, c.limits.open_files));
-    TX_RETURN_IF_ERROR(count("--processes", a->processes, c.limits.processes));
-    TX_RETURN_IF_ERROR(count("--cpu-seconds", a->cpu_seconds, c.limits.cpu_seconds));
-    if (c.heartbeat_idle_ms < 1 || c.lease_ms < 1 || c.poll_ms < 1) {
-      return Error::InvalidArgument("heartbeat interval, lease and poll interval must be > 0");
-    }
-    // Refuse a bad default agent now rather than at the first task.
-    TX_RETURN_IF_ERROR(worker::ResolveAgent(c, c.agent));
+    TX_ASSIGN_OR_RETURN(worker::WorkerConfig c, BuildWorkerConfig(ctx, *a));
 
     auto logger = spdlog::stderr_logger_mt("tx-worker");
     logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");

@@ -37,4 +37,14 @@ struct OrchestratorState {
   Millis seen_at = 0;  // the holder's last refresh of this row
 };
 
+// A running orchestrator refreshes its row every few seconds; a row left unrefreshed this long
+// belongs to one that is gone (killed, or its machine lost), whatever its status still says.
+inline constexpr Millis kOrchestratorRowStaleMs = 30'000;
+
+// Whether the row's holder runs, judged by the row alone: where its process cannot be checked
+// (another host, or code that does no process I/O).
+inline bool RecentlySeen(const OrchestratorState& o, Millis now) {
+  return o.status != "stopped" && now - o.seen_at < kOrchestratorRowStaleMs;
+}
+
 }  // namespace tx

@@ -16,6 +16,7 @@
 #include "core/duration.h"
 #include "core/json.h"
 #include "exec/process_info.h"
+#include "orchestrator/agent_cleanup.h"
 #include "orchestrator/atomic_file.h"
 
 extern char** environ;
@@ -23,8 +24,6 @@ extern char** environ;
 namespace tx::orchestrator {
 namespace {
 
-// A holder on another host that has not refreshed the row for this long is presumed dead.
-constexpr Millis kRemoteHolderStaleMs = 30'000;
 // The reconciler never runs more often than this, however close the next deadline.
 constexpr Millis kMinReconcileGapMs = 50;
 // Nothing wakes the orchestrator when a worker registers or heartbeats elsewhere, so the next
@@ -32,6 +31,13 @@ constexpr Millis kMinReconcileGapMs = 50;
 constexpr Millis kMaxReconcileCheckGapMs = 1'000;
 // After the shutdown timeout, how long SIGKILLed workers get to be reaped before giving up.
 constexpr Millis kKillGraceMs = 5'000;
+
+void KillAgentAndSay(const Worker& w, const std::string& hostname) {
+  if (KillAgentOf(w, hostname)) {
+    spdlog::warn("killed the agent group of worker {} ({})", w.id,
+                 w.metadata.value("agent_pid", 0));
+  }
+}
 
 sigset_t OrchestratorSignals() {
   sigset_t set;
@@ -118,7 +124,7 @@ Status Orchestrator::Start() {
   // On this host the holder is alive only if it still holds the pid-file lock, which we have
   // just taken (orchestrator/singleton.h): so it is dead, whatever now runs under its old pid.
   auto alive = [&](const OrchestratorState& o) {
-    return o.hostname != hostname_ && now - o.seen_at < kRemoteHolderStaleMs;
+    return o.hostname != hostname_ && RecentlySeen(o, now);
   };
   TX_RETURN_IF_ERROR(row_->Acquire(pid_, hostname_, ConfigJson(config_), alive));
 
@@ -158,7 +164,7 @@ void Orchestrator::AdoptOrCleanUpLeftovers() {
       orphans_[w.slot] = Orphan{pid, std::move(pidfd)};
       continue;
     }
-    KillAgentOf(w);
+    KillAgentAndSay(w, hostname_);
     Result<Worker> dead =
         workers_->MarkCrashed(w.id, {{"exit_code", -1},
                                      {"signal", 0},
@@ -169,16 +175,6 @@ void Orchestrator::AdoptOrCleanUpLeftovers() {
                    w.slot.empty() ? w.name : w.slot, pid,
                    w.current_task_id.empty() ? "" : ", task " + w.current_task_id + " requeued");
     }
-  }
-}
-
-void Orchestrator::KillAgentOf(const Worker& w) {
-  auto it = w.metadata.find("agent_pid");
-  if (it == w.metadata.end() || !it->is_number_integer()) return;
-  pid_t agent = it->get<pid_t>();
-  if (agent <= 0 || w.hostname != hostname_) return;
-  if (exec::KillAgentGroup(agent, "TX_WORKER_ID=" + w.id)) {
-    spdlog::warn("killed agent group {} left by worker {}", agent, w.id);
   }
 }
 
@@ -279,7 +275,7 @@ void Orchestrator::WorkerExited(const std::string& slot, pid_t pid, const nlohma
       if (w.pid != pid || w.hostname != hostname_) continue;
       registered = true;
       // Its agent first, so it is not still editing files when another worker takes the task.
-      KillAgentOf(w);
+      KillAgentAndSay(w, hostname_);
       if (stopping_) {
         Result<Worker> r = workers_->Deregister(w.id, "killed at shutdown");
         if (r.ok()) spdlog::warn("{}: worker {} killed at shutdown; claims released", slot, w.id);
@@ -324,7 +320,7 @@ void Orchestrator::MaybeReconcile(bool now_please) {
   Result<std::vector<Worker>> live = workers_->List(LiveWorkerStatuses());
   if (live.ok()) {
     for (const auto& w : *live) {
-      if (w.hostname == hostname_ && IsStale(w, now)) KillAgentOf(w);
+      if (w.hostname == hostname_ && IsStale(w, now)) KillAgentAndSay(w, hostname_);
     }
   }
   Result<ReconcileReport> report = reconciler_->RunOnce(now);
@@ -426,7 +422,14 @@ void Orchestrator::BeginShutdown(bool force) {
     spdlog::info("stopping: draining {} workers (up to {})", pool_->live(),
                  FormatDuration(config_.shutdown_timeout_ms));
     pool_->StopAll();
-    for (auto& [slot, orphan] : orphans_) ::kill(orphan.pid, SIGTERM);
+    // A scale still waiting for its slots will not get them: say so, or the shrinking pool would
+    // look like the scale succeeded.
+    for (const auto& id : pending_scale_ids_) {
+      scale_results_[id] = {{"ok", false}, {"message", "the orchestrator is stopping"}};
+    }
+    pending_scale_ids_.clear();
+    // Adopted orphans are not signalled: their parent's death already sent them the SIGTERM that
+    // drains them, and a second one would tell them to stop their task short.
     pool_dirty_ = true;
   }
   if (force && !forced_) {
@@ -442,7 +445,7 @@ void Orchestrator::KillRemaining() {
   auto kill_agent = [&](pid_t pid) {
     if (!live.ok()) return;
     for (const auto& w : *live) {
-      if (w.pid == pid && w.hostname == hostname_) KillAgentOf(w);
+      if (w.pid == pid && w.hostname == hostname_) KillAgentAndSay(w, hostname_);
     }
   };
   // The worker before its agent: a worker that outlived its agent by a moment would record the

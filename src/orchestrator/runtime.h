@@ -81,7 +81,6 @@ class Orchestrator {
                     const std::string& how);
   void BeginShutdown(bool force);
   void KillRemaining();
-  void KillAgentOf(const Worker& w);
   void MaybeReconcile(bool now_please);
   void Publish();
   void ResolveScaleRequests(const std::vector<Action>& actions);

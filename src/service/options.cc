@@ -11,6 +11,7 @@ ServiceOptions WithDefaults(ServiceOptions options) {
       return std::uniform_real_distribution<double>(0.0, 1.0)(rng);
     };
   }
+  if (!options.orchestrator_alive) options.orchestrator_alive = RecentlySeen;
   return options;
 }
 

@@ -5,6 +5,7 @@
 
 #include "core/backoff.h"
 #include "core/clock.h"
+#include "core/orchestrator.h"
 #include "core/validation.h"
 
 namespace tx::service {
@@ -18,9 +19,13 @@ struct ServiceOptions {
   Millis default_heartbeat_interval_ms = 30'000;
   // A uniform random number in [0, 1) for backoff jitter; tests pin it.
   std::function<double()> unit_random;
+  // Whether the orchestrator the store's row names still runs: its backpressure and its refusal
+  // of registrations while stopping apply only then. The CLI checks the holder's process on this
+  // host; the default judges by the row's freshness (RecentlySeen), which lags a kill -9 by 30 s.
+  std::function<bool(const OrchestratorState&, Millis now)> orchestrator_alive;
 };
 
-// Fills unit_random with a thread-local generator when the caller left it empty.
+// Fills unit_random and orchestrator_alive with their defaults when the caller left them empty.
 ServiceOptions WithDefaults(ServiceOptions options);
 
 }  // namespace tx::service

@@ -52,9 +52,11 @@ namespace {
 
 // Backpressure (tx orchestrator start --max-queue-depth): while an orchestrator runs with a
 // limit, adding `adding` tasks that would take the ready queue past it is refused.
-Status CheckQueueRoom(store::Txn& txn, std::size_t adding) {
+Status CheckQueueRoom(store::Txn& txn, std::size_t adding, const ServiceOptions& options,
+                      Millis now) {
   TX_ASSIGN_OR_RETURN(OrchestratorState o, txn.GetOrchestrator());
-  if (o.status == "stopped") return Ok();
+  // A limit left behind by an orchestrator that is gone (even by kill -9) no longer applies.
+  if (o.status == "stopped" || !options.orchestrator_alive(o, now)) return Ok();
   auto it = o.config.find("max_queue_depth");
   if (it == o.config.end() || !it->is_number_integer() || it->get<std::int64_t>() <= 0) {
     return Ok();
@@ -76,7 +78,7 @@ Result<Task> TaskService::Add(Task draft) {
   Millis now = clock_.NowMs();
   if (draft.timeout_ms <= 0) draft.timeout_ms = options_.default_task_timeout_ms;
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
-    TX_RETURN_IF_ERROR(CheckQueueRoom(txn, 1));
+    TX_RETURN_IF_ERROR(CheckQueueRoom(txn, 1, options_, now));
     return Insert(txn, draft, now);
   }));
   return draft;
@@ -85,7 +87,7 @@ Result<Task> TaskService::Add(Task draft) {
 Result<std::vector<Task>> TaskService::AddMany(std::vector<Task> drafts) {
   Millis now = clock_.NowMs();
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
-    TX_RETURN_IF_ERROR(CheckQueueRoom(txn, drafts.size()));
+    TX_RETURN_IF_ERROR(CheckQueueRoom(txn, drafts.size(), options_, now));
     for (auto& t : drafts) {
       if (t.timeout_ms <= 0) t.timeout_ms = options_.default_task_timeout_ms;
       TX_RETURN_IF_ERROR(Insert(txn, t, now));

@@ -32,9 +32,8 @@ Result<Worker> WorkerService::Register(Registration r, std::vector<Worker>* repl
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
     if (replaced != nullptr) replaced->clear();  // a retried transaction starts over
     TX_ASSIGN_OR_RETURN(OrchestratorState o, txn.GetOrchestrator());
-    // A stopping orchestrator refreshes its row every few seconds; one that died while stopping
-    // must not keep refusing registrations.
-    if (o.status == "stopping" && now - o.seen_at < 30'000) {
+    // One that died while stopping must not keep refusing registrations.
+    if (o.status == "stopping" && options_.orchestrator_alive(o, now)) {
       return Error::Unavailable("the orchestrator is stopping: no new workers are registered");
     }
     if (!r.slot.empty()) {

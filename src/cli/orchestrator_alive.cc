@@ -1,0 +1,19 @@
+#include "cli/orchestrator_alive.h"
+
+#include <sys/types.h>
+
+#include "exec/process_info.h"
+
+namespace tx::cli {
+
+bool OrchestratorAlive(const OrchestratorState& o, Millis now) {
+  if (o.status == "stopped") return false;
+  if (o.hostname == exec::Hostname()) {
+    return exec::ProcessAlive(static_cast<pid_t>(o.pid)) &&
+           exec::ProcessCommandLine(static_cast<pid_t>(o.pid)).find(" orchestrator start") !=
+               std::string::npos;
+  }
+  return RecentlySeen(o, now);
+}
+
+}  // namespace tx::cli

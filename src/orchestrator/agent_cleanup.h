@@ -1,0 +1,25 @@
+#pragma once
+// Killing the agents of workers that can no longer do it themselves. A worker's agent runs in its
+// own process group; the parent-death signal reaches only the agent, not the agent's children, so
+// when a worker dies (or is about to be declared dead) its agent's whole group is killed here,
+// before its task is requeued and runs again elsewhere.
+
+#include <string>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/worker.h"
+
+namespace tx::orchestrator {
+
+// Kills the process group of the agent `w` recorded (metadata.agent_pid), if it runs on
+// `hostname` (this machine) and is still that worker's agent (its TX_WORKER_ID). True if it
+// signalled a group. Logs nothing: the CLI's output is its caller's to shape.
+bool KillAgentOf(const Worker& w, const std::string& hostname);
+
+// Before a reconcile pass: kills the agents of the live workers of `hostname` whose heartbeats
+// have stopped (IsStale at `now`), which that pass is about to declare dead. Returns how many.
+int KillAgentsOfStaleWorkers(const std::vector<Worker>& live, const std::string& hostname,
+                             Millis now);
+
+}  // namespace tx::orchestrator
