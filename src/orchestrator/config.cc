@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/duration.h"
+#include "core/toml_text.h"
 #include "core/validation.h"
 
 namespace tx::orchestrator {
@@ -92,15 +93,7 @@ Status ApplySlots(const toml::table& slots, const std::string& origin, Orchestra
 
 Status ApplyOrchestratorToml(const std::string& toml_text, const std::string& origin,
                              OrchestratorConfig& config) {
-  toml::table root;
-  try {
-    root = toml::parse(toml_text, origin);
-  } catch (const toml::parse_error& e) {
-    const auto& where = e.source().begin;
-    return Error::InvalidArgument(origin + ":" + std::to_string(where.line) + ":" +
-                                  std::to_string(where.column) + ": " +
-                                  std::string(e.description()));
-  }
+  TX_ASSIGN_OR_RETURN(toml::table root, ParseTomlText(toml_text, origin));
   const toml::node* section = root.get("orchestrator");
   if (section == nullptr) return Ok();
   const toml::table* t = section->as_table();

@@ -114,6 +114,35 @@ TEST_F(OrchestratorServiceTest, TaskAddPastMaxQueueDepthIsRefusedWithBackpressur
   EXPECT_TRUE(tasks_.Add(third).ok());
 }
 
+// An orchestrator killed with kill -9 never marks its row stopped: its limit must still end.
+TEST_F(OrchestratorServiceTest, BackpressureEndsWhenTheRowsHolderIsGone) {
+  ASSERT_OK(row_.Acquire(100, "host-a", {{"max_queue_depth", 1}},
+                         [](const OrchestratorState&) { return false; }));
+  ASSERT_OK(row_.SetStatus(100, "running"));
+  AddTask("a");
+  Task b;
+  b.title = "b";
+  EXPECT_ERROR_CODE(tasks_.Add(b), ErrorCode::kBackpressure);
+  // By default the row's freshness decides: refreshed within 30 s, the holder is presumed alive.
+  clock_.Advance(29s);
+  EXPECT_ERROR_CODE(tasks_.Add(b), ErrorCode::kBackpressure);
+  clock_.Advance(2s);
+  EXPECT_TRUE(tasks_.Add(b).ok()) << "a row unrefreshed for 31 s names a dead orchestrator";
+
+  // A caller that can see the process (the CLI on the holder's host) decides at once.
+  ASSERT_OK(row_.SetStatus(100, "running"));  // refreshed
+  EXPECT_ERROR_CODE(tasks_.Add(b), ErrorCode::kBackpressure);
+  ServiceOptions options = TestOptions();
+  std::vector<std::int64_t> asked;
+  options.orchestrator_alive = [&](const OrchestratorState& o, Millis) {
+    asked.push_back(o.pid);
+    return false;
+  };
+  TaskService seeing(*store_, clock_, options);
+  EXPECT_TRUE(seeing.Add(b).ok());
+  EXPECT_EQ(asked, std::vector<std::int64_t>{100});
+}
+
 TEST_F(OrchestratorServiceTest, ACrashedWorkerIsDeadItsTaskRequeuedAndTheExitRecorded) {
   Task t = AddTask("t");
   Worker w = Register("w1", {}, "slot-1");

@@ -7,6 +7,7 @@
 
 #include "core/argv.h"
 #include "core/duration.h"
+#include "core/toml_text.h"
 #include "core/validation.h"
 
 namespace tx::worker {
@@ -159,15 +160,7 @@ Status ApplyAgents(const toml::table& agents, const std::string& origin, WorkerC
 
 Status ApplyConfigToml(const std::string& toml_text, const std::string& origin,
                        WorkerConfig& config) {
-  toml::table root;
-  try {
-    root = toml::parse(toml_text, origin);
-  } catch (const toml::parse_error& e) {
-    const auto& where = e.source().begin;
-    return Error::InvalidArgument(origin + ":" + std::to_string(where.line) + ":" +
-                                  std::to_string(where.column) + ": " +
-                                  std::string(e.description()));
-  }
+  TX_ASSIGN_OR_RETURN(toml::table root, ParseTomlText(toml_text, origin));
   WorkerConfig c = config;  // applied whole or not at all
   for (const auto& [key, node] : root) {
     std::string k(key.str());
