@@ -22,6 +22,7 @@
 # last; exits non-zero on any failure.
 
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/shell_lib.sh"
 export LC_ALL=C  # sort and comm below agree on the order
 
 if [[ $# -lt 1 ]]; then
@@ -97,35 +98,6 @@ trap 'exit 130' INT   # so that cleanup runs on these too
 trap 'exit 143' TERM
 cd "$WORK"
 
-PASSED=0
-FAILED=0
-check() {  # check NAME CONDITION-RESULT(0 = pass) [DETAIL]
-  local name=$1 ok=$2 detail=${3:-}
-  if [[ $ok == 0 ]]; then
-    PASSED=$((PASSED + 1))
-    echo "ok    $name"
-  else
-    FAILED=$((FAILED + 1))
-    echo "FAIL  $name${detail:+: $detail}"
-  fi
-}
-
-now_ms() { date +%s%3N; }
-secs() { echo "$(($1 / 1000)).$(($1 % 1000 / 100))"; }  # ms → "12.3"
-# Prints the files matching the glob patterns given (quoted), or nothing; never fails.
-catall() {
-  local pattern f
-  for pattern in "$@"; do
-    for f in $pattern; do
-      if [[ -f $f ]]; then cat "$f"; fi
-    done
-  done
-  return 0
-}
-# Counts the lines of stdin grep selects (grep -c ARGS); never fails.
-count() { grep -c "$@" || true; }
-tx() { timeout "$CMD_TIMEOUT" "$TX" "$@"; }
-
 # Runs SQL against the store read-only, rows as "a|b|c" lines: the sqlite3 CLI if installed, else
 # python3's sqlite3 module. Fails (non-zero) if the query does.
 if command -v sqlite3 >/dev/null 2>&1; then
@@ -147,30 +119,14 @@ tx init >/dev/null
 
 # ---- 1. add the tasks ---------------------------------------------------------------------------
 
-adder() {
-  local k=$1 i rc ms
-  RANDOM=$((k * 7919 + $$))
-  for ((i = k; i < TASKS; i += ADDERS)); do
-    ms=$((50 + RANDOM % 151))
-    rc=0
-    tx task add "chaos task $i" --max-attempts 100 \
-      --command "sh -c 'sleep 0.$(printf %03d "$ms") && echo \"\$TX_TASK_ID \$TX_CLAIM_TOKEN \$(date +%s%3N)\" >>$WORK/agents.log'" \
-      >/dev/null 2>>"adder-$k.err" || rc=$?
-    if [[ $rc != 0 ]]; then echo "task add $i: exit $rc" >>"adder-$k.fail"; fi
-  done
+# Each task sleeps 50–200 ms, then appends "ID TOKEN END_MS" to agents.log.
+chaos_add() {
+  local ms=$((50 + RANDOM % 151))
+  tx task add "chaos task $1" --max-attempts 100 \
+    --command "sh -c 'sleep 0.$(printf %03d "$ms") && echo \"\$TX_TASK_ID \$TX_CLAIM_TOKEN \$(date +%s%3N)\" >>$WORK/agents.log'"
 }
-for ((k = 0; k < ADDERS; k++)); do
-  adder "$k" &
-  PIDS+=($!)
-done
-wait "${PIDS[@]}"
-PIDS=()
-t1=$(now_ms)
-echo "added $TASKS tasks with $ADDERS loops in $(secs $((t1 - T0))) s"
-add_failures=$(catall 'adder-*.fail' | count '')
-check "every task add succeeded" "$([[ $add_failures == 0 ]]; echo $?)" \
-  "$add_failures failed: $(catall 'adder-*.fail' 'adder-*.err' | head -3 | tr '\n' ';')"
-if [[ $add_failures != 0 ]]; then
+add_tasks "$TASKS" "$ADDERS" chaos_add
+if [[ $FAILED != 0 ]]; then
   echo "$PASSED passed, $FAILED failed"
   exit 1
 fi

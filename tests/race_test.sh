@@ -15,6 +15,7 @@
 # Prints "N passed, M failed" last and exits non-zero on any failure.
 
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/shell_lib.sh"
 
 if [[ $# -lt 1 ]]; then
   echo "usage: $0 /path/to/tx" >&2
@@ -48,58 +49,13 @@ cleanup() {
 trap cleanup EXIT
 cd "$WORK"
 
-PASSED=0
-FAILED=0
-check() {  # check NAME CONDITION-RESULT(0 = pass) [DETAIL]
-  local name=$1 ok=$2 detail=${3:-}
-  if [[ $ok == 0 ]]; then
-    PASSED=$((PASSED + 1))
-    echo "ok    $name"
-  else
-    FAILED=$((FAILED + 1))
-    echo "FAIL  $name${detail:+: $detail}"
-  fi
-}
-
-now_ms() { date +%s%3N; }
-# Prints the files matching the glob patterns given (quoted), or nothing; never fails.
-catall() {
-  local pattern f
-  for pattern in "$@"; do
-    for f in $pattern; do
-      if [[ -f $f ]]; then cat "$f"; fi
-    done
-  done
-  return 0
-}
-# Counts the lines of stdin grep selects (grep -c ARGS); never fails.
-count() { grep -c "$@" || true; }
-tx() { timeout "$CMD_TIMEOUT" "$TX" "$@"; }
-
+t0=$(now_ms)
 tx init >/dev/null
 
 # ---- 1. add the tasks (ADDERS parallel loops: one loop takes ~25-55 s on a 2-core box) ----------
 
-t0=$(now_ms)
-adder() {
-  local k=$1 i rc
-  for ((i = k; i < TASKS; i += ADDERS)); do
-    rc=0
-    tx task add "race task $i" >/dev/null 2>>"adder-$k.err" || rc=$?
-    if [[ $rc != 0 ]]; then echo "task add $i: exit $rc" >>"adder-$k.fail"; fi
-  done
-}
-for ((k = 0; k < ADDERS; k++)); do
-  adder "$k" &
-  PIDS+=($!)
-done
-wait "${PIDS[@]}"
-PIDS=()
-t1=$(now_ms)
-echo "added $TASKS tasks with $ADDERS loops in $(((t1 - t0) / 1000)).$(((t1 - t0) % 1000 / 100)) s"
-add_failures=$(catall 'adder-*.fail' | count '')
-check "every task add succeeded" "$([[ $add_failures == 0 ]]; echo $?)" \
-  "$add_failures failed: $(catall 'adder-*.fail' | head -3 | tr '\n' ';')"
+race_add() { tx task add "race task $1"; }
+add_tasks "$TASKS" "$ADDERS" race_add
 
 # ---- 2. race: PROCS claim/done loops ------------------------------------------------------------
 
