@@ -189,6 +189,27 @@ class OrchestratorTest : public ::testing::Test {
     return out;
   }
 
+  // A worker started by hand, which no orchestrator supervises, heartbeating every 500 ms.
+  std::unique_ptr<BackgroundProcess> StartHandWorker() {
+    return std::make_unique<BackgroundProcess>(
+        TX_BINARY,
+        Args{"worker", "start", "--name", "by-hand", "--heartbeat-interval", "500ms",
+             "--poll-interval", "1s"},
+        Env{}, dir_.str(), Path("manual.out"));
+  }
+
+  // The only live worker, once its heartbeat has recorded an agent pid that `agent_ok` accepts;
+  // null if that does not happen in time.
+  json WaitForTheLiveWorkerWithAgent(const std::function<bool(int)>& agent_ok) {
+    json w;
+    WaitFor([&] {
+      json live = LiveWorkers();
+      if (live.size() != 1 || !agent_ok(live[0]["metadata"].value("agent_pid", 0))) return false;
+      w = live[0];
+      return true;
+    });
+    return w;
+  }
   json Events(const std::string& type) {
     json out = json::array();
     for (const auto& e : json::parse(Tx({"--json", "events"}).out)) {
@@ -1042,20 +1063,11 @@ TEST_F(OrchestratorTest, AnUnsupervisedWorkerThatDiesIsDeclaredDeadByItsHeartbea
   BackgroundProcess& o = StartOrchestrator({"--workers", "0"});
   std::string id =
       AddShellTask("if [ -e first.pid ]; then exit 0; fi; echo $$ > first.pid; sleep 60");
-  auto manual = std::make_unique<BackgroundProcess>(
-      TX_BINARY,
-      Args{"worker", "start", "--name", "by-hand", "--heartbeat-interval", "500ms",
-           "--poll-interval", "1s"},
-      Env{}, dir_.str(), Path("manual.out"));
+  auto manual = StartHandWorker();
   pid_t agent = ReadPid("first.pid");
   ASSERT_GT(agent, 0);
-  json w;
-  ASSERT_TRUE(WaitFor([&] {  // its heartbeat has recorded the agent
-    json live = LiveWorkers();
-    if (live.size() != 1 || live[0]["metadata"].value("agent_pid", 0) != agent) return false;
-    w = live[0];
-    return true;
-  })) << Workers().dump(2);
+  json w = WaitForTheLiveWorkerWithAgent([&](int pid) { return pid == agent; });
+  ASSERT_FALSE(w.is_null()) << "its heartbeat has not recorded the agent: " << Workers().dump(2);
   ASSERT_GE(ProcessesWith("TX_WORKER_ID=" + w["id"].get<std::string>()).size(), 2u)
       << "the agent: sh and its sleep";
   manual->Signal(SIGKILL);
@@ -1078,20 +1090,11 @@ TEST_F(OrchestratorTest, AnUnsupervisedWorkerThatDiesIsDeclaredDeadByItsHeartbea
 // of its own host: the agent group of a worker it declares dead is killed before the requeue.
 TEST_F(OrchestratorTest, AHandRunReconcileKillsTheAgentGroupOfAStaleWorkerOnThisHost) {
   std::string id = AddShellTask("sleep 60 & echo $! > child.pid; wait");
-  auto manual = std::make_unique<BackgroundProcess>(
-      TX_BINARY,
-      Args{"worker", "start", "--name", "by-hand", "--heartbeat-interval", "500ms",
-           "--poll-interval", "1s"},
-      Env{}, dir_.str(), Path("manual.out"));
+  auto manual = StartHandWorker();
   pid_t child = ReadPid("child.pid");
   ASSERT_GT(child, 0);
-  json w;
-  ASSERT_TRUE(WaitFor([&] {  // its heartbeat has recorded the agent
-    json live = LiveWorkers();
-    if (live.size() != 1 || live[0]["metadata"].value("agent_pid", 0) <= 0) return false;
-    w = live[0];
-    return true;
-  })) << Workers().dump(2);
+  json w = WaitForTheLiveWorkerWithAgent([](int pid) { return pid > 0; });
+  ASSERT_FALSE(w.is_null()) << "its heartbeat has not recorded the agent: " << Workers().dump(2);
   manual->Signal(SIGKILL);
   manual->Wait(10s);
   // The agent (sh) got its parent-death signal; its child, the sleep, did not.

@@ -46,9 +46,9 @@ Status RefuseIfRunning(store::Store& store) {
 
 Handler SetupOrchestratorStart(CLI::App& cmd) {
   struct Args {
-    std::string workers, max_workers, heartbeat, lease, reconcile, shutdown, agent, capabilities,
-        queues, config, max_restarts, restart_window, max_backoff, capacity_timeout,
-        max_queue_depth, heartbeat_file, stall, poll, memory_mb, cpu_percent;
+    std::string workers, max_workers, reconcile, shutdown, config, max_restarts, restart_window,
+        max_backoff, capacity_timeout, max_queue_depth, heartbeat_file;
+    WorkerFlags worker;  // what every worker is started with
     bool daemon = false;
   };
   auto a = std::make_shared<Args>();
@@ -61,15 +61,15 @@ Handler SetupOrchestratorStart(CLI::App& cmd) {
       "Cap on worker processes; scaling past it waits (default 10)", "N");
   cmd.add_flag("--daemon", a->daemon,
                "Detach once running; log to orchestrator.log beside the store");
-  opt("--heartbeat-interval", a->heartbeat, "Workers' idle heartbeat interval (default 30s)",
+  opt("--heartbeat-interval", a->worker.heartbeat, "Workers' idle heartbeat interval (default 30s)",
       "DUR");
-  opt("--lease", a->lease, "Lease per claim (default 30m)", "DUR");
+  opt("--lease", a->worker.lease, "Lease per claim (default 30m)", "DUR");
   opt("--reconcile-interval", a->reconcile, "Full reconcile pass every (default 60s)", "DUR");
   opt("--shutdown-timeout", a->shutdown,
       "On stop, how long workers may finish their tasks before SIGKILL (default 5m)", "DUR");
-  opt("--agent", a->agent, "Workers' agent profile or argv template", "PROFILE|'ARGV'");
-  opt("--capabilities", a->capabilities, "Workers' capabilities: a,b", "LIST");
-  opt("--queues", a->queues, "Queues the workers claim from", "LIST");
+  opt("--agent", a->worker.agent, "Workers' agent profile or argv template", "PROFILE|'ARGV'");
+  opt("--capabilities", a->worker.capabilities, "Workers' capabilities: a,b", "LIST");
+  opt("--queues", a->worker.queues, "Queues the workers claim from", "LIST");
   opt("--config", a->config, "Config file (default: config.toml beside the store)", "PATH");
   opt("--max-restarts", a->max_restarts,
       "Restarts within --restart-window before a slot is marked failed (default 5)", "N");
@@ -82,10 +82,10 @@ Handler SetupOrchestratorStart(CLI::App& cmd) {
       "Refuse tx task add (exit 5) beyond this many ready tasks", "N");
   opt("--heartbeat-file", a->heartbeat_file,
       "Mirror the pool's heartbeat document to this file (rewritten atomically)", "PATH");
-  opt("--stall-timeout", a->stall, "Stop an agent silent for this long (default off)", "DUR");
-  opt("--poll-interval", a->poll, "Workers' fallback poll when idle (default 30s)", "DUR");
-  opt("--memory-mb", a->memory_mb, "Agent memory limit", "MB");
-  opt("--cpu-percent", a->cpu_percent, "Agent CPU limit (100 = one core)", "N");
+  opt("--stall-timeout", a->worker.stall, "Stop an agent silent for this long (default off)", "DUR");
+  opt("--poll-interval", a->worker.poll, "Workers' fallback poll when idle (default 30s)", "DUR");
+  opt("--memory-mb", a->worker.memory_mb, "Agent memory limit", "MB");
+  opt("--cpu-percent", a->worker.cpu_percent, "Agent CPU limit (100 = one core)", "N");
   return [a](Context& ctx) -> Status {
     orchestrator::OrchestratorConfig c;
     fs::path db = fs::absolute(ctx.DbPath());
@@ -128,16 +128,7 @@ Handler SetupOrchestratorStart(CLI::App& cmd) {
 
     // What every worker gets. Checked here as `tx worker start` will check it, for every slot
     // the config names, so a typo is refused now instead of crash-looping a pool of workers.
-    WorkerFlags worker;
-    worker.heartbeat = a->heartbeat;
-    worker.lease = a->lease;
-    worker.stall = a->stall;
-    worker.poll = a->poll;
-    worker.agent = a->agent;
-    worker.capabilities = a->capabilities;
-    worker.queues = a->queues;
-    worker.memory_mb = a->memory_mb;
-    worker.cpu_percent = a->cpu_percent;
+    WorkerFlags worker = a->worker;
     worker.config = a->config;
     worker.shutdown = std::to_string(c.shutdown_timeout_ms) + "ms";
     TX_RETURN_IF_ERROR(BuildWorkerConfig(ctx, worker));
