@@ -186,12 +186,7 @@ Handler SetupWorkerStatus(CLI::App& cmd) {
         std::erase_if(all, [&](const Worker& w) { return w.id != one.id; });
       }
       service::TaskService tasks(*store, ctx.clock(), ctx.options());
-      std::map<std::string, std::string> titles;
-      for (const auto& w : all) {
-        if (w.current_task_id.empty() || titles.count(w.current_task_id)) continue;
-        auto t = tasks.Show(w.current_task_id);
-        if (t.ok()) titles[w.current_task_id] = t->task.title;
-      }
+      TX_ASSIGN_OR_RETURN(auto titles, tasks.CurrentTitles(all));
       ctx.PrintJson(HeartbeatDocument(all, titles));
       return Ok();
     }

@@ -18,6 +18,7 @@
 #include "exec/process_info.h"
 #include "orchestrator/agent_cleanup.h"
 #include "orchestrator/atomic_file.h"
+#include "service/task_service.h"
 
 extern char** environ;
 
@@ -393,16 +394,10 @@ void Orchestrator::WriteHeartbeatFile() {
   for (const auto& w : *all) {
     if (w.hostname == hostname_ && SlotIndex(w.slot) > 0) ours.push_back(w);
   }
-  std::map<std::string, std::string> titles;
-  for (const auto& w : ours) {
-    if (w.current_task_id.empty() || titles.count(w.current_task_id)) continue;
-    (void)store_->Read([&](store::Txn& txn) -> Status {
-      TX_ASSIGN_OR_RETURN(std::optional<Task> t, txn.GetTask(w.current_task_id));
-      if (t) titles[w.current_task_id] = t->title;
-      return Ok();
-    });
-  }
-  nlohmann::json doc = HeartbeatDocument(ours, titles);
+  Result<std::map<std::string, std::string>> titles =
+      service::TaskService(*store_, store_->clock()).CurrentTitles(ours);
+  if (!titles.ok()) return;
+  nlohmann::json doc = HeartbeatDocument(ours, *titles);
   // The restart count is the supervisor's to know, not the worker's.
   for (const auto& slot : pool_->slots()) {
     if (doc["workers"].contains(slot.name)) {

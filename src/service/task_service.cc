@@ -116,6 +116,20 @@ Result<TaskDetail> TaskService::Show(std::string_view id) {
   return out;
 }
 
+Result<std::map<std::string, std::string>> TaskService::CurrentTitles(
+    const std::vector<Worker>& workers) {
+  std::map<std::string, std::string> titles;
+  TX_RETURN_IF_ERROR(store_.Read([&](store::Txn& txn) -> Status {
+    for (const auto& w : workers) {
+      if (w.current_task_id.empty() || titles.contains(w.current_task_id)) continue;
+      TX_ASSIGN_OR_RETURN(std::optional<Task> t, txn.GetTask(w.current_task_id));
+      if (t) titles[w.current_task_id] = t->title;
+    }
+    return Ok();
+  }));
+  return titles;
+}
+
 Result<std::vector<store::StatusCount>> TaskService::Counts() {
   std::vector<store::StatusCount> out;
   TX_RETURN_IF_ERROR(store_.Read([&](store::Txn& txn) -> Status {

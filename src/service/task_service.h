@@ -3,6 +3,7 @@
 // operator's forced outcomes. Every method is one store transaction; a refused call writes
 // nothing.
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "core/claim.h"
 #include "core/clock.h"
 #include "core/task.h"
+#include "core/worker.h"
 #include "service/claim_service.h"
 #include "service/options.h"
 #include "store/store.h"
@@ -42,6 +44,9 @@ class TaskService {
   Result<std::vector<Task>> List(const store::TaskFilter& filter);
   Result<TaskDetail> Show(std::string_view id);
   Result<std::vector<store::StatusCount>> Counts();
+  // The titles of the tasks these workers are running, by task id, read in one transaction (the
+  // heartbeat document shows them). A task that has gone is left out.
+  Result<std::map<std::string, std::string>> CurrentTitles(const std::vector<Worker>& workers);
 
   // Changes title, priority, after[] (refusing unknown ids and cycles) or merges metadata. A
   // task whose after[] changes moves between `ready` and `blocked` accordingly.
