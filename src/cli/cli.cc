@@ -37,6 +37,7 @@ constexpr CommandSpec kCommands[] = {
      SetupClaimRelease},
     {"claim-renew", "claim.renew", "tx claim:renew TASK: extend a claim's lease", SetupClaimRenew},
     {"events", "events", "Print the event log; --follow to keep printing", SetupEvents},
+    {"serve", "serve", "Serve the HTTP API (loopback by default) until SIGTERM", SetupServe},
     {"worker start", "worker.start",
      "Run a worker: claim tasks one at a time and run their agents until SIGTERM",
      SetupWorkerStart},

@@ -62,5 +62,6 @@ Handler SetupWorkerStop(CLI::App& cmd);
 Handler SetupWorkerPause(CLI::App& cmd);
 Handler SetupWorkerResume(CLI::App& cmd);
 Handler SetupTaskLog(CLI::App& cmd);
+Handler SetupServe(CLI::App& cmd);
 
 }  // namespace tx::cli

@@ -82,7 +82,8 @@ Handler SetupOrchestratorStart(CLI::App& cmd) {
       "Refuse tx task add (exit 5) beyond this many ready tasks", "N");
   opt("--heartbeat-file", a->heartbeat_file,
       "Mirror the pool's heartbeat document to this file (rewritten atomically)", "PATH");
-  opt("--stall-timeout", a->worker.stall, "Stop an agent silent for this long (default off)", "DUR");
+  opt("--stall-timeout", a->worker.stall, "Stop an agent silent for this long (default off)",
+      "DUR");
   opt("--poll-interval", a->worker.poll, "Workers' fallback poll when idle (default 30s)", "DUR");
   opt("--memory-mb", a->worker.memory_mb, "Agent memory limit", "MB");
   opt("--cpu-percent", a->worker.cpu_percent, "Agent CPU limit (100 = one core)", "N");

@@ -32,7 +32,8 @@ struct TaskFilter {
   std::optional<TaskStatus> status;
   std::optional<std::string> queue;
   std::optional<std::string> owner;
-  int limit = 0;  // 0 = no limit
+  int limit = 0;            // 0 = no limit
+  std::int64_t after_seq = 0;  // only tasks added after this one (paging: the last seq seen)
 };
 
 // What a worker can take: used to pick the best eligible ready task.

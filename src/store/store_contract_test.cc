@@ -120,6 +120,42 @@ TEST_P(StoreContract, TaskRoundTripsEveryField) {
   EXPECT_EQ(got->run_after, 77);
 }
 
+// Listing filters by status, queue and owner, in insertion order, and pages by the last seq seen.
+TEST_P(StoreContract, ListTasksFiltersAndPagesInInsertionOrder) {
+  for (int i = 0; i < 5; ++i) {
+    Task t = NewTask("task-0000000" + std::to_string(i), 10 - i, i % 2 ? "odd" : "even");
+    if (i == 4) t.owner = "slot-9";
+    Insert(t);
+  }
+  auto list = [&](TaskFilter f) {
+    std::vector<std::string> ids;
+    std::vector<Task> tasks;
+    EXPECT_TRUE(store_
+                    ->Read([&](Txn& txn) -> Status {
+                      TX_ASSIGN_OR_RETURN(tasks, txn.ListTasks(f));
+                      return Ok();
+                    })
+                    .ok());
+    for (const auto& t : tasks) ids.push_back(t.id);
+    return std::pair{ids, tasks};
+  };
+  TaskFilter even;
+  even.queue = "even";
+  EXPECT_EQ(list(even).first,
+            (std::vector<std::string>{"task-00000000", "task-00000002", "task-00000004"}));
+  TaskFilter owned;
+  owned.owner = "slot-9";
+  EXPECT_EQ(list(owned).first, std::vector<std::string>{"task-00000004"});
+  TaskFilter page;
+  page.limit = 2;
+  auto [first, first_tasks] = list(page);
+  EXPECT_EQ(first, (std::vector<std::string>{"task-00000000", "task-00000001"}));
+  page.after_seq = first_tasks.back().seq;
+  EXPECT_EQ(list(page).first, (std::vector<std::string>{"task-00000002", "task-00000003"}));
+  page.queue = "even";
+  EXPECT_EQ(list(page).first, (std::vector<std::string>{"task-00000002", "task-00000004"}));
+}
+
 // Plain strings take a fast path in the SQLite store; the rest go through a JSON library.
 TEST_P(StoreContract, StringListsRoundTripWhateverTheyHold) {
   Task t = NewTask("task-bbbbbbbb", 0, "default");

@@ -262,11 +262,12 @@ class SqliteTxn final : public Txn {
                                             "WHERE (?1 = '' OR status = ?1) "
                                             "AND (?2 = '' OR queue = ?2) "
                                             "AND (?3 = '' OR owner = ?3) "
-                                            "ORDER BY seq LIMIT ?4"));
+                                            "AND seq > ?5 ORDER BY seq LIMIT ?4"));
     s.Bind(1, f.status ? ToString(*f.status) : std::string_view())
         .Bind(2, f.queue.value_or(""))
         .Bind(3, f.owner.value_or(""))
-        .Bind(4, f.limit > 0 ? std::int64_t{f.limit} : std::int64_t{-1});
+        .Bind(4, f.limit > 0 ? std::int64_t{f.limit} : std::int64_t{-1})
+        .Bind(5, f.after_seq);
     return ReadAll<Task>(s, ReadTask);
   }
 

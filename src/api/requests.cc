@@ -1,0 +1,222 @@
+#include "api/requests.h"
+
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "core/argv.h"
+#include "core/duration.h"
+
+namespace tx::api {
+
+namespace {
+
+using nlohmann::json;
+
+// Refuses any key of `body` not in `known`, naming it.
+Status OnlyKnownFields(const json& body, const std::set<std::string_view>& known) {
+  for (const auto& [key, value] : body.items()) {
+    if (!known.contains(key)) return Error::InvalidArgument("unknown field '" + key + "'");
+  }
+  return Ok();
+}
+
+Error WrongType(std::string_view field, std::string_view want) {
+  return Error::InvalidArgument("field '" + std::string(field) + "' must be " + std::string(want));
+}
+
+// Each reader leaves `out` as it is when the field is absent or null.
+Status ReadString(const json& body, std::string_view field, std::string& out) {
+  auto it = body.find(field);
+  if (it == body.end() || it->is_null()) return Ok();
+  if (!it->is_string()) return WrongType(field, "a string");
+  out = it->get<std::string>();
+  return Ok();
+}
+
+Status ReadInteger(const json& body, std::string_view field, std::int64_t& out) {
+  auto it = body.find(field);
+  if (it == body.end() || it->is_null()) return Ok();
+  if (!it->is_number_integer()) return WrongType(field, "an integer");
+  out = it->get<std::int64_t>();
+  return Ok();
+}
+
+Status ReadBool(const json& body, std::string_view field, bool& out) {
+  auto it = body.find(field);
+  if (it == body.end() || it->is_null()) return Ok();
+  if (!it->is_boolean()) return WrongType(field, "true or false");
+  out = it->get<bool>();
+  return Ok();
+}
+
+Status ReadStrings(const json& body, std::string_view field, std::vector<std::string>& out) {
+  auto it = body.find(field);
+  if (it == body.end() || it->is_null()) return Ok();
+  if (!it->is_array()) return WrongType(field, "an array of strings");
+  std::vector<std::string> v;
+  for (const auto& x : *it) {
+    if (!x.is_string()) return WrongType(field, "an array of strings");
+    v.push_back(x.get<std::string>());
+  }
+  out = std::move(v);
+  return Ok();
+}
+
+Status ReadObject(const json& body, std::string_view field, std::optional<json>& out) {
+  auto it = body.find(field);
+  if (it == body.end() || it->is_null()) return Ok();
+  if (!it->is_object()) return WrongType(field, "a JSON object");
+  out = *it;
+  return Ok();
+}
+
+}  // namespace
+
+Result<json> ParseObject(std::string_view body) {
+  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Error::InvalidArgument("malformed JSON in the request body");
+  if (!j.is_object()) return Error::InvalidArgument("the request body must be a JSON object");
+  return j;
+}
+
+Result<Task> DecodeNewTask(const json& body) {
+  TX_RETURN_IF_ERROR(OnlyKnownFields(
+      body, {"title", "description", "instructions", "deliverables", "steps", "priority", "queue",
+             "requires", "after", "owner", "workdir", "command", "agent", "timeout", "max_attempts",
+             "review", "repo", "base", "metadata"}));
+  Task t;
+  if (!body.contains("title")) return Error::InvalidArgument("field 'title' is required");
+  TX_RETURN_IF_ERROR(ReadString(body, "title", t.title));
+  TX_RETURN_IF_ERROR(ReadString(body, "description", t.description));
+  TX_RETURN_IF_ERROR(ReadString(body, "instructions", t.instructions));
+  TX_RETURN_IF_ERROR(ReadString(body, "deliverables", t.deliverables));
+  TX_RETURN_IF_ERROR(ReadStrings(body, "steps", t.steps));
+  TX_RETURN_IF_ERROR(ReadInteger(body, "priority", t.priority));
+  TX_RETURN_IF_ERROR(ReadString(body, "queue", t.queue));
+  TX_RETURN_IF_ERROR(ReadStrings(body, "requires", t.requires_caps));
+  TX_RETURN_IF_ERROR(ReadStrings(body, "after", t.after));
+  TX_RETURN_IF_ERROR(ReadString(body, "owner", t.owner));
+  TX_RETURN_IF_ERROR(ReadString(body, "workdir", t.workdir));
+  if (auto it = body.find("command"); it != body.end() && !it->is_null()) {
+    if (it->is_string()) {
+      TX_ASSIGN_OR_RETURN(t.command, SplitArgv(it->get<std::string>()));
+      if (t.command.empty()) return Error::InvalidArgument("field 'command' is empty");
+    } else {
+      TX_RETURN_IF_ERROR(ReadStrings(body, "command", t.command));
+    }
+  }
+  TX_RETURN_IF_ERROR(ReadString(body, "agent", t.agent));
+  t.timeout_ms = 0;  // the service's default
+  if (auto it = body.find("timeout"); it != body.end() && !it->is_null()) {
+    if (it->is_string()) {
+      TX_ASSIGN_OR_RETURN(t.timeout_ms, ParseDuration(it->get<std::string>()));
+    } else if (it->is_number_integer()) {
+      t.timeout_ms = it->get<std::int64_t>();
+    } else {
+      return WrongType("timeout", "a duration such as \"30m\", or milliseconds");
+    }
+    if (t.timeout_ms <= 0) return Error::InvalidArgument("field 'timeout' must be more than 0s");
+  }
+  std::int64_t attempts = t.max_attempts;
+  TX_RETURN_IF_ERROR(ReadInteger(body, "max_attempts", attempts));
+  if (attempts < 0 || attempts > 1'000'000) {  // the range proper is TaskService's
+    return Error::InvalidArgument("field 'max_attempts' is out of range");
+  }
+  t.max_attempts = static_cast<int>(attempts);
+  TX_RETURN_IF_ERROR(ReadBool(body, "review", t.review));
+  TX_RETURN_IF_ERROR(ReadString(body, "repo", t.repo));
+  TX_RETURN_IF_ERROR(ReadString(body, "base", t.base_branch));
+  if (!t.base_branch.empty() && t.repo.empty()) {
+    return Error::InvalidArgument("field 'base' needs 'repo'");
+  }
+  std::optional<json> metadata;
+  TX_RETURN_IF_ERROR(ReadObject(body, "metadata", metadata));
+  if (metadata) t.metadata = std::move(*metadata);
+  return t;
+}
+
+Result<TaskChange> DecodeTaskChange(const json& body) {
+  TX_RETURN_IF_ERROR(OnlyKnownFields(body, {"title", "priority", "after", "metadata", "status",
+                                            "token", "force", "result", "error", "note"}));
+  TaskChange c;
+  auto status = body.find("status");
+  if (status == body.end() || status->is_null()) {
+    for (std::string_view f : {"token", "force", "result", "error", "note"}) {
+      if (body.contains(f)) {
+        return Error::InvalidArgument("field '" + std::string(f) + "' goes with 'status'");
+      }
+    }
+    if (std::string title; body.contains("title")) {
+      TX_RETURN_IF_ERROR(ReadString(body, "title", title));
+      c.fields.title = title;
+    }
+    if (std::int64_t p = 0; body.contains("priority")) {
+      TX_RETURN_IF_ERROR(ReadInteger(body, "priority", p));
+      c.fields.priority = p;
+    }
+    if (std::vector<std::string> after; body.contains("after")) {
+      TX_RETURN_IF_ERROR(ReadStrings(body, "after", after));
+      c.fields.after = after;
+    }
+    TX_RETURN_IF_ERROR(ReadObject(body, "metadata", c.fields.metadata_merge));
+    if (!c.fields.title && !c.fields.priority && !c.fields.after && !c.fields.metadata_merge) {
+      return Error::InvalidArgument(
+          "nothing to change: give 'status', 'title', 'priority', 'after' or 'metadata'");
+    }
+    return c;
+  }
+  for (std::string_view f : {"title", "priority", "after", "metadata"}) {
+    if (body.contains(f)) {
+      return Error::InvalidArgument("field '" + std::string(f) +
+                                    "' cannot change in the same request as 'status'");
+    }
+  }
+  if (!status->is_string()) return WrongType("status", "a string");
+  TX_ASSIGN_OR_RETURN(TaskStatus to, ParseTaskStatus(status->get<std::string>()));
+  TX_RETURN_IF_ERROR(ReadBool(body, "force", c.force));
+  if (auto t = body.find("token"); t != body.end() && !t->is_null()) {
+    std::int64_t token = 0;
+    TX_RETURN_IF_ERROR(ReadInteger(body, "token", token));
+    c.token = token;
+  }
+  std::string result, error, note;
+  TX_RETURN_IF_ERROR(ReadString(body, "result", result));
+  TX_RETURN_IF_ERROR(ReadString(body, "error", error));
+  TX_RETURN_IF_ERROR(ReadString(body, "note", note));
+  switch (to) {
+    case TaskStatus::kDone:
+    case TaskStatus::kReview:
+    case TaskStatus::kFailed:
+      c.kind = TaskChange::Kind::kOutcome;
+      c.outcome = to == TaskStatus::kDone     ? service::Outcome::kDone
+                  : to == TaskStatus::kReview ? service::Outcome::kReview
+                                              : service::Outcome::kFail;
+      if (c.force == c.token.has_value()) {
+        return Error::InvalidArgument("status '" + std::string(ToString(to)) +
+                                      "' needs the claim's 'token', or 'force': true, not both");
+      }
+      if (!note.empty()) return Error::InvalidArgument("field 'note' goes with cancel and retry");
+      c.text = to == TaskStatus::kFailed ? (error.empty() ? result : error)
+                                         : (result.empty() ? error : result);
+      return c;
+    case TaskStatus::kCancelled:
+    case TaskStatus::kReady:
+      c.kind = to == TaskStatus::kCancelled ? TaskChange::Kind::kCancel : TaskChange::Kind::kRetry;
+      if (c.force || c.token || !result.empty() || !error.empty()) {
+        return Error::InvalidArgument("status '" + std::string(ToString(to)) +
+                                      "' takes only a 'note'");
+      }
+      c.text = note;
+      return c;
+    case TaskStatus::kRunning:
+      return Error::InvalidArgument("a task starts running only when a worker claims it");
+    case TaskStatus::kBlocked:
+      return Error::InvalidArgument("a task is blocked only by its 'after' tasks: change 'after'");
+    case TaskStatus::kApproved:
+      return Error::InvalidArgument("approval is not available yet (the review flow)");
+  }
+  return Error::Internal("unhandled status");
+}
+
+}  // namespace tx::api

@@ -1,0 +1,51 @@
+#pragma once
+// The bodies the HTTP API accepts, decoded from JSON in one place each. Pure: no store, no I/O,
+// so the fuzz target and the unit tests drive them directly.
+//
+// Task bodies are strict: an unknown field, a wrong type or a bad value is an invalid argument
+// naming it, so a typo such as "priorty" is refused instead of silently ignored. (Bodies of the
+// worker protocol, where old workers meet new servers, ignore fields they do not know.)
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/error.h"
+#include "core/task.h"
+#include "service/claim_service.h"
+#include "service/task_service.h"
+
+namespace tx::api {
+
+// Parses a request body: malformed JSON, or anything but an object, is an invalid argument.
+Result<nlohmann::json> ParseObject(std::string_view body);
+
+// POST /api/tasks: {"title" (required), "description", "instructions", "deliverables",
+// "steps": [..], "priority": int, "queue", "requires": [..], "after": [..], "owner", "workdir",
+// "command": "ARGV" | [..], "agent", "timeout": "30m" | ms, "max_attempts": int, "review": bool,
+// "repo", "base", "metadata": {..}}. Values are checked further by TaskService::Add.
+Result<Task> DecodeNewTask(const nlohmann::json& body);
+
+// PATCH /api/tasks/:id. Either field changes ("title", "priority", "after", "metadata" merged
+// RFC 7386 style) or one status change, not both:
+//   "status": "done" | "failed" | "review" (aliases: completed, in_review, ...) with "token"
+//             (the claim's fencing token) or "force": true (the operator's override), and
+//             "result" / "error" text;
+//   "status": "cancelled" with an optional "note";
+//   "status": "ready" | "todo" to retry a failed or cancelled task, with an optional "note".
+// Other statuses (running, blocked, approved) are reached only through claims, dependencies and
+// review, and are refused naming why.
+struct TaskChange {
+  enum class Kind { kFields, kOutcome, kCancel, kRetry };
+  Kind kind = Kind::kFields;
+  service::TaskPatch fields;
+  service::Outcome outcome = service::Outcome::kDone;
+  std::optional<std::int64_t> token;
+  bool force = false;
+  std::string text;  // result, error or note
+};
+Result<TaskChange> DecodeTaskChange(const nlohmann::json& body);
+
+}  // namespace tx::api

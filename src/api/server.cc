@@ -1,0 +1,363 @@
+#include "api/server.h"
+
+#include <httplib.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "api/requests.h"
+#include "core/json.h"
+#include "service/claim_service.h"
+#include "service/event_log.h"
+#include "service/task_service.h"
+#include "service/worker_service.h"
+
+namespace tx::api {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr int kDefaultPageSize = 100;
+constexpr int kMaxPageSize = 1000;
+
+void Reply(httplib::Response& res, int status, const json& body) {
+  res.status = status;
+  res.set_content(body.dump(), "application/json");
+}
+
+void ReplyError(httplib::Response& res, int status, std::string_view code, std::string message) {
+  Reply(res, status, {{"error", {{"code", code}, {"message", std::move(message)}}}});
+}
+
+void ReplyError(httplib::Response& res, const Error& e) {
+  ReplyError(res, HttpStatus(e.code()), CodeName(e.code()), e.message());
+}
+
+std::string_view CodeOfStatus(int status) {
+  switch (status) {
+    case 401:
+      return "unauthorized";
+    case 403:
+      return "forbidden";
+    case 404:
+      return "not_found";
+    case 405:
+      return "method_not_allowed";
+    case 413:
+      return "payload_too_large";
+    default:
+      return status >= 500 ? "internal" : "invalid_argument";
+  }
+}
+
+bool Mutating(const std::string& method) { return method != "GET" && method != "HEAD"; }
+
+// What a path needs: the worker protocol needs a worker (or admin) token, any change an admin
+// token, and reads nothing more than the auth rules' default.
+Access NeedOf(const httplib::Request& req) {
+  if (req.path.starts_with("/api/worker/")) return Access::kWorker;
+  return Mutating(req.method) ? Access::kAdmin : Access::kRead;
+}
+
+// A query parameter as a count in [lo, hi], or `fallback` when absent.
+Result<int> CountParam(const httplib::Request& req, const char* name, int fallback, int lo,
+                       int hi) {
+  if (!req.has_param(name)) return fallback;
+  std::string v = req.get_param_value(name);
+  int n = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec != std::errc() || end != v.data() + v.size() || n < lo || n > hi) {
+    return Error::InvalidArgument("parameter '" + std::string(name) + "' must be a number from " +
+                                  std::to_string(lo) + " to " + std::to_string(hi));
+  }
+  return n;
+}
+
+Result<std::int64_t> CursorParam(const httplib::Request& req, const char* name) {
+  if (!req.has_param(name)) return std::int64_t{0};
+  std::string v = req.get_param_value(name);
+  std::int64_t n = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec != std::errc() || end != v.data() + v.size() || n < 0) {
+    return Error::InvalidArgument("parameter '" + std::string(name) + "' is not a cursor: " + v);
+  }
+  return n;
+}
+
+// Refuses query parameters a route does not know, so a misspelt filter is not silently ignored.
+Status OnlyParams(const httplib::Request& req, std::initializer_list<std::string_view> known) {
+  for (const auto& [key, value] : req.params) {
+    if (std::find(known.begin(), known.end(), key) == known.end()) {
+      return Error::InvalidArgument("unknown parameter '" + key + "'");
+    }
+  }
+  return Ok();
+}
+
+}  // namespace
+
+Result<std::pair<std::string, int>> ParseListenAddress(std::string_view text) {
+  auto bad = [&] {
+    return Error::InvalidArgument("invalid listen address '" + std::string(text) +
+                                  "': expected HOST:PORT, e.g. 127.0.0.1:8787");
+  };
+  auto colon = text.rfind(':');
+  if (colon == std::string_view::npos) return bad();
+  std::string host(text.substr(0, colon));
+  std::string_view port_text = text.substr(colon + 1);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  if (host.empty()) host = "127.0.0.1";
+  int port = -1;
+  auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (ec != std::errc() || end != port_text.data() + port_text.size() || port < 0 || port > 65535) {
+    return bad();
+  }
+  return std::pair{host, port};
+}
+
+ApiServer::ApiServer(Key, ServerOptions options, Tokens tokens)
+    : options_(std::move(options)),
+      tokens_(std::move(tokens)),
+      loopback_(IsLoopbackHost(options_.host)),
+      stores_(store::OpenOptions{options_.db_path, false}),
+      http_(std::make_unique<httplib::Server>()) {
+  options_.service = service::WithDefaults(std::move(options_.service));
+}
+
+ApiServer::~ApiServer() { Stop(); }
+
+Result<std::unique_ptr<ApiServer>> ApiServer::Start(ServerOptions options) {
+  std::filesystem::path db = std::filesystem::absolute(options.db_path);
+  options.db_path = db.string();
+  TX_ASSIGN_OR_RETURN(Tokens tokens, LoadTokens(db.parent_path().string()));
+  if (!IsLoopbackHost(options.host) && tokens.by_token.empty()) {
+    return Error::InvalidArgument("refusing to listen on " + options.host +
+                                  " without a token: run tx init, which writes .tx/token");
+  }
+  auto s = std::make_unique<ApiServer>(Key{}, std::move(options), std::move(tokens));
+  {
+    TX_ASSIGN_OR_RETURN(StorePool::Lease check, s->stores_.Acquire());  // the store opens
+  }
+  s->Routes();
+  const std::string& host = s->options_.host;
+  if (s->options_.port == 0) {
+    s->port_ = s->http_->bind_to_any_port(host);
+  } else if (s->http_->bind_to_port(host, s->options_.port)) {
+    s->port_ = s->options_.port;
+  } else {
+    s->port_ = -1;
+  }
+  if (s->port_ <= 0) {
+    return Error::Unavailable("cannot listen on " + host + ":" + std::to_string(s->options_.port) +
+                              ": " + std::strerror(errno));
+  }
+  httplib::Server* http = s->http_.get();
+  s->thread_ = std::thread([http] { http->listen_after_bind(); });
+  return s;
+}
+
+void ApiServer::Stop() {
+  if (!thread_.joinable()) return;
+  http_->stop();
+  thread_.join();
+}
+
+void ApiServer::Routes() {
+  httplib::Server& h = *http_;
+  h.set_payload_max_length(options_.max_body_bytes);
+  // SO_REUSEADDR only: the library's default adds SO_REUSEPORT, which would let a second server
+  // share this port silently instead of being refused.
+  h.set_socket_options([](int sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
+  h.set_keep_alive_max_count(1000);
+
+  // Every request is authorised here, before its route runs.
+  h.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    std::optional<std::string_view> bearer;
+    const std::string authorization = req.get_header_value("Authorization");
+    if (req.has_header("Authorization")) {
+      bearer = BearerToken(authorization);
+      if (!bearer) {
+        ReplyError(res, 401, "unauthorized", "malformed Authorization header: expected Bearer");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+    }
+    Verdict v = Authorize(tokens_, loopback_, Mutating(req.method), NeedOf(req), bearer);
+    if (v.http_status != 0) {
+      ReplyError(res, v.http_status, CodeOfStatus(v.http_status), v.message);
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  // Statuses the library sets by itself (unknown route, body too large) get the same shape.
+  h.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    std::string message = res.status == 404   ? "no route " + req.method + " " + req.path
+                          : res.status == 413 ? "request body too large"
+                                              : "request refused";
+    ReplyError(res, res.status, CodeOfStatus(res.status), message);
+  });
+  h.set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+        std::string what = "unexpected error";
+        try {
+          if (ep) std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+          what = e.what();
+        } catch (...) {
+        }
+        ReplyError(res, 500, "internal", what);
+      });
+
+  // Runs `fn` with a store of its own and replies with its JSON, or with its error.
+  auto with_store = [this](httplib::Response& res, int ok_status, auto fn) {
+    Result<StorePool::Lease> s = stores_.Acquire();
+    if (!s.ok()) return ReplyError(res, s.error());
+    Result<json> body = fn(**s);
+    if (!body.ok()) return ReplyError(res, body.error());
+    Reply(res, ok_status, *body);
+  };
+  const service::ServiceOptions& opts = options_.service;
+
+  h.Get("/healthz", [with_store, &opts](const httplib::Request&, httplib::Response& res) {
+    with_store(res, 200, [&](store::Store& store) -> Result<json> {
+      TX_ASSIGN_OR_RETURN(auto counts, service::TaskService(store, store.clock(), opts).Counts());
+      (void)counts;
+      return json{{"ok", true}};
+    });
+  });
+
+  h.Get("/api/tasks", [with_store, &opts](const httplib::Request& req, httplib::Response& res) {
+    with_store(res, 200, [&](store::Store& store) -> Result<json> {
+      TX_RETURN_IF_ERROR(OnlyParams(req, {"status", "queue", "owner", "limit", "cursor"}));
+      store::TaskFilter f;
+      if (req.has_param("status")) {
+        TX_ASSIGN_OR_RETURN(f.status, ParseTaskStatus(req.get_param_value("status")));
+      }
+      if (req.has_param("queue")) f.queue = req.get_param_value("queue");
+      if (req.has_param("owner")) f.owner = req.get_param_value("owner");
+      TX_ASSIGN_OR_RETURN(f.limit, CountParam(req, "limit", kDefaultPageSize, 1, kMaxPageSize));
+      TX_ASSIGN_OR_RETURN(f.after_seq, CursorParam(req, "cursor"));
+      TX_ASSIGN_OR_RETURN(std::vector<Task> list,
+                          service::TaskService(store, store.clock(), opts).List(f));
+      json out = {{"tasks", json::array()}, {"next_cursor", nullptr}};
+      for (const auto& t : list) out["tasks"].push_back(ToJson(t, {}));
+      if (static_cast<int>(list.size()) == f.limit) {
+        out["next_cursor"] = std::to_string(list.back().seq);
+      }
+      return out;
+    });
+  });
+
+  h.Post("/api/tasks", [with_store, &opts](const httplib::Request& req, httplib::Response& res) {
+    with_store(res, 201, [&](store::Store& store) -> Result<json> {
+      TX_ASSIGN_OR_RETURN(json body, ParseObject(req.body));
+      TX_ASSIGN_OR_RETURN(Task draft, DecodeNewTask(body));
+      TX_ASSIGN_OR_RETURN(Task added,
+                          service::TaskService(store, store.clock(), opts).Add(std::move(draft)));
+      res.set_header("Location", "/api/tasks/" + added.id);
+      return ToJson(added, {});
+    });
+  });
+
+  h.Get(R"(/api/tasks/([^/]+))",
+        [with_store, &opts](const httplib::Request& req, httplib::Response& res) {
+          with_store(res, 200, [&](store::Store& store) -> Result<json> {
+            TX_ASSIGN_OR_RETURN(
+                service::TaskDetail d,
+                service::TaskService(store, store.clock(), opts).Show(req.matches[1].str()));
+            return ToJson(d.task, d.attempts);
+          });
+        });
+
+  h.Patch(R"(/api/tasks/([^/]+))",
+          [with_store, &opts](const httplib::Request& req, httplib::Response& res) {
+            with_store(res, 200, [&](store::Store& store) -> Result<json> {
+              std::string id = req.matches[1].str();
+              TX_ASSIGN_OR_RETURN(json body, ParseObject(req.body));
+              TX_ASSIGN_OR_RETURN(TaskChange c, DecodeTaskChange(body));
+              service::TaskService tasks(store, store.clock(), opts);
+              switch (c.kind) {
+                case TaskChange::Kind::kFields:
+                  TX_RETURN_IF_ERROR(tasks.Update(id, c.fields));
+                  break;
+                case TaskChange::Kind::kOutcome:
+                  if (c.force) {
+                    TX_RETURN_IF_ERROR(tasks.ForceOutcome(id, c.outcome, c.text));
+                  } else {
+                    TX_RETURN_IF_ERROR(service::ClaimService(store, store.clock(), opts)
+                                           .Report(id, *c.token, c.outcome, c.text));
+                  }
+                  break;
+                case TaskChange::Kind::kCancel:
+                  TX_RETURN_IF_ERROR(tasks.Cancel(id, c.text));
+                  break;
+                case TaskChange::Kind::kRetry:
+                  TX_RETURN_IF_ERROR(tasks.Retry(id, c.text));
+                  break;
+              }
+              TX_ASSIGN_OR_RETURN(service::TaskDetail d, tasks.Show(id));
+              return ToJson(d.task, d.attempts);
+            });
+          });
+
+  h.Get("/api/workers", [with_store, &opts](const httplib::Request& req, httplib::Response& res) {
+    with_store(res, 200, [&](store::Store& store) -> Result<json> {
+      TX_RETURN_IF_ERROR(OnlyParams(req, {"status"}));
+      std::vector<WorkerStatus> statuses;
+      if (req.has_param("status")) {
+        TX_ASSIGN_OR_RETURN(WorkerStatus s, ParseWorkerStatus(req.get_param_value("status")));
+        statuses.push_back(s);
+      }
+      TX_ASSIGN_OR_RETURN(std::vector<Worker> all,
+                          service::WorkerService(store, store.clock(), opts).List(statuses));
+      Millis now = store.clock().NowMs();
+      json out = {{"workers", json::array()}};
+      for (const auto& w : all) out["workers"].push_back(ToJson(w, now));
+      return out;
+    });
+  });
+
+  h.Get(R"(/api/workers/([^/]+))", [with_store, &opts](const httplib::Request& req,
+                                                       httplib::Response& res) {
+    with_store(res, 200, [&](store::Store& store) -> Result<json> {
+      TX_ASSIGN_OR_RETURN(
+          Worker w, service::WorkerService(store, store.clock(), opts).Get(req.matches[1].str()));
+      return ToJson(w, store.clock().NowMs());
+    });
+  });
+
+  h.Get("/api/heartbeats", [with_store, &opts](const httplib::Request&, httplib::Response& res) {
+    with_store(res, 200, [&](store::Store& store) -> Result<json> {
+      TX_ASSIGN_OR_RETURN(std::vector<Worker> all,
+                          service::WorkerService(store, store.clock(), opts).List({}));
+      TX_ASSIGN_OR_RETURN(auto titles,
+                          service::TaskService(store, store.clock(), opts).CurrentTitles(all));
+      return HeartbeatDocument(all, titles);
+    });
+  });
+
+  h.Get("/api/events", [with_store](const httplib::Request& req, httplib::Response& res) {
+    with_store(res, 200, [&](store::Store& store) -> Result<json> {
+      TX_RETURN_IF_ERROR(OnlyParams(req, {"after", "limit"}));
+      TX_ASSIGN_OR_RETURN(std::int64_t after, CursorParam(req, "after"));
+      TX_ASSIGN_OR_RETURN(int limit, CountParam(req, "limit", kDefaultPageSize, 1, kMaxPageSize));
+      TX_ASSIGN_OR_RETURN(std::vector<Event> events, service::EventLog(store).Since(after, limit));
+      json out = {{"events", json::array()}};
+      for (const auto& e : events) out["events"].push_back(ToJson(e));
+      return out;
+    });
+  });
+}
+
+}  // namespace tx::api

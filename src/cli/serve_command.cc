@@ -1,0 +1,51 @@
+// tx serve: the HTTP API alone, until SIGTERM or SIGINT.
+
+#include <signal.h>
+
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "api/server.h"
+#include "cli/commands.h"
+#include "cli/orchestrator_alive.h"
+
+namespace tx::cli {
+
+Handler SetupServe(CLI::App& cmd) {
+  auto http = std::make_shared<std::string>("127.0.0.1:8787");
+  NonEmpty(cmd.add_option("--http", *http,
+                          "Address to listen on (default 127.0.0.1:8787; port 0 = any free)")
+               ->type_name("HOST:PORT"));
+  return [http](Context& ctx) -> Status {
+    TX_ASSIGN_OR_RETURN(auto address, api::ParseListenAddress(*http));
+    api::ServerOptions o;
+    o.db_path = ctx.DbPath();
+    if (!std::filesystem::exists(o.db_path)) {
+      return Error::NotFound("no store at " + o.db_path + " (run tx init)");
+    }
+    o.host = address.first;
+    o.port = address.second;
+    o.service = ctx.options();
+    // Signals are taken by sigwait below; blocked first so the server's threads inherit the mask.
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+    TX_ASSIGN_OR_RETURN(std::unique_ptr<api::ApiServer> server, api::ApiServer::Start(o));
+    std::string shown = o.host.find(':') == std::string::npos ? o.host : "[" + o.host + "]";
+    if (ctx.json()) {
+      ctx.PrintJson({{"listening", "http://" + shown + ":" + std::to_string(server->port())}});
+    } else {
+      ctx.out() << "listening on http://" << shown << ":" << server->port() << std::endl;
+    }
+    ctx.out().flush();
+    int sig = 0;
+    sigwait(&stop, &sig);
+    server->Stop();
+    return Ok();
+  };
+}
+
+}  // namespace tx::cli
