@@ -8,11 +8,14 @@
 #include <chrono>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "http_client.h"
 #include "tx_proc.h"
 #include "tx_process.h"
 
@@ -49,9 +52,9 @@ class ApiTest : public ::testing::Test {
 
   // Starts `tx serve` on a free port of `host` and returns a client for it.
   void Serve(const std::string& host = "127.0.0.1") {
-    server_ =
-        std::make_unique<BackgroundProcess>(TX_BINARY, Args{"serve", "--http", host + ":0"}, Env{},
-                                            dir_.str(), (dir_.path() / "serve.out").string());
+    server_ = std::make_unique<BackgroundProcess>(
+        TX_BINARY, Args{"serve", "--http", host + ":0"}, Env{}, dir_.str(),
+        (dir_.path() / ("serve-" + std::to_string(++serves_) + ".out")).string());
     std::smatch m;
     ASSERT_TRUE(WaitFor(
         [&] {
@@ -109,6 +112,7 @@ class ApiTest : public ::testing::Test {
   TempDir dir_;
   std::string token_;
   std::unique_ptr<BackgroundProcess> server_;
+  int serves_ = 0;  // each server writes a log of its own, so its port is the one read back
   int port_ = 0;
 };
 
@@ -347,6 +351,180 @@ TEST_F(ApiTest, ServeRefusesBadAddressesAndAMissingStore) {
   EXPECT_NE(taken.err.find("cannot listen on 127.0.0.1:" + std::to_string(port_)),
             std::string::npos)
       << taken.err;
+}
+
+TEST_F(ApiTest, TheEventStreamDeliversInOrderLiveAndResumesAfterADisconnect) {
+  Serve();
+  for (const char* t : {"one", "two", "three"}) AddOverHttp(t);
+  EventStream stream(port_, "/api/events?after=0");
+  ASSERT_TRUE(stream.WaitForEvents(3)) << stream.status();
+  EXPECT_EQ(stream.status(), 200);
+  EXPECT_EQ(stream.content_type(), "text/event-stream");
+  AddOverHttp("four");  // while the stream is open: delivered live
+  ASSERT_TRUE(stream.WaitForEvents(4));
+  std::vector<json> seen = stream.Events();
+  stream.Close();
+  EXPECT_EQ(TypesOf(seen), std::vector<std::string>(4, "task.created"));
+  std::vector<std::int64_t> ids = IdsOf(seen);
+  EXPECT_TRUE(std::is_sorted(ids.begin(), ids.end()) &&
+              std::adjacent_find(ids.begin(), ids.end()) == ids.end());
+  EXPECT_EQ(seen[3]["data"]["title"], "four") << seen[3].dump();
+
+  // Disconnected, two more happen; a reconnect with Last-Event-ID gets exactly those, in order.
+  std::string five = AddOverHttp("five");
+  std::string six = AddOverHttp("six");
+  EventStream resumed(port_, "/api/events", std::to_string(ids.back()));
+  ASSERT_TRUE(resumed.WaitForEvents(2));
+  std::this_thread::sleep_for(300ms);  // nothing else may follow
+  std::vector<json> more = resumed.Events();
+  ASSERT_EQ(more.size(), 2u);
+  EXPECT_EQ(more[0]["task_id"], five);
+  EXPECT_EQ(more[1]["task_id"], six);
+  EXPECT_EQ(more[0]["id"], ids.back() + 1);
+
+  // Without a cursor a stream starts at the newest event: only what happens next.
+  EventStream live(port_, "/api/events");
+  ASSERT_TRUE(WaitFor([&] { return live.status() == 200; }, 30s));
+  std::string seven = AddOverHttp("seven");
+  ASSERT_TRUE(live.WaitForEvents(1));
+  EXPECT_EQ(live.Events()[0]["task_id"], seven);
+
+  EventStream bad(port_, "/api/events", "yesterday");
+  ASSERT_TRUE(WaitFor([&] { return bad.ended(); }, 30s));
+  EXPECT_EQ(bad.status(), 400);
+}
+
+TEST_F(ApiTest, AStreamFarBehindIsServedFromTheStoreAndAStopEndsEveryStream) {
+  // More events than the server keeps in memory (4,096): the oldest come from the store.
+  Serve();
+  httplib::Client c = Client(token_);
+  for (int i = 0; i < 4400; ++i) {
+    json body = {{"title", "t"}};
+    body["title"].get_ref<std::string&>() += std::to_string(i);
+    auto r = c.Post("/api/tasks", body.dump(), "application/json");
+    ASSERT_TRUE(r && r->status == 201) << i;
+  }
+  EventStream all(port_, "/api/events?after=0");
+  ASSERT_TRUE(all.WaitForEvents(4400));
+  std::vector<std::int64_t> ids = IdsOf(all.Events());
+  ASSERT_EQ(ids.size(), 4400u);
+  for (std::size_t i = 0; i < ids.size(); ++i) ASSERT_EQ(ids[i], static_cast<std::int64_t>(i + 1));
+  server_->Signal(SIGTERM);  // a stop ends the open stream instead of waiting on it
+  EXPECT_EQ(server_->Wait(30s), 0) << server_->Output();
+  server_.reset();
+  EXPECT_TRUE(WaitFor([&] { return all.ended(); }, 30s));
+}
+
+TEST_F(ApiTest, MetricsCountFromTheWholeLogAndGaugeTheStoreNow) {
+  Serve();
+  std::string a = AddOverHttp("a");
+  AddOverHttp("b", {{"queue", "gpu"}});
+  json claim = TxJson({"claim", a, "--worker", "by-hand"});
+  ASSERT_EQ(Tx({"task", "done", a, "--token", std::to_string(claim["token"].get<int>())}).exit_code,
+            0);
+  ASSERT_EQ(Tx({"orchestrator", "reconcile"}).exit_code, 0);
+  auto scrape = [&] {
+    auto r = Client().Get("/metrics");
+    EXPECT_TRUE(r && r->status == 200);
+    if (r) {
+      EXPECT_EQ(r->get_header_value("Content-Type"), "text/plain; version=0.0.4; charset=utf-8");
+    }
+    return r ? r->body : std::string();
+  };
+  // The counters follow the log within the hub's poll.
+  ASSERT_TRUE(WaitFor([&] { return Sample(scrape(), "tx_reconcile_runs_total") == 1; }, 30s))
+      << scrape();
+  ASSERT_TRUE(WaitFor(
+      [&] { return Sample(scrape(), R"(tx_tasks_finished_total{outcome="done"})") == 1; }, 30s))
+      << scrape();
+  std::string text = scrape();
+  EXPECT_EQ(Sample(text, R"(tx_tasks{queue="default",status="done"})"), 1) << text;
+  EXPECT_EQ(Sample(text, R"(tx_tasks{queue="gpu",status="ready"})"), 1);
+  EXPECT_EQ(Sample(text, R"(tx_tasks{queue="gpu",status="done"})"), 0);
+  EXPECT_EQ(Sample(text, "tx_tasks_created_total"), 2);
+  EXPECT_EQ(Sample(text, R"(tx_tasks_finished_total{outcome="done"})"), 1);
+  EXPECT_EQ(Sample(text, R"(tx_task_duration_seconds_count{outcome="done"})"), 1);
+  EXPECT_EQ(Sample(text, R"(tx_workers{status="idle"})"), 1);
+  EXPECT_EQ(Sample(text, "tx_reconcile_runs_total"), 1);
+  EXPECT_EQ(Sample(text, "tx_orchestrator_up"), 0);
+  EXPECT_EQ(Client().Get("/metrics?format=json")->status, 400);
+
+  // A restarted server folds the same log in: the counters do not start again from zero.
+  server_->Signal(SIGTERM);
+  ASSERT_EQ(server_->Wait(30s), 0);
+  Serve();
+  std::string again = scrape();
+  EXPECT_EQ(Sample(again, "tx_claims_total"), 1);
+  EXPECT_EQ(Sample(again, R"(tx_tasks_finished_total{outcome="done"})"), 1);
+}
+
+TEST_F(ApiTest, ATaskLogIsTailedAndFollowedUntilItsAttemptEnds) {
+  Serve();
+  std::string never = AddOverHttp("never run");
+  Reply none = Get("/api/tasks/" + never + "/log");
+  EXPECT_EQ(none.status, 404);
+  EXPECT_NE(none.body["error"]["message"].get<std::string>().find("no attempts"),
+            std::string::npos);
+  EXPECT_EQ(Get("/api/tasks/task-zzzzzzzz/log").status, 404);
+  EXPECT_EQ(Get("/api/tasks/" + never + "/log?follow=maybe").status, 400);
+  EXPECT_EQ(Get("/api/tasks/" + never + "/log?lines=3").status, 400);
+  ASSERT_EQ(Tx({"task", "cancel", never}).exit_code, 0);
+
+  // A task that writes, waits for a file, then writes again: followed from its first line.
+  std::string gate = (dir_.path() / "gate").string();
+  std::string id = AddOverHttp("talker", {{"command",
+                                           {"sh", "-c",
+                                            "echo first; while [ ! -e " + gate +
+                                                " ]; do sleep 0.05; done; "
+                                                "echo second"}}});
+  BackgroundProcess worker(TX_BINARY, Args{"worker", "start", "--name", "w"}, Env{}, dir_.str(),
+                           (dir_.path() / "worker.out").string());
+  ASSERT_TRUE(WaitFor([&] { return TxJson({"task", "show", id})["status"] == "running"; }, 30s));
+  std::mutex mu;
+  std::string followed;
+  bool ended = false;
+  std::thread reader([&] {
+    httplib::Client c("127.0.0.1", port_);
+    c.set_read_timeout(60, 0);
+    auto r = c.Get("/api/tasks/" + id + "/log?follow=true", [&](const char* d, std::size_t n) {
+      std::lock_guard lock(mu);
+      followed.append(d, n);
+      return true;
+    });
+    std::lock_guard lock(mu);
+    ended = r && r->status == 200;
+  });
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        std::lock_guard lock(mu);
+        return followed.find("first\n") != std::string::npos;
+      },
+      30s));
+  {
+    std::lock_guard lock(mu);
+    EXPECT_FALSE(ended);  // still open while the attempt runs
+  }
+  std::ofstream(gate).put('\n');
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        std::lock_guard lock(mu);
+        return ended;
+      },
+      30s));
+  reader.join();
+  EXPECT_EQ(followed, "first\nsecond\n");
+  ASSERT_TRUE(WaitFor([&] { return TxJson({"task", "show", id})["status"] == "done"; }, 30s));
+
+  auto whole = Client().Get("/api/tasks/" + id + "/log");
+  ASSERT_TRUE(whole);
+  EXPECT_EQ(whole->status, 200);
+  EXPECT_EQ(whole->body, "first\nsecond\n");
+  EXPECT_EQ(Client().Get("/api/tasks/" + id + "/log?tail=7")->body, "second\n");
+  EXPECT_EQ(Client().Get("/api/tasks/" + id + "/log?attempt=1&follow=true")->body,
+            "first\nsecond\n");  // an ended attempt: the whole log at once
+  EXPECT_EQ(Get("/api/tasks/" + id + "/log?attempt=2").status, 404);
+  worker.Signal(SIGTERM);
+  EXPECT_EQ(worker.Wait(30s), 0);
 }
 
 }  // namespace

@@ -6,8 +6,10 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sqlite3.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "http_client.h"
 #include "tx_proc.h"
 #include "tx_process.h"
 
@@ -597,7 +600,8 @@ TEST_F(OrchestratorTest, StopWithoutWaitingReturnsAtOnceAndTheOrchestratorStillD
 TEST_F(OrchestratorTest, ACrashLoopingSlotIsMarkedFailedAndTheOthersKeepWorking) {
   std::string slot2 = "[orchestrator.slots.slot-2]\nagent = \"nosuchprofile\"\n";
   std::ofstream(Path(".tx/config.toml"))
-      << "[agents.nosuchprofile]\nargv = [\"sh\", \"-c\", \"true\"]\n" << slot2;
+      << "[agents.nosuchprofile]\nargv = [\"sh\", \"-c\", \"true\"]\n"
+      << slot2;
   StartOrchestrator({"--workers", "3", "--max-restarts", "2", "--max-backoff", "200ms"});
   ASSERT_TRUE(WaitFor([&] { return SlotOf("slot-2").value("worker_status", json()) == "idle"; }))
       << Status().dump(2) << Log();
@@ -1118,6 +1122,94 @@ TEST_F(OrchestratorTest, AHandRunReconcileKillsTheAgentGroupOfAStaleWorkerOnThis
   RunResult again = Tx({"orchestrator", "reconcile"});
   EXPECT_EQ(again.exit_code, 0) << again.err;
   EXPECT_EQ(again.out.find("killed the agents"), std::string::npos) << again.out;
+}
+
+// The port of an http://HOST:PORT address, 0 when there is none.
+int PortOf(const std::string& url) {
+  auto colon = url.rfind(':');
+  return colon == std::string::npos || url.find("http://") != 0
+             ? 0
+             : std::atoi(url.c_str() + colon + 1);
+}
+
+TEST_F(OrchestratorTest, WithHttpThePoolIsServedAndAKilledWorkerShowsOnItsEventStream) {
+  StartOrchestrator({"--workers", "2", "--http", "127.0.0.1:0"});
+  std::string url = Status()["config"].value("http", "");
+  int port = PortOf(url);
+  ASSERT_GT(port, 0) << Status().dump();
+  RunResult text = Tx({"orchestrator", "status"});
+  EXPECT_NE(text.out.find("http: " + url), std::string::npos) << text.out;
+  httplib::Client c("127.0.0.1", port);
+  c.set_read_timeout(30, 0);
+  auto live_workers = [&] {
+    auto r = c.Get("/api/workers?status=idle");
+    return r && r->status == 200 ? json::parse(r->body)["workers"].size() : 0u;
+  };
+  ASSERT_TRUE(WaitFor([&] { return live_workers() == 2; }, 30s));
+
+  EventStream events(port, "/api/events");
+  ASSERT_TRUE(WaitFor([&] { return events.status() == 200; }, 30s));
+  pid_t victim = static_cast<pid_t>(IntAt(SlotOf("slot-1"), "pid"));
+  ASSERT_GT(victim, 0);
+  ASSERT_EQ(::kill(victim, SIGKILL), 0);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        for (const auto& e : events.Events()) {
+          if (e["type"] == "worker.crashed") return true;
+        }
+        return false;
+      },
+      30s))
+      << Log();
+  json crashed;
+  for (const auto& e : events.Events()) {
+    if (e["type"] == "worker.crashed") crashed = e;
+  }
+  EXPECT_EQ(crashed["data"]["class"], "killed") << crashed.dump();
+  EXPECT_EQ(crashed["data"]["slot"], "slot-1");
+  // The slot is filled again, and the stream shows the new worker registering.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        std::vector<std::string> types = TypesOf(events.Events());
+        auto at = std::find(types.begin(), types.end(), "worker.crashed");
+        return std::find(at, types.end(), "worker.registered") != types.end();
+      },
+      30s));
+  auto metrics = c.Get("/metrics");
+  ASSERT_TRUE(metrics && metrics->status == 200);
+  EXPECT_EQ(Sample(metrics->body, "tx_orchestrator_up"), 1) << metrics->body;
+  EXPECT_EQ(Sample(metrics->body, R"(tx_worker_crashes_total{class="killed"})"), 1);
+  events.Close();
+
+  ASSERT_EQ(Tx({"orchestrator", "stop"}).exit_code, 0);
+  ASSERT_EQ(orchestrators_.back()->Wait(30s), 0) << Log();
+  EXPECT_FALSE(c.Get("/healthz"));  // the server went with it
+}
+
+TEST_F(OrchestratorTest, AnHttpAddressThatCannotBeServedStopsTheStartWithNothingLeft) {
+  RunResult bad = Tx({"orchestrator", "start", "--http", "8787"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("invalid listen address '8787'"), std::string::npos) << bad.err;
+
+  // A port someone else holds: the daemon cannot serve it, and says so through the terminal.
+  int sock = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(sock, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(sock, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(sock, 1), 0);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::getsockname(sock, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  std::string taken = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  RunResult r = Tx({"orchestrator", "start", "--daemon", "--workers", "2", "--http", taken});
+  ::close(sock);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("cannot listen on " + taken), std::string::npos) << r.err;
+  EXPECT_TRUE(WaitFor([&] { return OurProcesses().empty(); }, 20s));
+  EXPECT_NE(Status().value("status", ""), "running");
+  // The lock went with it: the next start runs.
+  StartOrchestrator({"--workers", "1"});
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "api/server.h"
 
 #include <httplib.h>
+#include <signal.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -10,10 +11,10 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "api/http_util.h"
 #include "api/requests.h"
 #include "core/json.h"
 #include "service/claim_service.h"
-#include "service/event_log.h"
 #include "service/task_service.h"
 #include "service/worker_service.h"
 
@@ -23,39 +24,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int kDefaultPageSize = 100;
-constexpr int kMaxPageSize = 1000;
-
-void Reply(httplib::Response& res, int status, const json& body) {
-  res.status = status;
-  res.set_content(body.dump(), "application/json");
-}
-
-void ReplyError(httplib::Response& res, int status, std::string_view code, std::string message) {
-  Reply(res, status, {{"error", {{"code", code}, {"message", std::move(message)}}}});
-}
-
-void ReplyError(httplib::Response& res, const Error& e) {
-  ReplyError(res, HttpStatus(e.code()), CodeName(e.code()), e.message());
-}
-
-std::string_view CodeOfStatus(int status) {
-  switch (status) {
-    case 401:
-      return "unauthorized";
-    case 403:
-      return "forbidden";
-    case 404:
-      return "not_found";
-    case 405:
-      return "method_not_allowed";
-    case 413:
-      return "payload_too_large";
-    default:
-      return status >= 500 ? "internal" : "invalid_argument";
-  }
-}
-
 bool Mutating(const std::string& method) { return method != "GET" && method != "HEAD"; }
 
 // What a path needs: the worker protocol needs a worker (or admin) token, any change an admin
@@ -63,41 +31,6 @@ bool Mutating(const std::string& method) { return method != "GET" && method != "
 Access NeedOf(const httplib::Request& req) {
   if (req.path.starts_with("/api/worker/")) return Access::kWorker;
   return Mutating(req.method) ? Access::kAdmin : Access::kRead;
-}
-
-// A query parameter as a count in [lo, hi], or `fallback` when absent.
-Result<int> CountParam(const httplib::Request& req, const char* name, int fallback, int lo,
-                       int hi) {
-  if (!req.has_param(name)) return fallback;
-  std::string v = req.get_param_value(name);
-  int n = 0;
-  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-  if (ec != std::errc() || end != v.data() + v.size() || n < lo || n > hi) {
-    return Error::InvalidArgument("parameter '" + std::string(name) + "' must be a number from " +
-                                  std::to_string(lo) + " to " + std::to_string(hi));
-  }
-  return n;
-}
-
-Result<std::int64_t> CursorParam(const httplib::Request& req, const char* name) {
-  if (!req.has_param(name)) return std::int64_t{0};
-  std::string v = req.get_param_value(name);
-  std::int64_t n = 0;
-  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-  if (ec != std::errc() || end != v.data() + v.size() || n < 0) {
-    return Error::InvalidArgument("parameter '" + std::string(name) + "' is not a cursor: " + v);
-  }
-  return n;
-}
-
-// Refuses query parameters a route does not know, so a misspelt filter is not silently ignored.
-Status OnlyParams(const httplib::Request& req, std::initializer_list<std::string_view> known) {
-  for (const auto& [key, value] : req.params) {
-    if (std::find(known.begin(), known.end(), key) == known.end()) {
-      return Error::InvalidArgument("unknown parameter '" + key + "'");
-    }
-  }
-  return Ok();
 }
 
 }  // namespace
@@ -146,7 +79,13 @@ Result<std::unique_ptr<ApiServer>> ApiServer::Start(ServerOptions options) {
   {
     TX_ASSIGN_OR_RETURN(StorePool::Lease check, s->stores_.Acquire());  // the store opens
   }
+  TX_ASSIGN_OR_RETURN(s->hub_, EventHub::Start(store::OpenOptions{s->options_.db_path, false},
+                                               s->options_.event_poll));
+  // A client that goes away mid-stream must cost a failed write, not the process: the library
+  // sends without MSG_NOSIGNAL. (Children started through exec/ reset every signal.)
+  ::signal(SIGPIPE, SIG_IGN);
   s->Routes();
+  s->StreamRoutes();
   const std::string& host = s->options_.host;
   if (s->options_.port == 0) {
     s->port_ = s->http_->bind_to_any_port(host);
@@ -166,6 +105,7 @@ Result<std::unique_ptr<ApiServer>> ApiServer::Start(ServerOptions options) {
 
 void ApiServer::Stop() {
   if (!thread_.joinable()) return;
+  hub_->Stop();  // ends the event streams, which would otherwise hold their threads
   http_->stop();
   thread_.join();
 }
@@ -180,6 +120,9 @@ void ApiServer::Routes() {
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
   });
   h.set_keep_alive_max_count(1000);
+  // The library's pool has 8 threads by default, and every open event stream holds one. (It
+  // takes a raw pointer and owns it.)
+  h.new_task_queue = [n = options_.threads] { return new httplib::ThreadPool(n); };
 
   // Every request is authorised here, before its route runs.
   h.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
@@ -344,18 +287,6 @@ void ApiServer::Routes() {
       TX_ASSIGN_OR_RETURN(auto titles,
                           service::TaskService(store, store.clock(), opts).CurrentTitles(all));
       return HeartbeatDocument(all, titles);
-    });
-  });
-
-  h.Get("/api/events", [with_store](const httplib::Request& req, httplib::Response& res) {
-    with_store(res, 200, [&](store::Store& store) -> Result<json> {
-      TX_RETURN_IF_ERROR(OnlyParams(req, {"after", "limit"}));
-      TX_ASSIGN_OR_RETURN(std::int64_t after, CursorParam(req, "after"));
-      TX_ASSIGN_OR_RETURN(int limit, CountParam(req, "limit", kDefaultPageSize, 1, kMaxPageSize));
-      TX_ASSIGN_OR_RETURN(std::vector<Event> events, service::EventLog(store).Since(after, limit));
-      json out = {{"events", json::array()}};
-      for (const auto& e : events) out["events"].push_back(ToJson(e));
-      return out;
     });
   });
 }

@@ -7,11 +7,13 @@
 // Thread safety: Start and Stop from one thread; requests are served on the server's threads,
 // each with a store of its own from a StorePool.
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <thread>
 
 #include "api/auth.h"
+#include "api/event_hub.h"
 #include "api/store_pool.h"
 #include "core/error.h"
 #include "service/options.h"
@@ -27,6 +29,10 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8787;  // 0 = any free port (see ApiServer::port)
   std::size_t max_body_bytes = 1 << 20;
+  // How often the event hub looks for new events (the streams' and the dashboard's latency).
+  std::chrono::milliseconds event_poll{50};
+  // Threads serving requests: each open event stream or log follow holds one.
+  int threads = 64;
   service::ServiceOptions service;
 };
 
@@ -49,11 +55,13 @@ class ApiServer {
 
  private:
   void Routes();
+  void StreamRoutes();
 
   ServerOptions options_;
   Tokens tokens_;
   bool loopback_;
   StorePool stores_;
+  std::unique_ptr<EventHub> hub_;
   std::unique_ptr<httplib::Server> http_;
   std::thread thread_;
   int port_ = 0;

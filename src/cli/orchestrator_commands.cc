@@ -10,6 +10,7 @@
 #include <random>
 #include <thread>
 
+#include "api/server.h"
 #include "cli/commands.h"
 #include "cli/orchestrator_alive.h"
 #include "cli/print.h"
@@ -47,7 +48,7 @@ Status RefuseIfRunning(store::Store& store) {
 Handler SetupOrchestratorStart(CLI::App& cmd) {
   struct Args {
     std::string workers, max_workers, reconcile, shutdown, config, max_restarts, restart_window,
-        max_backoff, capacity_timeout, max_queue_depth, heartbeat_file;
+        max_backoff, capacity_timeout, max_queue_depth, heartbeat_file, http;
     WorkerFlags worker;  // what every worker is started with
     bool daemon = false;
   };
@@ -82,6 +83,8 @@ Handler SetupOrchestratorStart(CLI::App& cmd) {
       "Refuse tx task add (exit 5) beyond this many ready tasks", "N");
   opt("--heartbeat-file", a->heartbeat_file,
       "Mirror the pool's heartbeat document to this file (rewritten atomically)", "PATH");
+  opt("--http", a->http,
+      "Also serve the HTTP API and dashboard on this address (e.g. 127.0.0.1:8787)", "HOST:PORT");
   opt("--stall-timeout", a->worker.stall, "Stop an agent silent for this long (default off)",
       "DUR");
   opt("--poll-interval", a->worker.poll, "Workers' fallback poll when idle (default 30s)", "DUR");
@@ -125,6 +128,10 @@ Handler SetupOrchestratorStart(CLI::App& cmd) {
     TX_RETURN_IF_ERROR(duration(a->max_backoff, c.policy.backoff_max_ms));
     TX_RETURN_IF_ERROR(duration(a->capacity_timeout, c.policy.capacity_timeout_ms));
     if (!a->heartbeat_file.empty()) c.heartbeat_file = fs::absolute(a->heartbeat_file).string();
+    std::optional<std::pair<std::string, int>> http;
+    if (!a->http.empty()) {
+      TX_ASSIGN_OR_RETURN(http, api::ParseListenAddress(a->http));
+    }
     c.policy.backoff_max_ms = std::max(c.policy.backoff_max_ms, c.policy.backoff_initial_ms);
 
     // What every worker gets. Checked here as `tx worker start` will check it, for every slot
@@ -190,15 +197,41 @@ Handler SetupOrchestratorStart(CLI::App& cmd) {
     spdlog::set_default_logger(logger);
     spdlog::flush_on(spdlog::level::info);
 
+    // The API is served from the daemon (threads do not survive the fork), before the pool
+    // starts; a port that cannot be bound still reaches the terminal through the handshake.
+    std::unique_ptr<api::ApiServer> server;
+    if (http) {
+      orchestrator::BlockOrchestratorSignals();  // the server's threads inherit the mask
+      api::ServerOptions so;
+      so.db_path = c.db_path;
+      so.host = http->first;
+      so.port = http->second;
+      so.service = ctx.options();
+      Result<std::unique_ptr<api::ApiServer>> started = api::ApiServer::Start(std::move(so));
+      if (!started.ok()) {
+        if (handshake) {
+          handshake->Failed(ExitCode(started.error().code()), started.error().message());
+        }
+        lock.Release();
+        return started.error();
+      }
+      server = std::move(*started);
+      std::string host =
+          http->first.find(':') == std::string::npos ? http->first : "[" + http->first + "]";
+      c.http = "http://" + host + ":" + std::to_string(server->port());
+    }
+
     std::string config_log = c.log_path();
+    std::string served = c.http.empty() ? "" : "; the HTTP API is on " + c.http;
     orchestrator::Orchestrator o(std::move(c));
     Result<int> code = o.Run([&](const std::string& message) {
       if (handshake) {
-        handshake->Ready(message + "; its log is " + config_log);
+        handshake->Ready(message + served + "; its log is " + config_log);
       } else {
-        spdlog::info("{}", message);
+        spdlog::info("{}{}", message, served);
       }
     });
+    if (server) server->Stop();
     if (!code.ok()) {
       if (handshake) handshake->Failed(ExitCode(code.error().code()), code.error().message());
       lock.Release();
@@ -368,6 +401,9 @@ Handler SetupOrchestratorStatus(CLI::App&) {
     }
     if (o.pid > 0) out << ")";
     out << '\n';
+    if (alive && o.config.is_object() && !o.config.value("http", std::string()).empty()) {
+      out << "http: " << o.config.value("http", std::string()) << '\n';
+    }
     if (!slots.empty()) {
       out << "pool: " << o.pool.value("live", 0) << " running of " << o.pool.value("desired", 0)
           << " wanted (max " << o.pool.value("max_workers", 0) << ")\n";

@@ -154,6 +154,7 @@ nlohmann::json ConfigJson(const OrchestratorConfig& c) {
           {"shutdown_timeout_ms", c.shutdown_timeout_ms},
           {"max_queue_depth", c.max_queue_depth},
           {"heartbeat_file", c.heartbeat_file},
+          {"http", c.http},
           {"worker_args", c.worker_args}};
 }
 

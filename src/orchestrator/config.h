@@ -29,6 +29,7 @@ struct OrchestratorConfig {
   Millis publish_interval_ms = 2'000;  // how often the pool is written to the store at least
   std::int64_t max_queue_depth = 0;    // 0 = no backpressure
   std::string heartbeat_file;          // mirror of the pool's heartbeat document; empty = none
+  std::string http;                    // where the HTTP API is served ("http://…"); for status
 
   // Flags for every worker, e.g. {"--agent", "claude", "--heartbeat-interval", "10s"}.
   std::vector<std::string> worker_args;

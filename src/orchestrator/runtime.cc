@@ -40,13 +40,6 @@ void KillAgentAndSay(const Worker& w, const std::string& hostname) {
   }
 }
 
-sigset_t OrchestratorSignals() {
-  sigset_t set;
-  sigemptyset(&set);
-  for (int s : {SIGTERM, SIGINT, SIGHUP, SIGCHLD}) sigaddset(&set, s);
-  return set;
-}
-
 // slot-K → K, else 0.
 int SlotIndex(const std::string& slot) {
   if (slot.rfind("slot-", 0) != 0 || slot.size() <= 5) return 0;
@@ -98,6 +91,18 @@ std::vector<std::string> WorkerEnvironment(const std::string& db_path) {
 }
 
 }  // namespace
+
+sigset_t OrchestratorSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int s : {SIGTERM, SIGINT, SIGHUP, SIGCHLD}) sigaddset(&set, s);
+  return set;
+}
+
+void BlockOrchestratorSignals() {
+  sigset_t set = OrchestratorSignals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
 
 Orchestrator::Orchestrator(OrchestratorConfig config) : config_(std::move(config)) {}
 

@@ -30,6 +30,8 @@
 // deregister, then SIGKILL what is left and its agent groups and release their claims (not
 // counted against the task); status `stopped`. A second signal, or stop --force, skips the wait.
 
+#include <signal.h>
+
 #include <functional>
 #include <map>
 #include <memory>
@@ -48,6 +50,11 @@
 
 namespace tx::orchestrator {
 
+// The signals Orchestrator::Run reads from its signalfd, and blocks. A thread started before Run
+// (the HTTP server's) must block them too, or the kernel may deliver one to it instead.
+sigset_t OrchestratorSignals();
+void BlockOrchestratorSignals();
+
 class Orchestrator {
  public:
   explicit Orchestrator(OrchestratorConfig config);
@@ -56,9 +63,10 @@ class Orchestrator {
   Orchestrator& operator=(const Orchestrator&) = delete;
 
   // Runs until stopped; returns the exit code (0 after a clean stop). Call it from the main
-  // thread before any other thread exists: it blocks SIGTERM, SIGINT, SIGHUP and SIGCHLD and
-  // reads them from a signalfd. `on_running` is called once, when the pool has been started (the
-  // daemon's handshake). An error when the store cannot be opened or its row is held.
+  // thread, with every other thread blocking OrchestratorSignals(): it blocks SIGTERM, SIGINT,
+  // SIGHUP and SIGCHLD and reads them from a signalfd. `on_running` is called once, when the pool
+  // has been started (the daemon's handshake). An error when the store cannot be opened or its row
+  // is held.
   Result<int> Run(const std::function<void(const std::string&)>& on_running);
 
  private:

@@ -127,7 +127,12 @@ Result<ReconcileReport> Reconciler::RunOnce(Millis now) {
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
     TX_ASSIGN_OR_RETURN(OrchestratorState o, txn.GetOrchestrator());
     o.last_reconcile_at = now;
+    // The passes are counted here, not by an event each (one a minute would flood the log):
+    // GET /metrics exposes the count.
+    std::int64_t runs = 1;
+    if (o.last_report.is_object()) runs += o.last_report.value("runs", std::int64_t{0});
     o.last_report = ToJson(report);
+    o.last_report["runs"] = runs;
     TX_RETURN_IF_ERROR(txn.PutOrchestrator(o));
     if (report.Total() > 0) return Emit(txn, now, "reconcile.repaired", "", "", ToJson(report));
     return Ok();

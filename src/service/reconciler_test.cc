@@ -152,6 +152,7 @@ TEST_F(ReconcilerTest, ASecondRunFindsNothingAndTheRunIsRecorded) {
     auto o = txn.GetOrchestrator();
     EXPECT_TRUE(o.ok() && o->last_reconcile_at == now);
     EXPECT_TRUE(o.ok() && o->last_report.contains("dead_workers"));
+    EXPECT_TRUE(o.ok() && o->last_report.value("runs", 0) == 2);  // both passes counted
     return Ok();
   }));
 }

@@ -1,0 +1,109 @@
+#include "api/event_hub.h"
+
+#include <algorithm>
+
+#include "service/event_log.h"
+
+namespace tx::api {
+
+namespace {
+constexpr int kPage = 1000;
+}
+
+EventHub::EventHub(Key, std::unique_ptr<store::Store> store, std::chrono::milliseconds poll)
+    : store_(std::move(store)), poll_(poll) {}
+
+EventHub::~EventHub() { Stop(); }
+
+Result<std::unique_ptr<EventHub>> EventHub::Start(const store::OpenOptions& options,
+                                                  std::chrono::milliseconds poll) {
+  TX_ASSIGN_OR_RETURN(std::unique_ptr<store::Store> s, store::Open(options));
+  auto hub = std::make_unique<EventHub>(Key{}, std::move(s), poll);
+  TX_RETURN_IF_ERROR(hub->ReadNew());  // the whole log, before the first scrape or stream
+  hub->thread_ = std::thread([h = hub.get()] { h->Run(); });
+  return hub;
+}
+
+void EventHub::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+Status EventHub::ReadNew() {
+  TX_ASSIGN_OR_RETURN(std::int64_t counter, store_->ChangeCounter());
+  if (counter == counter_seen_) return Ok();
+  counter_seen_ = counter;
+  service::EventLog log(*store_);
+  std::int64_t after = last_id();
+  for (;;) {
+    TX_ASSIGN_OR_RETURN(std::vector<Event> page, log.Since(after, kPage));
+    if (page.empty()) return Ok();
+    after = page.back().id;
+    {
+      std::lock_guard lock(mu_);
+      for (auto& e : page) {
+        metrics_.Add(e);
+        recent_.push_back(std::move(e));
+      }
+      while (recent_.size() > kKeep) recent_.pop_front();
+      last_id_ = after;
+    }
+    changed_.notify_all();
+  }
+}
+
+void EventHub::Run() {
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    lock.unlock();
+    // A failed read (the store busy past its timeout, say) is retried at the next tick.
+    (void)ReadNew();
+    lock.lock();
+    changed_.wait_for(lock, poll_, [&] { return stopping_; });
+  }
+}
+
+EventHub::Batch EventHub::Wait(std::int64_t after, std::chrono::milliseconds timeout,
+                               std::size_t max) {
+  Batch out;
+  std::unique_lock lock(mu_);
+  changed_.wait_for(lock, timeout, [&] { return stopping_ || last_id_ > after; });
+  if (stopping_) {
+    out.stopped = true;
+    return out;
+  }
+  if (recent_.empty() || recent_.back().id <= after) return out;
+  // Ids may skip numbers (a rolled-back insert), so "still in memory" means the first kept event
+  // is no later than the one after `after` could be.
+  if (recent_.front().id > after + 1) {
+    out.evicted = true;
+    return out;
+  }
+  auto first = std::upper_bound(recent_.begin(), recent_.end(), after,
+                                [](std::int64_t id, const Event& e) { return id < e.id; });
+  for (auto it = first; it != recent_.end() && out.events.size() < max; ++it) {
+    out.events.push_back(*it);
+  }
+  return out;
+}
+
+std::int64_t EventHub::last_id() const {
+  std::lock_guard lock(mu_);
+  return last_id_;
+}
+
+bool EventHub::stopping() const {
+  std::lock_guard lock(mu_);
+  return stopping_;
+}
+
+std::string EventHub::RenderMetrics(const MetricsSnapshot& now) const {
+  std::lock_guard lock(mu_);
+  return metrics_.Render(now);
+}
+
+}  // namespace tx::api

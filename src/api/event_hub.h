@@ -1,0 +1,84 @@
+#pragma once
+// The event log as it grows, for the event streams and the metrics of the HTTP API. One thread
+// notices each commit (the store's change counter, every `poll`), reads the new events once,
+// keeps the newest few thousand in memory and wakes the streams waiting for them; without it
+// each open stream would poll and parse the store by itself. It also folds every event into the
+// metrics' counters, the whole log first, so the counters count since the store began.
+//
+// Event ids commit in order on SQLite (writers are serialised), so "every event after id N" is
+// a complete answer. (PostgreSQL's sequences do not promise that: its hub will need to re-read a
+// trailing window; see issue 6.)
+//
+// Thread safety: every public method may be called from any thread.
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "api/metrics.h"
+#include "core/error.h"
+#include "core/event.h"
+#include "core/thread_annotations.h"
+#include "store/store.h"
+
+namespace tx::api {
+
+class EventHub {
+ public:
+  static constexpr std::size_t kKeep = 4096;  // events kept in memory for the streams
+
+  // Opens a store of its own, folds the whole log into the metrics, then follows the log on a
+  // thread of its own until Stop.
+  static Result<std::unique_ptr<EventHub>> Start(const store::OpenOptions& options,
+                                                 std::chrono::milliseconds poll);
+  ~EventHub();  // stops
+
+  // Wakes every waiter with `stopped`, joins the thread. Idempotent.
+  void Stop();
+
+  struct Batch {
+    std::vector<Event> events;  // ids > after, oldest first
+    bool evicted = false;       // some of them have left memory: read them from the store
+    bool stopped = false;
+  };
+  // The events after `after` (at most `max`), waiting up to `timeout` for one when there is none.
+  Batch Wait(std::int64_t after, std::chrono::milliseconds timeout, std::size_t max);
+
+  // The id of the newest event seen (0 for an empty log).
+  std::int64_t last_id() const;
+  // True once Stop has begun: long responses end.
+  bool stopping() const;
+
+  // The metrics' text with the counters folded so far.
+  std::string RenderMetrics(const MetricsSnapshot& now) const;
+
+ private:
+  struct Key {};
+
+ public:
+  EventHub(Key, std::unique_ptr<store::Store> store, std::chrono::milliseconds poll);
+
+ private:
+  Status ReadNew();  // on the hub's thread (and once in Start, before it runs)
+  void Run();
+
+  const std::unique_ptr<store::Store> store_;  // used by the hub's thread only
+  const std::chrono::milliseconds poll_;
+  std::int64_t counter_seen_ = -1;  // the hub's thread only
+
+  mutable std::mutex mu_;
+  std::condition_variable changed_;
+  std::deque<Event> recent_ TX_GUARDED_BY(mu_);
+  std::int64_t last_id_ TX_GUARDED_BY(mu_) = 0;
+  bool stopping_ TX_GUARDED_BY(mu_) = false;
+  Metrics metrics_ TX_GUARDED_BY(mu_);
+  std::thread thread_;
+};
+
+}  // namespace tx::api

@@ -1,0 +1,71 @@
+#include "api/http_util.h"
+
+#include <algorithm>
+#include <charconv>
+
+namespace tx::api {
+
+void Reply(httplib::Response& res, int status, const nlohmann::json& body) {
+  res.status = status;
+  res.set_content(body.dump(), "application/json");
+}
+
+void ReplyError(httplib::Response& res, int status, std::string_view code, std::string message) {
+  Reply(res, status, {{"error", {{"code", code}, {"message", std::move(message)}}}});
+}
+
+void ReplyError(httplib::Response& res, const Error& e) {
+  ReplyError(res, HttpStatus(e.code()), CodeName(e.code()), e.message());
+}
+
+std::string_view CodeOfStatus(int status) {
+  switch (status) {
+    case 401:
+      return "unauthorized";
+    case 403:
+      return "forbidden";
+    case 404:
+      return "not_found";
+    case 405:
+      return "method_not_allowed";
+    case 413:
+      return "payload_too_large";
+    default:
+      return status >= 500 ? "internal" : "invalid_argument";
+  }
+}
+
+Result<int> CountParam(const httplib::Request& req, const char* name, int fallback, int lo,
+                       int hi) {
+  if (!req.has_param(name)) return fallback;
+  std::string v = req.get_param_value(name);
+  int n = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec != std::errc() || end != v.data() + v.size() || n < lo || n > hi) {
+    return Error::InvalidArgument("parameter '" + std::string(name) + "' must be a number from " +
+                                  std::to_string(lo) + " to " + std::to_string(hi));
+  }
+  return n;
+}
+
+Result<std::int64_t> CursorParam(const httplib::Request& req, const char* name) {
+  if (!req.has_param(name)) return std::int64_t{0};
+  std::string v = req.get_param_value(name);
+  std::int64_t n = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec != std::errc() || end != v.data() + v.size() || n < 0) {
+    return Error::InvalidArgument("parameter '" + std::string(name) + "' is not a cursor: " + v);
+  }
+  return n;
+}
+
+Status OnlyParams(const httplib::Request& req, std::initializer_list<std::string_view> known) {
+  for (const auto& [key, value] : req.params) {
+    if (std::find(known.begin(), known.end(), key) == known.end()) {
+      return Error::InvalidArgument("unknown parameter '" + key + "'");
+    }
+  }
+  return Ok();
+}
+
+}  // namespace tx::api

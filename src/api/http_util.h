@@ -1,0 +1,35 @@
+#pragma once
+// The small pieces every route of the HTTP API shares: replies in the one error shape, and
+// strict reading of query parameters.
+
+#include <httplib.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "core/error.h"
+
+namespace tx::api {
+
+inline constexpr int kDefaultPageSize = 100;
+inline constexpr int kMaxPageSize = 1000;
+
+void Reply(httplib::Response& res, int status, const nlohmann::json& body);
+// {"error": {"code", "message"}} with `status`.
+void ReplyError(httplib::Response& res, int status, std::string_view code, std::string message);
+// The same for an Error: its code's HTTP status and name.
+void ReplyError(httplib::Response& res, const Error& e);
+// The error code name of a status the library or the auth rules set (401, 403, 404, 405, 413).
+std::string_view CodeOfStatus(int status);
+
+// A query parameter as a count in [lo, hi], or `fallback` when absent.
+Result<int> CountParam(const httplib::Request& req, const char* name, int fallback, int lo, int hi);
+// A query parameter as a non-negative number (a cursor or an event id), 0 when absent.
+Result<std::int64_t> CursorParam(const httplib::Request& req, const char* name);
+// Refuses query parameters a route does not know, so a misspelt filter is not silently ignored.
+Status OnlyParams(const httplib::Request& req, std::initializer_list<std::string_view> known);
+
+}  // namespace tx::api
