@@ -1,6 +1,12 @@
 #include "api/event_hub.h"
 
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 
 #include "service/event_log.h"
 
@@ -11,15 +17,24 @@ constexpr int kPage = 1000;
 constexpr auto kDepthSampleEvery = std::chrono::seconds(10);
 }  // namespace
 
-EventHub::EventHub(Key, std::unique_ptr<store::Store> store, std::chrono::milliseconds poll)
-    : store_(std::move(store)), poll_(poll) {}
+EventHub::EventHub(Key, std::unique_ptr<store::Store> store,
+                   std::unique_ptr<store::ChangeWatch> watch, exec::UniqueFd stop_fd,
+                   std::chrono::milliseconds poll)
+    : store_(std::move(store)),
+      watch_(std::move(watch)),
+      stop_fd_(std::move(stop_fd)),
+      poll_(poll) {}
 
 EventHub::~EventHub() { Stop(); }
 
 Result<std::unique_ptr<EventHub>> EventHub::Start(const store::OpenOptions& options,
                                                   std::chrono::milliseconds poll) {
   TX_ASSIGN_OR_RETURN(std::unique_ptr<store::Store> s, store::Open(options));
-  auto hub = std::make_unique<EventHub>(Key{}, std::move(s), poll);
+  TX_ASSIGN_OR_RETURN(std::unique_ptr<store::ChangeWatch> watch, s->Watch());
+  exec::UniqueFd stop_fd(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  if (!stop_fd.valid()) return Error::Internal(std::string("eventfd: ") + std::strerror(errno));
+  auto hub =
+      std::make_unique<EventHub>(Key{}, std::move(s), std::move(watch), std::move(stop_fd), poll);
   TX_RETURN_IF_ERROR(hub->ReadNew());  // the whole log, before the first scrape or stream
   hub->SampleDepth();
   hub->thread_ = std::thread([h = hub.get()] { h->Run(); });
@@ -32,6 +47,8 @@ void EventHub::Stop() {
     stopping_ = true;
   }
   changed_.notify_all();
+  std::uint64_t one = 1;
+  (void)!::write(stop_fd_.get(), &one, sizeof one);
   if (thread_.joinable()) thread_.join();
 }
 
@@ -60,15 +77,31 @@ Status EventHub::ReadNew() {
 }
 
 void EventHub::Run() {
-  std::unique_lock lock(mu_);
-  while (!stopping_) {
-    lock.unlock();
+  while (!stopping()) {
+    pollfd fds[] = {{watch_->fd(), POLLIN, 0}, {stop_fd_.get(), POLLIN, 0}};
+    ::poll(fds, 2, static_cast<int>(poll_.count()));
+    if ((fds[0].revents & POLLIN) != 0 && watch_->Drain()) {
+      {
+        std::lock_guard lock(mu_);
+        ++ready_generation_;
+      }
+      changed_.notify_all();
+    }
     // A failed read (the store busy past its timeout, say) is retried at the next tick.
     (void)ReadNew();
     if (std::chrono::steady_clock::now() >= next_sample_) SampleDepth();
-    lock.lock();
-    changed_.wait_for(lock, poll_, [&] { return stopping_; });
   }
+}
+
+std::uint64_t EventHub::ready_generation() const {
+  std::lock_guard lock(mu_);
+  return ready_generation_;
+}
+
+bool EventHub::WaitForReady(std::uint64_t seen, std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  return changed_.wait_for(lock, timeout, [&] { return stopping_ || ready_generation_ != seen; }) &&
+         !stopping_;
 }
 
 EventHub::Batch EventHub::Wait(std::int64_t after, std::chrono::milliseconds timeout,

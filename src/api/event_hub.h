@@ -1,6 +1,8 @@
 #pragma once
 // The event log as it grows, for the event streams and the metrics of the HTTP API. One thread
-// notices each commit (the store's change counter, every `poll`), reads the new events once,
+// notices each commit (the store's change counter, every `poll`, and at once the store's
+// ChangeWatch when a task becomes ready — which also wakes the remote workers' long polls via
+// WaitForReady), reads the new events once,
 // keeps the newest few thousand in memory and wakes the streams waiting for them; without it
 // each open stream would poll and parse the store by itself. It also folds every event into the
 // metrics' counters, the whole log first, so the counters count since the store began, and into
@@ -27,6 +29,7 @@
 #include "core/error.h"
 #include "core/event.h"
 #include "core/thread_annotations.h"
+#include "exec/unique_fd.h"
 #include "store/store.h"
 
 namespace tx::api {
@@ -52,6 +55,12 @@ class EventHub {
   // The events after `after` (at most `max`), waiting up to `timeout` for one when there is none.
   Batch Wait(std::int64_t after, std::chrono::milliseconds timeout, std::size_t max);
 
+  // A number that grows each time a commit may have made a task ready (the store's ChangeWatch):
+  // a claim waiting at the server reads it, tries to claim, and waits for it to change.
+  std::uint64_t ready_generation() const;
+  // Waits up to `timeout` for ready_generation() to pass `seen`; false on timeout or stop.
+  bool WaitForReady(std::uint64_t seen, std::chrono::milliseconds timeout);
+
   // The id of the newest event seen (0 for an empty log).
   std::int64_t last_id() const;
   // True once Stop has begun: long responses end.
@@ -66,14 +75,17 @@ class EventHub {
   struct Key {};
 
  public:
-  EventHub(Key, std::unique_ptr<store::Store> store, std::chrono::milliseconds poll);
+  EventHub(Key, std::unique_ptr<store::Store> store, std::unique_ptr<store::ChangeWatch> watch,
+           exec::UniqueFd stop_fd, std::chrono::milliseconds poll);
 
  private:
   Status ReadNew();    // on the hub's thread (and once in Start, before it runs)
   void SampleDepth();  // the same
   void Run();
 
-  const std::unique_ptr<store::Store> store_;  // used by the hub's thread only
+  const std::unique_ptr<store::Store> store_;        // used by the hub's thread only
+  const std::unique_ptr<store::ChangeWatch> watch_;  // the same
+  const exec::UniqueFd stop_fd_;                     // an eventfd: Stop wakes the thread's poll
   const std::chrono::milliseconds poll_;
   std::int64_t counter_seen_ = -1;                       // the hub's thread only
   std::chrono::steady_clock::time_point next_sample_{};  // the same
@@ -82,6 +94,7 @@ class EventHub {
   std::condition_variable changed_;
   std::deque<Event> recent_ TX_GUARDED_BY(mu_);
   std::int64_t last_id_ TX_GUARDED_BY(mu_) = 0;
+  std::uint64_t ready_generation_ TX_GUARDED_BY(mu_) = 0;
   bool stopping_ TX_GUARDED_BY(mu_) = false;
   Metrics metrics_ TX_GUARDED_BY(mu_);
   Stats stats_ TX_GUARDED_BY(mu_);

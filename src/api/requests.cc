@@ -5,75 +5,14 @@
 #include <utility>
 #include <vector>
 
+#include "api/body_fields.h"
 #include "core/argv.h"
 #include "core/duration.h"
 #include "core/validation.h"
 
 namespace tx::api {
 
-namespace {
-
 using nlohmann::json;
-
-// Refuses any key of `body` not in `known`, naming it.
-Status OnlyKnownFields(const json& body, const std::set<std::string_view>& known) {
-  for (const auto& [key, value] : body.items()) {
-    if (!known.contains(key)) return Error::InvalidArgument("unknown field '" + key + "'");
-  }
-  return Ok();
-}
-
-Error WrongType(std::string_view field, std::string_view want) {
-  return Error::InvalidArgument("field '" + std::string(field) + "' must be " + std::string(want));
-}
-
-// Each reader leaves `out` as it is when the field is absent or null.
-Status ReadString(const json& body, std::string_view field, std::string& out) {
-  auto it = body.find(field);
-  if (it == body.end() || it->is_null()) return Ok();
-  if (!it->is_string()) return WrongType(field, "a string");
-  out = it->get<std::string>();
-  return Ok();
-}
-
-Status ReadInteger(const json& body, std::string_view field, std::int64_t& out) {
-  auto it = body.find(field);
-  if (it == body.end() || it->is_null()) return Ok();
-  if (!it->is_number_integer()) return WrongType(field, "an integer");
-  out = it->get<std::int64_t>();
-  return Ok();
-}
-
-Status ReadBool(const json& body, std::string_view field, bool& out) {
-  auto it = body.find(field);
-  if (it == body.end() || it->is_null()) return Ok();
-  if (!it->is_boolean()) return WrongType(field, "true or false");
-  out = it->get<bool>();
-  return Ok();
-}
-
-Status ReadStrings(const json& body, std::string_view field, std::vector<std::string>& out) {
-  auto it = body.find(field);
-  if (it == body.end() || it->is_null()) return Ok();
-  if (!it->is_array()) return WrongType(field, "an array of strings");
-  std::vector<std::string> v;
-  for (const auto& x : *it) {
-    if (!x.is_string()) return WrongType(field, "an array of strings");
-    v.push_back(x.get<std::string>());
-  }
-  out = std::move(v);
-  return Ok();
-}
-
-Status ReadObject(const json& body, std::string_view field, std::optional<json>& out) {
-  auto it = body.find(field);
-  if (it == body.end() || it->is_null()) return Ok();
-  if (!it->is_object()) return WrongType(field, "a JSON object");
-  out = *it;
-  return Ok();
-}
-
-}  // namespace
 
 Result<json> ParseObject(std::string_view body) {
   json j = json::parse(body, nullptr, /*allow_exceptions=*/false);

@@ -87,6 +87,7 @@ Result<std::unique_ptr<ApiServer>> ApiServer::Start(ServerOptions options) {
   s->Routes();
   s->StreamRoutes();
   s->PoolRoutes();
+  s->WorkerRoutes();
   const std::string& host = s->options_.host;
   if (s->options_.port == 0) {
     s->port_ = s->http_->bind_to_any_port(host);

@@ -31,8 +31,9 @@ struct ServerOptions {
   std::size_t max_body_bytes = 1 << 20;
   // How often the event hub looks for new events (the streams' and the dashboard's latency).
   std::chrono::milliseconds event_poll{50};
-  // Threads serving requests: each open event stream or log follow holds one.
-  int threads = 64;
+  // Threads serving requests: each open event stream, log follow and waiting claim of a remote
+  // worker holds one.
+  int threads = 128;
   service::ServiceOptions service;
 };
 
@@ -57,6 +58,7 @@ class ApiServer {
   void Routes();
   void StreamRoutes();
   void PoolRoutes();
+  void WorkerRoutes();
 
   ServerOptions options_;
   Tokens tokens_;

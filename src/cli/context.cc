@@ -17,7 +17,23 @@ std::string Context::DbPath() const {
   return ".tx/tx.db";
 }
 
+std::optional<RemoteFleet> Context::Remote() const {
+  const char* server = std::getenv("TX_SERVER");
+  const char* db = std::getenv("TX_DB");
+  if (!flags_.db.empty() || (db != nullptr && *db != '\0') || server == nullptr ||
+      *server == '\0') {
+    return std::nullopt;
+  }
+  const char* token = std::getenv("TX_API_TOKEN");
+  return RemoteFleet{server, token != nullptr ? token : ""};
+}
+
 Result<store::Store*> Context::Store(bool create) {
+  if (!store_ && Remote()) {
+    return Error::InvalidArgument(
+        "no store here, only the server at $TX_SERVER: task show, done, fail and review work "
+        "through it (or pass --db)");
+  }
   if (!store_) {
     store::OpenOptions o;
     o.url = DbPath();

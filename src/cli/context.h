@@ -5,6 +5,7 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "core/clock.h"
@@ -13,6 +14,13 @@
 #include "store/store.h"
 
 namespace tx::cli {
+
+// A fleet reached over HTTP alone: what an agent run by a remote worker (tx worker start
+// --server) has — TX_SERVER and TX_API_TOKEN, and no store.
+struct RemoteFleet {
+  std::string url;
+  std::string token;
+};
 
 struct GlobalFlags {
   std::string db;     // --db; else TX_DB; else .tx/tx.db
@@ -32,8 +40,12 @@ class Context {
 
   // The store path or URL this invocation uses.
   std::string DbPath() const;
-  // Opens the store (once); `create` is for tx init.
+  // Opens the store (once); `create` is for tx init. Over a remote fleet (Remote()), an invalid
+  // argument saying which commands work there.
   Result<store::Store*> Store(bool create = false);
+  // The fleet over HTTP, when TX_SERVER is set and neither --db nor TX_DB is: the commands an
+  // agent uses (task show, done, fail, review) then go through the server.
+  std::optional<RemoteFleet> Remote() const;
 
   // Prints one JSON document (pretty) followed by a newline.
   void PrintJson(const nlohmann::json& j);

@@ -1,6 +1,7 @@
 // tx task add|list|show|update|done|fail|review|cancel|retry|approve|changes
 
 #include <memory>
+#include <optional>
 
 #include "cli/commands.h"
 #include "cli/print.h"
@@ -10,6 +11,7 @@
 #include "core/validation.h"
 #include "service/claim_service.h"
 #include "service/task_service.h"
+#include "worker/http_coordinator.h"
 
 namespace tx::cli {
 
@@ -28,6 +30,18 @@ Status PrintTask(Context& ctx, const service::TaskDetail& d) {
 Status ShowTask(Context& ctx, store::Store& store, const std::string& id) {
   service::TaskService tasks(store, ctx.clock(), ctx.options());
   TX_ASSIGN_OR_RETURN(service::TaskDetail d, tasks.Show(id));
+  return PrintTask(ctx, d);
+}
+
+// The same, read from the server of a remote fleet.
+Status ShowRemoteTask(Context& ctx, worker::HttpCoordinator& fleet, const std::string& id) {
+  TX_ASSIGN_OR_RETURN(nlohmann::json j, fleet.Fetch("/api/tasks/" + id));
+  service::TaskDetail d;
+  TX_ASSIGN_OR_RETURN(d.task, TaskFromJson(j));
+  for (const auto& a : j.value("attempts", nlohmann::json::array())) {
+    TX_ASSIGN_OR_RETURN(Claim c, ClaimFromJson(a));
+    d.attempts.push_back(std::move(c));
+  }
   return PrintTask(ctx, d);
 }
 
@@ -170,6 +184,10 @@ Handler SetupTaskShow(CLI::App& cmd) {
   auto id = std::make_shared<std::string>();
   cmd.add_option("id", *id, "Task id")->type_name("")->required();
   return [id](Context& ctx) -> Status {
+    if (std::optional<RemoteFleet> remote = ctx.Remote()) {
+      worker::HttpCoordinator fleet(remote->url, remote->token);
+      return ShowRemoteTask(ctx, fleet, *id);
+    }
     TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
     return ShowTask(ctx, *store, *id);
   };
@@ -237,6 +255,14 @@ Handler SetupOutcome(CLI::App& cmd, service::Outcome outcome, const char* name) 
     std::string text = outcome == service::Outcome::kFail
                            ? (a->error.empty() ? a->result : a->error)
                            : (a->result.empty() ? a->error : a->result);
+    if (std::optional<RemoteFleet> remote = ctx.Remote()) {
+      // An agent of a remote worker reports through the server, fenced by the same token.
+      if (a->force) return Error::InvalidArgument("--force needs the store (pass --db)");
+      TX_ASSIGN_OR_RETURN(std::int64_t token, ResolveToken(a->token, name));
+      worker::HttpCoordinator fleet(remote->url, remote->token);
+      TX_RETURN_IF_ERROR(fleet.Report(a->id, token, outcome, text, std::nullopt));
+      return ShowRemoteTask(ctx, fleet, a->id);
+    }
     TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
     if (a->force) {
       if (!a->token.empty())

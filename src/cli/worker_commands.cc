@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -34,6 +35,13 @@ fs::path StoreDir(const Context& ctx) { return fs::absolute(ctx.DbPath()).parent
 
 Handler SetupWorkerStart(CLI::App& cmd) {
   auto a = std::make_shared<worker::WorkerFlags>();
+  auto remote = std::make_shared<RemoteFleet>();
+  NonEmpty(cmd.add_option("--server", remote->url,
+                          "Reach the fleet over HTTP alone, at this tx server (no store here)")
+               ->type_name("URL"));
+  NonEmpty(cmd.add_option("--token", remote->token,
+                          "The server's worker (or admin) token (default: $TX_API_TOKEN)")
+               ->type_name("T"));
   NonEmpty(cmd.add_option("--name", a->name, "Worker name (default: the slot, else the id)")
                ->type_name("N"));
   NonEmpty(cmd.add_option("--slot", a->slot, "Pool slot; a new worker in a slot replaces the old")
@@ -89,9 +97,26 @@ Handler SetupWorkerStart(CLI::App& cmd) {
   NonEmpty(cmd.add_option("--open-files", a->open_files, "Agent RLIMIT_NOFILE")->type_name("N"));
   NonEmpty(cmd.add_option("--processes", a->processes, "Agent RLIMIT_NPROC")->type_name("N"));
   NonEmpty(cmd.add_option("--cpu-seconds", a->cpu_seconds, "Agent RLIMIT_CPU")->type_name("N"));
-  return [a](Context& ctx) -> Status {
-    TX_ASSIGN_OR_RETURN(worker::WorkerConfig c,
-                        worker::BuildWorkerConfig(ctx.DbPath(), SelfExe(), *a));
+  return [a, remote](Context& ctx) -> Status {
+    if (remote->url.empty() && !remote->token.empty()) {
+      return Error::InvalidArgument("--token goes with --server");
+    }
+    // A remote worker keeps its config.toml and its agents' logs in ./.tx, as a store would.
+    std::string home = remote->url.empty() ? ctx.DbPath() : ".tx/tx.db";
+    TX_ASSIGN_OR_RETURN(worker::WorkerConfig c, worker::BuildWorkerConfig(home, SelfExe(), *a));
+    if (!remote->url.empty()) {
+      if (!remote->url.starts_with("http://") && !remote->url.starts_with("https://")) {
+        return Error::InvalidArgument("--server must be an http:// or https:// URL, not '" +
+                                      remote->url + "'");
+      }
+      c.db_path.clear();
+      c.server_url = remote->url;
+      while (c.server_url.ends_with("/")) c.server_url.pop_back();
+      c.server_token = remote->token;
+      if (c.server_token.empty()) {
+        if (const char* env = std::getenv("TX_API_TOKEN"); env != nullptr) c.server_token = env;
+      }
+    }
 
     auto logger = spdlog::stderr_logger_mt("tx-worker");
     logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");

@@ -78,4 +78,37 @@ std::string FormatTime(Millis epoch_ms) {
   return buf;
 }
 
+Result<Millis> ParseTime(std::string_view text) {
+  auto bad = [&] {
+    return Error::InvalidArgument("invalid time '" + std::string(text) +
+                                  "': expected ISO-8601 UTC such as 2026-11-22T04:31:24.123Z");
+  };
+  // YYYY-MM-DDTHH:MM:SS.mmmZ
+  constexpr std::string_view kShape = "dddd-dd-ddTdd:dd:dd.dddZ";
+  if (text.size() != kShape.size()) return bad();
+  for (std::size_t i = 0; i < kShape.size(); ++i) {
+    bool digit = text[i] >= '0' && text[i] <= '9';
+    if (kShape[i] == 'd' ? !digit : text[i] != kShape[i]) return bad();
+  }
+  auto num = [&](std::size_t at, std::size_t len) {
+    int n = 0;
+    std::from_chars(text.data() + at, text.data() + at + len, n);
+    return n;
+  };
+  std::tm tm{};
+  tm.tm_year = num(0, 4) - 1900;
+  tm.tm_mon = num(5, 2) - 1;
+  tm.tm_mday = num(8, 2);
+  tm.tm_hour = num(11, 2);
+  tm.tm_min = num(14, 2);
+  tm.tm_sec = num(17, 2);
+  if (tm.tm_mon > 11 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59 ||
+      tm.tm_sec > 60) {
+    return bad();
+  }
+  std::time_t secs = timegm(&tm);
+  if (secs == static_cast<std::time_t>(-1)) return bad();
+  return static_cast<Millis>(secs) * 1000 + num(20, 3);
+}
+
 }  // namespace tx

@@ -18,5 +18,7 @@ std::string FormatDuration(Millis ms);
 
 // ISO-8601 UTC with milliseconds: "2026-11-22T04:31:24.123Z".
 std::string FormatTime(Millis epoch_ms);
+// The inverse of FormatTime, exactly that form; anything else is an invalid argument.
+Result<Millis> ParseTime(std::string_view text);
 
 }  // namespace tx

@@ -43,4 +43,17 @@ TEST(Time, FormatsIso8601UtcWithMillis) {
 }
 
 }  // namespace
+TEST(Time, ParsesWhatItFormatsAndNothingElse) {
+  for (Millis t : {Millis{0} + 1, Millis{1'795'567'504'981}, Millis{951'782'400'999}}) {
+    auto back = ParseTime(FormatTime(t));
+    ASSERT_TRUE(back.ok()) << FormatTime(t);
+    EXPECT_EQ(*back, t);
+  }
+  for (const char* bad :
+       {"", "2026-11-22", "2026-11-22T04:31:24Z", "2026-11-22T04:31:24.123",
+        "2026-13-22T04:31:24.123Z", "2026-11-22 04:31:24.123Z", "2026-11-22T04:31:24.12xZ"}) {
+    EXPECT_FALSE(ParseTime(bad).ok()) << bad;
+  }
+}
+
 }  // namespace tx

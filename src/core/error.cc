@@ -32,4 +32,17 @@ std::string_view CodeName(ErrorCode code) { return Row(code).name; }
 int ExitCode(ErrorCode code) { return Row(code).exit_code; }
 int HttpStatus(ErrorCode code) { return Row(code).http_status; }
 
+ErrorCode CodeOfHttpReply(int status, std::string_view name) {
+  for (const auto& row : kCodes) {
+    if (row.name == name) return row.code;
+  }
+  for (const auto& row : kCodes) {
+    if (row.http_status == status) return row.code;
+  }
+  if (status == 401 || status == 403 || (status >= 400 && status < 500)) {
+    return ErrorCode::kInvalidArgument;
+  }
+  return ErrorCode::kUnavailable;
+}
+
 }  // namespace tx

@@ -21,6 +21,9 @@ enum class ErrorCode {
 std::string_view CodeName(ErrorCode code);  // "invalid_argument", "not_found", ...
 int ExitCode(ErrorCode code);
 int HttpStatus(ErrorCode code);
+// The code of an HTTP error reply, as a client reads it back: by its code name when it is one of
+// ours, else by its status (401, 403 and other 4xx: invalid argument; 5xx: unavailable).
+ErrorCode CodeOfHttpReply(int status, std::string_view name);
 
 class Error {
  public:

@@ -1,5 +1,7 @@
 #include "core/json.h"
 
+#include <optional>
+
 #include "core/duration.h"
 
 namespace tx {
@@ -17,6 +19,7 @@ nlohmann::json ToJson(const Claim& c) {
       {"status", ToString(c.status)},
       {"started_at", Time(c.claimed_at)},
       {"lease_expires_at", Time(c.lease_expires_at)},
+      {"lease", FormatDuration(c.lease_ms)},
       {"renewed_count", c.renewed_count},
       {"ended_at", Time(c.ended_at)},
       {"end_reason", c.end_reason == EndReason::kNone ? nlohmann::json()
@@ -142,6 +145,188 @@ nlohmann::json ToJson(const ReconcileReport& r) {
       {"inconsistencies_fixed", r.inconsistencies_fixed},
       {"at", Time(r.at)},
   };
+}
+
+namespace {
+
+// Reads typed fields out of one JSON object, stopping at the first that is missing or mistyped.
+class Reader {
+ public:
+  Reader(const nlohmann::json& j, const char* what) : j_(j), what_(what) {
+    if (!j.is_object()) status_ = Error::InvalidArgument(std::string(what) + ": not an object");
+  }
+  Status status() const { return status_; }
+
+  void Str(const char* key, std::string& out, bool null_ok = false) {
+    const nlohmann::json* v = Find(key);
+    if (v == nullptr) return;
+    if (null_ok && v->is_null()) return;
+    if (!v->is_string()) return Bad(key, "a string");
+    out = v->get<std::string>();
+  }
+  template <typename T>
+  void Int(const char* key, T& out) {
+    const nlohmann::json* v = Find(key);
+    if (v == nullptr) return;
+    if (!v->is_number_integer()) return Bad(key, "an integer");
+    out = v->get<T>();
+  }
+  void Bool(const char* key, bool& out) {
+    const nlohmann::json* v = Find(key);
+    if (v == nullptr) return;
+    if (!v->is_boolean()) return Bad(key, "true or false");
+    out = v->get<bool>();
+  }
+  void Strs(const char* key, std::vector<std::string>& out) {
+    const nlohmann::json* v = Find(key);
+    if (v == nullptr) return;
+    if (!v->is_array()) return Bad(key, "an array of strings");
+    out.clear();
+    for (const auto& x : *v) {
+      if (!x.is_string()) return Bad(key, "an array of strings");
+      out.push_back(x.get<std::string>());
+    }
+  }
+  void Object(const char* key, nlohmann::json& out) {
+    const nlohmann::json* v = Find(key);
+    if (v == nullptr) return;
+    if (!v->is_object()) return Bad(key, "an object");
+    out = *v;
+  }
+  // An ISO time, or null for 0.
+  void Time(const char* key, Millis& out) {
+    const nlohmann::json* v = Find(key);
+    if (v == nullptr) return;
+    if (v->is_null()) {
+      out = 0;
+      return;
+    }
+    if (!v->is_string()) return Bad(key, "a time or null");
+    Result<Millis> t = ParseTime(v->get<std::string>());
+    if (!t.ok()) return Bad(key, "an ISO-8601 time");
+    out = *t;
+  }
+  void Duration(const char* key, Millis& out) {
+    const nlohmann::json* v = Find(key);
+    if (v == nullptr) return;
+    Result<Millis> d = v->is_string() ? ParseDuration(v->get<std::string>())
+                                      : Result<Millis>(Error::InvalidArgument(""));
+    if (!d.ok()) return Bad(key, "a duration");
+    out = *d;
+  }
+  // A name parsed by `parse`, or null for `none` when `none` is given.
+  template <typename T, typename Parse>
+  void Enum(const char* key, T& out, Parse parse, std::optional<T> none = std::nullopt) {
+    const nlohmann::json* v = Find(key);
+    if (v == nullptr) return;
+    if (v->is_null() && none) {
+      out = *none;
+      return;
+    }
+    if (!v->is_string()) return Bad(key, "a name");
+    auto r = parse(v->get<std::string>());
+    if (!r.ok()) return Bad(key, "a known name");
+    out = *r;
+  }
+
+ private:
+  const nlohmann::json* Find(const char* key) {
+    if (!status_.ok()) return nullptr;
+    auto it = j_.find(key);
+    if (it == j_.end()) {
+      status_ = Error::InvalidArgument(std::string(what_) + ": field '" + key + "' is missing");
+      return nullptr;
+    }
+    return &*it;
+  }
+  void Bad(const char* key, const char* want) {
+    status_ = Error::InvalidArgument(std::string(what_) + ": field '" + key + "' must be " + want);
+  }
+
+  const nlohmann::json& j_;
+  const char* what_;
+  Status status_;
+};
+
+}  // namespace
+
+Result<Claim> ClaimFromJson(const nlohmann::json& j) {
+  Claim c;
+  Reader r(j, "claim");
+  r.Int("n", c.attempt);
+  r.Int("token", c.token);
+  r.Str("task_id", c.task_id);
+  r.Str("worker_id", c.worker_id);
+  r.Enum("status", c.status, ParseClaimStatus);
+  r.Time("started_at", c.claimed_at);
+  r.Time("lease_expires_at", c.lease_expires_at);
+  r.Duration("lease", c.lease_ms);
+  r.Int("renewed_count", c.renewed_count);
+  r.Time("ended_at", c.ended_at);
+  r.Enum("end_reason", c.end_reason, ParseEndReason, std::optional(EndReason::kNone));
+  TX_RETURN_IF_ERROR(r.status());
+  if (auto it = j.find("exit_code"); it != j.end() && it->is_number_integer()) {
+    c.exit_code = it->get<int>();
+  }
+  return c;
+}
+
+Result<Task> TaskFromJson(const nlohmann::json& j) {
+  Task t;
+  Reader r(j, "task");
+  r.Str("id", t.id);
+  r.Enum("status", t.status, ParseTaskStatus);
+  r.Str("title", t.title);
+  r.Str("description", t.description);
+  r.Str("instructions", t.instructions);
+  r.Str("deliverables", t.deliverables);
+  r.Strs("steps", t.steps);
+  r.Int("priority", t.priority);
+  r.Str("queue", t.queue);
+  r.Strs("requires", t.requires_caps);
+  r.Strs("after", t.after);
+  r.Str("owner", t.owner);
+  r.Str("workdir", t.workdir);
+  r.Strs("command", t.command);
+  r.Str("agent", t.agent);
+  r.Duration("timeout", t.timeout_ms);
+  r.Int("attempt", t.attempt);
+  r.Int("max_attempts", t.max_attempts);
+  r.Bool("review", t.review);
+  r.Str("repo", t.repo);
+  r.Str("base", t.base_branch);
+  r.Object("metadata", t.metadata);
+  r.Str("result", t.result);
+  r.Str("error", t.error);
+  r.Time("run_after", t.run_after);
+  r.Time("created_at", t.created_at);
+  r.Time("updated_at", t.updated_at);
+  r.Time("started_at", t.started_at);
+  r.Time("finished_at", t.finished_at);
+  TX_RETURN_IF_ERROR(r.status());
+  return t;
+}
+
+Result<Worker> WorkerFromJson(const nlohmann::json& j) {
+  Worker w;
+  Reader r(j, "worker");
+  r.Str("id", w.id);
+  r.Str("name", w.name);
+  r.Str("slot", w.slot);
+  r.Str("hostname", w.hostname);
+  r.Int("pid", w.pid);
+  r.Enum("status", w.status, ParseWorkerStatus);
+  r.Strs("capabilities", w.capabilities);
+  r.Strs("queues", w.queues);
+  r.Duration("heartbeat_interval", w.heartbeat_interval_ms);
+  r.Time("registered_at", w.registered_at);
+  r.Time("last_heartbeat_at", w.last_heartbeat_at);
+  r.Str("current_task_id", w.current_task_id, true);
+  r.Str("reason", w.reason);
+  r.Enum("request", w.request, ParseWorkerRequest, std::optional(WorkerRequest::kNone));
+  r.Object("metadata", w.metadata);
+  TX_RETURN_IF_ERROR(r.status());
+  return w;
 }
 
 }  // namespace tx

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/claim.h"
+#include "core/error.h"
 #include "core/event.h"
 #include "core/orchestrator.h"
 #include "core/task.h"
@@ -20,6 +21,13 @@ nlohmann::json ToJson(const Claim& c);
 nlohmann::json ToJson(const Worker& w, Millis now);
 nlohmann::json ToJson(const Event& e);
 nlohmann::json ToJson(const ReconcileReport& r);
+
+// The inverses, for a client that reads what the HTTP API wrote (the remote worker). Fields that
+// the JSON derives (a worker's `stale`, a task's `attempts`) are ignored; a missing or mistyped
+// field is an invalid argument naming it. A task's `seq` is not on the wire and stays 0.
+Result<Task> TaskFromJson(const nlohmann::json& j);
+Result<Claim> ClaimFromJson(const nlohmann::json& j);
+Result<Worker> WorkerFromJson(const nlohmann::json& j);
 
 // The heartbeat document of the source notes, for tools that read one:
 // {"workers": {"slot-1": {"slot", "status" (idle|working|offline), "task", "taskTitle",

@@ -15,8 +15,12 @@
 namespace tx::worker {
 
 struct WorkerConfig {
-  std::string db_path;  // absolute; handed to agents as TX_DB
-  std::string name;     // defaults to the slot, else the worker id
+  std::string db_path;  // absolute; handed to agents as TX_DB (empty for a remote worker)
+  // A remote worker reaches the fleet over HTTP alone: the server's URL and its token, handed to
+  // agents as TX_SERVER and TX_API_TOKEN.
+  std::string server_url;
+  std::string server_token;
+  std::string name;  // defaults to the slot, else the worker id
   std::string slot;
   std::vector<std::string> capabilities;
   std::vector<std::string> queues = {"default"};

@@ -11,11 +11,9 @@
 #include "exec/process_info.h"
 
 namespace tx::worker {
-HeartbeatLoop::HeartbeatLoop(std::unique_ptr<store::Store> store, const WorkerConfig& config,
+HeartbeatLoop::HeartbeatLoop(std::unique_ptr<Coordinator> fleet, const WorkerConfig& config,
                              std::string worker_id, SharedState& state, int wake_fd)
-    : store_(std::move(store)),
-      workers_(*store_, store_->clock()),
-      claims_(*store_, store_->clock()),
+    : fleet_(std::move(fleet)),
       config_(config),
       worker_id_(std::move(worker_id)),
       state_(state),
@@ -70,12 +68,12 @@ Millis HeartbeatLoop::NextWait() {
   Millis wait = config_.heartbeat_running_ms;
   // Renew once half the lease has gone, however long the heartbeat interval is.
   Millis renew_at = h->lease_expires_at - h->lease_ms / 2;
-  Millis now = store_->clock().NowMs();
+  Millis now = fleet_->NowMs();
   return std::clamp<Millis>(renew_at - now, 20, wait);
 }
 
 nlohmann::json HeartbeatLoop::Metadata() {
-  Millis now = store_->clock().NowMs();
+  Millis now = fleet_->NowMs();
   double cpu = exec::SelfCpuSeconds();
   double pct = 0;
   if (last_cpu_at_ > 0 && now > last_cpu_at_) {
@@ -93,7 +91,7 @@ nlohmann::json HeartbeatLoop::Metadata() {
 }
 
 void HeartbeatLoop::Beat() {
-  Result<Worker> hb = workers_.Heartbeat(worker_id_, {std::nullopt, Metadata()});
+  Result<Worker> hb = fleet_->Heartbeat(worker_id_, {std::nullopt, Metadata()});
   if (!hb.ok() && hb.error().code() != ErrorCode::kUnavailable) {
     state_.Evict(hb.error().message());
     Wake();
@@ -103,8 +101,8 @@ void HeartbeatLoop::Beat() {
   if (hb.ok() && hb->request != WorkerRequest::kNone) Wake();
   std::optional<Holding> h = state_.holding();
   if (!h) return;
-  Millis now = store_->clock().NowMs();
-  Result<Claim> claim = claims_.Inspect(h->token);
+  Millis now = fleet_->NowMs();
+  Result<Claim> claim = fleet_->Inspect(h->token);
   if (!claim.ok()) {
     if (claim.error().code() != ErrorCode::kUnavailable) {
       state_.LoseLease(h->token, claim.error().message());
@@ -138,7 +136,7 @@ void HeartbeatLoop::Beat() {
     state_.Renewed(h->token, claim->lease_expires_at);
     return;
   }
-  Result<Claim> renewed = claims_.Renew(h->task_id, h->token);
+  Result<Claim> renewed = fleet_->Renew(h->task_id, h->token);
   if (renewed.ok()) {
     state_.Renewed(h->token, renewed->lease_expires_at);
   } else if (renewed.error().code() != ErrorCode::kUnavailable || now >= claim->lease_expires_at) {

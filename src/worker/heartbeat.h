@@ -1,6 +1,7 @@
 #pragma once
-// HeartbeatLoop: the worker's second thread, with its own store connection, so heartbeats never
-// wait behind a running agent or the claim loop. Each beat:
+// HeartbeatLoop: the worker's second thread, with a Coordinator of its own (its own store
+// connection, or its own HTTP client), so heartbeats never wait behind a running agent or the
+// claim loop. Each beat:
 //   - records a heartbeat with the worker's metadata (agent pid, CPU %, RSS, tasks completed);
 //   - while a claim is held, checks it in the store and renews it once half the lease has gone.
 // A claim that is no longer active, has expired, or whose renewal is refused — or a store that
@@ -15,10 +16,8 @@
 #include <thread>
 
 #include "core/thread_annotations.h"
-#include "service/claim_service.h"
-#include "service/worker_service.h"
-#include "store/store.h"
 #include "worker/config.h"
+#include "worker/coordinator.h"
 #include "worker/shared_state.h"
 
 namespace tx::worker {
@@ -26,7 +25,7 @@ namespace tx::worker {
 class HeartbeatLoop {
  public:
   // `wake_fd` is an eventfd the main loop polls.
-  HeartbeatLoop(std::unique_ptr<store::Store> store, const WorkerConfig& config,
+  HeartbeatLoop(std::unique_ptr<Coordinator> fleet, const WorkerConfig& config,
                 std::string worker_id, SharedState& state, int wake_fd);
   ~HeartbeatLoop();  // stops and joins
 
@@ -44,9 +43,7 @@ class HeartbeatLoop {
   nlohmann::json Metadata();
   void Wake();
 
-  std::unique_ptr<store::Store> store_;
-  service::WorkerService workers_;
-  service::ClaimService claims_;
+  std::unique_ptr<Coordinator> fleet_;
   const WorkerConfig& config_;
   std::string worker_id_;
   SharedState& state_;

@@ -11,13 +11,18 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 #include "core/duration.h"
 #include "exec/process_info.h"
+#include "exec/unique_fd.h"
+#include "worker/http_coordinator.h"
+#include "worker/local_coordinator.h"
 #include "worker/spawn_plan.h"
 
 namespace tx::worker {
@@ -38,6 +43,20 @@ sigset_t WorkerSignals() {
 
 Millis MsUntil(SteadyClock::time_point t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(t - SteadyClock::now()).count();
+}
+
+// The fleet as this worker reaches it: the store, or (with --server) the HTTP API. The main loop's
+// watches the store for new tasks; the heartbeat thread's does not.
+Result<std::unique_ptr<Coordinator>> OpenCoordinator(const WorkerConfig& config,
+                                                     const service::ServiceOptions& options,
+                                                     bool watch) {
+  if (!config.server_url.empty()) {
+    return std::unique_ptr<Coordinator>(
+        std::make_unique<HttpCoordinator>(config.server_url, config.server_token));
+  }
+  TX_ASSIGN_OR_RETURN(std::unique_ptr<LocalCoordinator> local,
+                      LocalCoordinator::Open(config.db_path, options, watch));
+  return std::unique_ptr<Coordinator>(std::move(local));
 }
 
 double Jitter() {
@@ -65,15 +84,11 @@ Status WorkerRuntime::Start() {
   }
   hostname_ = exec::Hostname();
 
-  TX_ASSIGN_OR_RETURN(store_, store::Open({config_.db_path, false}));
-  TX_ASSIGN_OR_RETURN(std::unique_ptr<store::Store> beat_store,
-                      store::Open({config_.db_path, false}));
-  TX_ASSIGN_OR_RETURN(watch_, store_->Watch());
   service::ServiceOptions options;
   options.default_lease_ms = config_.lease_ms;
   options.default_heartbeat_interval_ms = config_.heartbeat_idle_ms;
-  claims_ = std::make_unique<service::ClaimService>(*store_, store_->clock(), options);
-  workers_ = std::make_unique<service::WorkerService>(*store_, store_->clock(), options);
+  TX_ASSIGN_OR_RETURN(fleet_, OpenCoordinator(config_, options, true));
+  TX_ASSIGN_OR_RETURN(std::unique_ptr<Coordinator> beat, OpenCoordinator(config_, options, false));
 
   service::Registration r;
   r.name = config_.name;
@@ -86,14 +101,14 @@ Status WorkerRuntime::Start() {
   r.metadata = {{"agent", config_.agent}, {"tasks_completed", 0}, {"agent_pid", 0}};
   if (!config_.workdir.empty()) r.metadata["workdir"] = config_.workdir;
   std::vector<Worker> replaced;
-  TX_ASSIGN_OR_RETURN(Worker me, workers_->Register(r, &replaced));
+  TX_ASSIGN_OR_RETURN(Worker me, fleet_->Register(r, &replaced));
   worker_id_ = me.id;
   for (const auto& old : replaced) KillLeftoverAgent(old);
   spdlog::info("worker {} registered (name {}, slot {}, queues {}, pid {})", me.id, me.name,
                me.slot.empty() ? "-" : me.slot, nlohmann::json(me.queues).dump(), getpid());
 
   heartbeat_ =
-      std::make_unique<HeartbeatLoop>(std::move(beat_store), config_, worker_id_, state_, wake_fd_);
+      std::make_unique<HeartbeatLoop>(std::move(beat), config_, worker_id_, state_, wake_fd_);
   heartbeat_->Start();
   return Ok();
 }
@@ -114,31 +129,41 @@ void WorkerRuntime::KillLeftoverAgent(const Worker& old) {
   }
 }
 
-void WorkerRuntime::HandleSignals() {
+std::vector<int> WorkerRuntime::ReadStopSignals() {
+  std::vector<int> stops;
   signalfd_siginfo si{};
   while (::read(signal_fd_, &si, sizeof si) == sizeof si) {
     if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
-      ++signals_seen_;
-      if (signals_seen_ == 1) {
-        spdlog::info("{} received: stopping (claiming nothing more)", strsignal(si.ssi_signo));
-        EnterStopping();
-      } else {
-        spdlog::info("{} received again: not waiting for the agent", strsignal(si.ssi_signo));
-      }
+      stops.push_back(static_cast<int>(si.ssi_signo));
     }
     // SIGCHLD only interrupts the wait; the agent's exit is seen through its pidfd or TryWait.
   }
+  return stops;
+}
+
+void WorkerRuntime::OnStopSignal(int sig) {
+  ++signals_seen_;
+  if (signals_seen_ == 1) {
+    spdlog::info("{} received: stopping (claiming nothing more)", strsignal(sig));
+    EnterStopping();
+  } else {
+    spdlog::info("{} received again: not waiting for the agent", strsignal(sig));
+  }
+}
+
+void WorkerRuntime::HandleSignals() {
+  for (int sig : ReadStopSignals()) OnStopSignal(sig);
 }
 
 void WorkerRuntime::Acknowledge(WorkerStatus status) {
   service::HeartbeatUpdate update{status, {}};
   update.clear_request = true;
-  Result<Worker> w = workers_->Heartbeat(worker_id_, update);
+  Result<Worker> w = fleet_->Heartbeat(worker_id_, update);
   if (!w.ok()) spdlog::warn("could not record {}: {}", ToString(status), w.error().message());
 }
 
 void WorkerRuntime::CheckRequests(exec::Child* child) {
-  Result<Worker> me = workers_->Get(worker_id_);
+  Result<Worker> me = fleet_->GetWorker(worker_id_);
   if (!me.ok()) return;
   switch (me->request) {
     case WorkerRequest::kNone:
@@ -174,17 +199,17 @@ void WorkerRuntime::CheckRequests(exec::Child* child) {
 }
 
 void WorkerRuntime::EnterStopping() {
-  Result<Worker> w = workers_->Heartbeat(worker_id_, {WorkerStatus::kStopping, {}});
+  Result<Worker> w = fleet_->Heartbeat(worker_id_, {WorkerStatus::kStopping, {}});
   if (!w.ok()) spdlog::warn("could not record stopping: {}", w.error().message());
 }
 
 WorkerRuntime::Wake WorkerRuntime::WaitIdle(Millis timeout_ms) {
   std::vector<pollfd> fds = {{signal_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
-  if (watch_->fd() >= 0) fds.push_back({watch_->fd(), POLLIN, 0});
+  if (fleet_->watch_fd() >= 0) fds.push_back({fleet_->watch_fd(), POLLIN, 0});
   int n = ::poll(fds.data(), fds.size(), static_cast<int>(std::max<Millis>(0, timeout_ms)));
   if (n <= 0) return Wake::kTimeout;
   Wake wake = Wake::kTimeout;
-  if (fds.size() > 2 && (fds[2].revents & POLLIN) != 0 && watch_->Drain()) {
+  if (fds.size() > 2 && (fds[2].revents & POLLIN) != 0 && fleet_->DrainWatch()) {
     wake = Wake::kStoreChanged;
   }
   if ((fds[1].revents & POLLIN) != 0) {
@@ -203,9 +228,9 @@ WorkerRuntime::Wake WorkerRuntime::WaitIdle(Millis timeout_ms) {
 // fallback with jitter; 0 when a task is eligible now.
 Millis WorkerRuntime::IdleWait() {
   Millis wait = static_cast<Millis>(static_cast<double>(config_.poll_ms) * Jitter());
-  Result<std::optional<Millis>> next = claims_->NextEligibleAt(worker_id_);
+  Result<std::optional<Millis>> next = fleet_->NextEligibleAt(worker_id_);
   if (next.ok() && *next) {
-    wait = std::min(wait, std::max<Millis>(0, **next - store_->clock().NowMs()));
+    wait = std::min(wait, std::max<Millis>(0, **next - fleet_->NowMs()));
   }
   return wait;
 }
@@ -227,11 +252,11 @@ Result<int> WorkerRuntime::Run() {
       continue;
     }
     Result<std::optional<service::ClaimResult>> claimed =
-        claims_->ClaimNext(worker_id_, config_.lease_ms);
+        fleet_->WaitsForClaims() ? ClaimWaiting() : fleet_->ClaimNext(worker_id_, config_.lease_ms);
     if (!claimed.ok()) {
       if (claimed.error().code() == ErrorCode::kConflict) {
         // Refused while still registered (stale after the machine slept, say): heartbeat, retry.
-        Result<Worker> me = workers_->Get(worker_id_);
+        Result<Worker> me = fleet_->GetWorker(worker_id_);
         if (me.ok() && IsLive(me->status) && me->status != WorkerStatus::kStopping) {
           spdlog::warn("cannot claim yet: {}", claimed.error().message());
           heartbeat_->Kick();
@@ -251,10 +276,22 @@ Result<int> WorkerRuntime::Run() {
       continue;
     }
     store_backoff = 0;
+    if (*claimed && signals_seen_ > 0) {
+      // Claimed as a stop began: give it straight back, uncounted.
+      const service::ClaimResult& c = **claimed;
+      Result<Task> r = fleet_->Release(c.task.id, c.claim.token, EndReason::kShutdown);
+      if (!r.ok()) spdlog::warn("{}: release: {}", c.task.id, r.error().message());
+      break;
+    }
     if (*claimed) {
       paused_total_ = {};
       resumed_at_ = {};
       RunAttempt(std::move(**claimed));
+      continue;
+    }
+    if (fleet_->WaitsForClaims()) {
+      // The server waited for us and came back empty-handed: a request, or nothing to do yet.
+      CheckRequests(nullptr);
       continue;
     }
     // Idle: sleep until something may have changed, re-checking cheaply (a read) on each change.
@@ -269,7 +306,7 @@ Result<int> WorkerRuntime::Run() {
   }
   heartbeat_->Stop();
   if (code == 0) {
-    Result<Worker> w = workers_->Deregister(worker_id_, "graceful-shutdown");
+    Result<Worker> w = fleet_->Deregister(worker_id_, "graceful-shutdown");
     if (!w.ok()) {
       spdlog::error("deregister: {}", w.error().message());
       code = 1;
@@ -278,6 +315,46 @@ Result<int> WorkerRuntime::Run() {
     }
   }
   return code;
+}
+
+Result<std::optional<service::ClaimResult>> WorkerRuntime::ClaimWaiting() {
+  Result<std::optional<service::ClaimResult>> out = std::optional<service::ClaimResult>();
+  exec::UniqueFd done(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  if (!done.valid()) return Error::Internal(std::string("eventfd: ") + std::strerror(errno));
+  Millis wait = static_cast<Millis>(static_cast<double>(config_.poll_ms) * Jitter());
+  // Only Interrupt() is called on fleet_ from here while the thread runs.
+  std::thread waiter([&] {
+    out = fleet_->ClaimNext(worker_id_, config_.lease_ms, wait);
+    std::uint64_t one = 1;
+    (void)!::write(done.get(), &one, sizeof one);
+  });
+  // The waiter owns fleet_ until it is joined: a stop's own calls (recording `stopping`) wait.
+  bool interrupted = false;
+  std::vector<int> stops;
+  for (;;) {
+    pollfd fds[] = {{signal_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}, {done.get(), POLLIN, 0}};
+    // Once interrupted, interrupt again every 50 ms: an interrupt that lands before the request
+    // is under way (still connecting) cannot end it.
+    if (::poll(fds, 3, interrupted ? 50 : -1) == 0) fleet_->Interrupt();
+    if ((fds[2].revents & POLLIN) != 0) break;
+    if ((fds[0].revents & POLLIN) != 0) {
+      for (int sig : ReadStopSignals()) stops.push_back(sig);
+    }
+    if ((fds[1].revents & POLLIN) != 0) {
+      std::uint64_t v;
+      (void)!::read(wake_fd_, &v, sizeof v);  // a request: the server ends the wait by itself
+    }
+    // A stop, or this worker evicted: stop waiting now. A claim made as the wait was cut short is
+    // not lost: the server hands it back on the next claim, and deregistering releases it.
+    if (!interrupted && (signals_seen_ > 0 || !stops.empty() || !state_.evicted().empty())) {
+      interrupted = true;
+      fleet_->Interrupt();
+    }
+  }
+  waiter.join();
+  for (int sig : stops) OnStopSignal(sig);
+  if (interrupted && !out.ok()) return std::optional<service::ClaimResult>();
+  return out;
 }
 
 void WorkerRuntime::RunAttempt(service::ClaimResult claimed) {
@@ -290,13 +367,15 @@ void WorkerRuntime::RunAttempt(service::ClaimResult claimed) {
       spec.ok() ? exec::Child::Spawn(*spec) : Result<exec::Child>(spec.error());
   if (!spawned.ok()) {
     spdlog::error("{} attempt {}: {}", task.id, claim.attempt, spawned.error().message());
-    Result<Task> r = claims_->Fail(task.id, claim.token, EndReason::kFailed,
-                                   "spawn failed: " + spawned.error().message(), 127);
+    Result<Task> r = fleet_->Fail(task.id, claim.token, EndReason::kFailed,
+                                  "spawn failed: " + spawned.error().message(), 127);
     if (!r.ok()) spdlog::error("{}: {}", task.id, r.error().message());
     state_.Drop();
     return;
   }
   exec::Child child = std::move(*spawned);
+  log_shipped_ = 0;
+  log_shipped_at_ = {};
   if (!child.limits_warning().empty() && !warned_limits_) {
     spdlog::warn("{}", child.limits_warning());
     warned_limits_ = true;
@@ -332,12 +411,13 @@ void WorkerRuntime::RunAttempt(service::ClaimResult claimed) {
     }
     if (shutdown_deadline) wait = std::min(wait, MsUntil(*shutdown_deadline));
     std::vector<pollfd> fds = {
-        {signal_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}, {watch_->fd(), POLLIN, 0}};
+        {signal_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}, {fleet_->watch_fd(), POLLIN, 0}};
     if (child.output_fd() >= 0) fds.push_back({child.output_fd(), POLLIN, 0});
     if (child.exit_fd() >= 0) fds.push_back({child.exit_fd(), POLLIN, 0});
     ::poll(fds.data(), fds.size(), static_cast<int>(std::max<Millis>(0, wait)));
 
     child.PumpOutput();
+    ShipLog(spec->log_path, claim, false);
     if ((outcome = child.TryWait())) break;
     if ((fds[0].revents & POLLIN) != 0) HandleSignals();
     bool check = false;
@@ -346,13 +426,13 @@ void WorkerRuntime::RunAttempt(service::ClaimResult claimed) {
       (void)!::read(wake_fd_, &v, sizeof v);
       check = true;
     }
-    if ((fds[2].revents & POLLIN) != 0 && watch_->Drain()) check = true;
+    if ((fds[2].revents & POLLIN) != 0 && fleet_->DrainWatch()) check = true;
     std::string revoked;
     if (check) {
       CheckRequests(&child);
       // A cancel or an operator's --force ends the claim and wakes us: stop the agent now rather
       // than at the next heartbeat's check.
-      Result<Claim> held = claims_->Inspect(claim.token);
+      Result<Claim> held = fleet_->Inspect(claim.token);
       if (held.ok() && held->status != ClaimStatus::kActive) {
         revoked = "claim " + std::string(ToString(held->status)) + " (" +
                   std::string(ToString(held->end_reason)) + ")";
@@ -363,6 +443,7 @@ void WorkerRuntime::RunAttempt(service::ClaimResult claimed) {
       exec::ExitOutcome killed = child.Wait();
       spdlog::warn("{} attempt {}: {}; agent killed ({})", task.id, claim.attempt, revoked,
                    killed.Describe());
+      ShipLog(spec->log_path, claim, true);
       state_.Drop();
       return;
     }
@@ -374,8 +455,9 @@ void WorkerRuntime::RunAttempt(service::ClaimResult claimed) {
       exec::ExitOutcome killed = child.Wait();
       spdlog::warn("{} attempt {}: lease lost ({}); agent killed ({})", task.id, claim.attempt,
                    lost.empty() ? evicted : lost, killed.Describe());
-      Result<Claim> r = claims_->GiveUp(task.id, claim.token, EndReason::kLeaseLost);
+      Result<Claim> r = fleet_->GiveUp(task.id, claim.token, EndReason::kLeaseLost);
       if (!r.ok()) spdlog::warn("{}: {}", task.id, r.error().message());
+      ShipLog(spec->log_path, claim, true);
       state_.Drop();
       return;
     }
@@ -384,8 +466,9 @@ void WorkerRuntime::RunAttempt(service::ClaimResult claimed) {
       exec::StopResult stopped = exec::Terminate(child, grace);
       spdlog::info("{} attempt {}: stopped for shutdown ({})", task.id, claim.attempt,
                    stopped.outcome.Describe());
-      Result<Task> r = claims_->Release(task.id, claim.token, EndReason::kShutdown);
+      Result<Task> r = fleet_->Release(task.id, claim.token, EndReason::kShutdown);
       if (!r.ok()) spdlog::warn("{}: release: {}", task.id, r.error().message());
+      ShipLog(spec->log_path, claim, true);
       state_.Drop();
       return;
     }
@@ -397,7 +480,38 @@ void WorkerRuntime::RunAttempt(service::ClaimResult claimed) {
       outcome = exec::Terminate(child, grace).outcome.AsStalled();
     }
   }
+  child.PumpOutput();
+  ShipLog(spec->log_path, claim, true);
   Finish(claimed, *outcome);
+}
+
+void WorkerRuntime::ShipLog(const std::string& path, const Claim& claim, bool final) {
+  if (!fleet_->ShipsLogs()) return;
+  auto now = std::chrono::steady_clock::now();
+  if (!final && now - log_shipped_at_ < std::chrono::milliseconds(250)) return;
+  log_shipped_at_ = now;
+  std::error_code ec;
+  auto size = static_cast<std::int64_t>(std::filesystem::file_size(path, ec));
+  if (ec) return;
+  if (size < log_shipped_) log_shipped_ = 0;  // cut to its tail at the size cap: send it anew
+  constexpr std::size_t kChunk = 256 * 1024;
+  std::ifstream in(path, std::ios::binary);
+  while (in && log_shipped_ < size) {
+    std::string chunk(static_cast<std::size_t>(std::min<std::int64_t>(kChunk, size - log_shipped_)),
+                      '\0');
+    in.seekg(log_shipped_);
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    chunk.resize(static_cast<std::size_t>(in.gcount()));
+    if (chunk.empty()) return;
+    Status s = fleet_->ShipLog(claim.task_id, claim.attempt, claim.token, log_shipped_, chunk);
+    if (!s.ok()) {
+      spdlog::warn("{} attempt {}: could not send its log: {}", claim.task_id, claim.attempt,
+                   s.error().message());
+      return;  // the next call sends it again from where the server's copy ends
+    }
+    log_shipped_ += static_cast<std::int64_t>(chunk.size());
+    if (!final) return;  // a chunk a round while the agent runs
+  }
 }
 
 void WorkerRuntime::Finish(const service::ClaimResult& claimed, const exec::ExitOutcome& outcome) {
@@ -405,7 +519,7 @@ void WorkerRuntime::Finish(const service::ClaimResult& claimed, const exec::Exit
   const Claim& claim = claimed.claim;
   std::string head =
       task.id + " attempt " + std::to_string(claim.attempt) + ": agent " + outcome.Describe();
-  Result<Claim> now = claims_->Inspect(claim.token);
+  Result<Claim> now = fleet_->Inspect(claim.token);
   if (now.ok() && now->status != ClaimStatus::kActive) {
     // The agent reported its own outcome (or the claim was revoked meanwhile): it stands.
     spdlog::info("{}; claim already {} ({})", head, ToString(now->status),
@@ -420,21 +534,21 @@ void WorkerRuntime::Finish(const service::ClaimResult& claimed, const exec::Exit
   Result<Task> r = Error::Internal("unreachable");
   switch (outcome.Classify()) {
     case exec::ExitOutcome::Class::kSuccess:
-      r = claims_->Report(task.id, claim.token, service::Outcome::kDone, "", code);
+      r = fleet_->Report(task.id, claim.token, service::Outcome::kDone, "", code);
       if (r.ok()) state_.CountCompleted();
       break;
     case exec::ExitOutcome::Class::kTimedOut:
-      r = claims_->Fail(task.id, claim.token, EndReason::kTimedOut,
-                        "timed out after " +
-                            FormatDuration(std::min(task.timeout_ms, config_.task_timeout_cap_ms)),
-                        code);
+      r = fleet_->Fail(task.id, claim.token, EndReason::kTimedOut,
+                       "timed out after " +
+                           FormatDuration(std::min(task.timeout_ms, config_.task_timeout_cap_ms)),
+                       code);
       break;
     case exec::ExitOutcome::Class::kStalled:
-      r = claims_->Fail(task.id, claim.token, EndReason::kStalled,
-                        "stalled: no output for " + FormatDuration(config_.stall_timeout_ms), code);
+      r = fleet_->Fail(task.id, claim.token, EndReason::kStalled,
+                       "stalled: no output for " + FormatDuration(config_.stall_timeout_ms), code);
       break;
     default:
-      r = claims_->Fail(task.id, claim.token, EndReason::kFailed, outcome.Describe(), code);
+      r = fleet_->Fail(task.id, claim.token, EndReason::kFailed, outcome.Describe(), code);
       break;
   }
   if (r.ok()) {

@@ -49,7 +49,13 @@ Result<exec::SpawnSpec> PlanSpawn(const WorkerConfig& config, const Task& task, 
   spec.env.push_back("TX_WORKER_ID=" + claim.worker_id);
   spec.env.push_back("TX_CLAIM_TOKEN=" + std::to_string(claim.token));
   spec.env.push_back("TX_ATTEMPT=" + std::to_string(claim.attempt));
-  spec.env.push_back("TX_DB=" + config.db_path);
+  if (config.server_url.empty()) {
+    spec.env.push_back("TX_DB=" + config.db_path);
+  } else {
+    // A remote worker's agents reach the fleet as it does: over HTTP (tx reads these).
+    spec.env.push_back("TX_SERVER=" + config.server_url);
+    spec.env.push_back("TX_API_TOKEN=" + config.server_token);
+  }
   if (!config.allowed_commands.empty()) {
     spec.env.push_back("TX_ALLOWED_COMMANDS=" + config.allowed_commands);
   }

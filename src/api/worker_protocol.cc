@@ -1,0 +1,154 @@
+#include "api/worker_protocol.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "api/body_fields.h"
+
+namespace tx::api {
+
+using nlohmann::json;
+
+namespace {
+
+Status RequiredString(const json& body, std::string_view field, std::string& out) {
+  TX_RETURN_IF_ERROR(ReadString(body, field, out));
+  if (out.empty()) return Error::InvalidArgument("field '" + std::string(field) + "' is required");
+  return Ok();
+}
+
+Status ReadMillis(const json& body, std::string_view field, Millis lo, Millis hi, Millis& out) {
+  std::int64_t v = out;
+  TX_RETURN_IF_ERROR(ReadInteger(body, field, v));
+  if (v < lo || v > hi) {
+    return Error::InvalidArgument("field '" + std::string(field) + "' must be from " +
+                                  std::to_string(lo) + " to " + std::to_string(hi) + " ms");
+  }
+  out = v;
+  return Ok();
+}
+
+// A reason among `allowed`, or `fallback` when absent.
+Status ReadReason(const json& body, const std::vector<EndReason>& allowed, EndReason fallback,
+                  EndReason& out) {
+  out = fallback;
+  std::string name;
+  TX_RETURN_IF_ERROR(ReadString(body, "reason", name));
+  if (name.empty()) return Ok();
+  Result<EndReason> r = ParseEndReason(name);
+  if (!r.ok() || std::find(allowed.begin(), allowed.end(), *r) == allowed.end()) {
+    std::string names;
+    for (EndReason a : allowed) names += (names.empty() ? "" : ", ") + std::string(ToString(a));
+    return Error::InvalidArgument("field 'reason' must be one of " + names + ", not '" + name +
+                                  "'");
+  }
+  out = *r;
+  return Ok();
+}
+
+}  // namespace
+
+Result<service::Registration> DecodeRegistration(const json& body) {
+  service::Registration r;
+  TX_RETURN_IF_ERROR(ReadString(body, "name", r.name));
+  TX_RETURN_IF_ERROR(ReadString(body, "slot", r.slot));
+  TX_RETURN_IF_ERROR(ReadString(body, "hostname", r.hostname));
+  TX_RETURN_IF_ERROR(ReadInteger(body, "pid", r.pid));
+  TX_RETURN_IF_ERROR(ReadStrings(body, "capabilities", r.capabilities));
+  TX_RETURN_IF_ERROR(ReadStrings(body, "queues", r.queues));
+  if (r.queues.empty()) return Error::InvalidArgument("field 'queues' is empty");
+  TX_RETURN_IF_ERROR(
+      ReadMillis(body, "heartbeat_interval_ms", 0, 24 * 3'600'000, r.heartbeat_interval_ms));
+  std::optional<json> metadata;
+  TX_RETURN_IF_ERROR(ReadObject(body, "metadata", metadata));
+  if (metadata) r.metadata = std::move(*metadata);
+  return r;
+}
+
+Result<HeartbeatBody> DecodeHeartbeat(const json& body) {
+  HeartbeatBody h;
+  TX_RETURN_IF_ERROR(RequiredString(body, "worker_id", h.worker_id));
+  std::string status;
+  TX_RETURN_IF_ERROR(ReadString(body, "status", status));
+  if (!status.empty()) {
+    Result<WorkerStatus> s = ParseWorkerStatus(status);
+    bool allowed = s.ok() && (*s == WorkerStatus::kIdle || *s == WorkerStatus::kBusy ||
+                              *s == WorkerStatus::kPaused || *s == WorkerStatus::kStopping);
+    if (!allowed) {
+      return Error::InvalidArgument("field 'status' must be idle, busy, paused or stopping, not '" +
+                                    status + "'");
+    }
+    h.update.status = *s;
+  }
+  std::optional<json> metadata;
+  TX_RETURN_IF_ERROR(ReadObject(body, "metadata", metadata));
+  if (metadata) h.update.metadata = std::move(*metadata);
+  TX_RETURN_IF_ERROR(ReadBool(body, "clear_request", h.update.clear_request));
+  return h;
+}
+
+Result<DeregisterBody> DecodeDeregister(const json& body) {
+  DeregisterBody d;
+  TX_RETURN_IF_ERROR(RequiredString(body, "worker_id", d.worker_id));
+  TX_RETURN_IF_ERROR(ReadString(body, "reason", d.reason));
+  return d;
+}
+
+Result<ClaimBody> DecodeClaim(const json& body) {
+  ClaimBody c;
+  TX_RETURN_IF_ERROR(RequiredString(body, "worker_id", c.worker_id));
+  TX_RETURN_IF_ERROR(ReadMillis(body, "lease_ms", 0, 7 * 24 * 3'600'000, c.lease_ms));
+  TX_RETURN_IF_ERROR(ReadMillis(body, "wait_ms", 0, kMaxClaimWaitMs, c.wait_ms));
+  return c;
+}
+
+Result<FencedBody> DecodeFenced(FencedCall call, const json& body) {
+  FencedBody f;
+  TX_RETURN_IF_ERROR(RequiredString(body, "task_id", f.task_id));
+  if (!body.contains("token")) return Error::InvalidArgument("field 'token' is required");
+  TX_RETURN_IF_ERROR(ReadInteger(body, "token", f.token));
+  if (auto it = body.find("exit_code"); it != body.end() && !it->is_null()) {
+    if (!it->is_number_integer() || it->get<std::int64_t>() < -1'000 ||
+        it->get<std::int64_t>() > 1'000) {
+      return WrongType("exit_code", "an integer exit status");
+    }
+    f.exit_code = it->get<int>();
+  }
+  switch (call) {
+    case FencedCall::kRenew:
+      break;
+    case FencedCall::kRelease:
+      TX_RETURN_IF_ERROR(ReadReason(body, {EndReason::kReleased, EndReason::kShutdown},
+                                    EndReason::kReleased, f.reason));
+      break;
+    case FencedCall::kReport: {
+      std::string outcome;
+      TX_RETURN_IF_ERROR(RequiredString(body, "outcome", outcome));
+      if (outcome == "done") {
+        f.outcome = service::Outcome::kDone;
+      } else if (outcome == "review") {
+        f.outcome = service::Outcome::kReview;
+      } else if (outcome == "fail" || outcome == "failed") {
+        f.outcome = service::Outcome::kFail;
+      } else {
+        return Error::InvalidArgument("field 'outcome' must be done, review or fail, not '" +
+                                      outcome + "'");
+      }
+      TX_RETURN_IF_ERROR(ReadString(body, "text", f.text));
+      break;
+    }
+    case FencedCall::kFail:
+      TX_RETURN_IF_ERROR(ReadReason(body,
+                                    {EndReason::kFailed, EndReason::kTimedOut, EndReason::kStalled},
+                                    EndReason::kFailed, f.reason));
+      TX_RETURN_IF_ERROR(ReadString(body, "error", f.text));
+      break;
+    case FencedCall::kGiveUp:
+      TX_RETURN_IF_ERROR(
+          ReadReason(body, {EndReason::kLeaseLost}, EndReason::kLeaseLost, f.reason));
+      break;
+  }
+  return f;
+}
+
+}  // namespace tx::api

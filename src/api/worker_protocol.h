@@ -1,0 +1,66 @@
+#pragma once
+// The bodies of the remote-worker protocol (POST /api/worker/...), decoded in one place each.
+// Pure: no store, no I/O, so the fuzz target drives them directly. Unlike the task bodies these
+// ignore fields they do not know — an older worker meets a newer server here — but a known field
+// of the wrong type or value is an invalid argument naming it.
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "core/claim.h"
+#include "core/error.h"
+#include "service/claim_service.h"
+#include "service/worker_service.h"
+
+namespace tx::api {
+
+// The longest a claim may wait at the server for a task (a long poll).
+inline constexpr Millis kMaxClaimWaitMs = 60'000;
+
+// register: {"name", "slot", "hostname", "pid", "capabilities", "queues",
+// "heartbeat_interval_ms", "metadata"}.
+Result<service::Registration> DecodeRegistration(const nlohmann::json& body);
+
+// heartbeat: {"worker_id" (required), "status" (idle|busy|paused|stopping), "metadata" (merged),
+// "clear_request"}.
+struct HeartbeatBody {
+  std::string worker_id;
+  service::HeartbeatUpdate update;
+};
+Result<HeartbeatBody> DecodeHeartbeat(const nlohmann::json& body);
+
+// deregister: {"worker_id" (required), "reason"}.
+struct DeregisterBody {
+  std::string worker_id;
+  std::string reason = "graceful-shutdown";
+};
+Result<DeregisterBody> DecodeDeregister(const nlohmann::json& body);
+
+// claim: {"worker_id" (required), "lease_ms" (0 = the default), "wait_ms" (0..60000)}.
+struct ClaimBody {
+  std::string worker_id;
+  Millis lease_ms = 0;
+  Millis wait_ms = 0;
+};
+Result<ClaimBody> DecodeClaim(const nlohmann::json& body);
+
+// Every call on a held claim: {"task_id", "token"} (both required), and by call:
+//   renew:   nothing more;
+//   release: "reason" released | shutdown (default released);
+//   report:  "outcome" done | review | fail (required), "text", "exit_code";
+//   fail:    "reason" failed | timed_out | stalled (default failed), "error", "exit_code";
+//   give-up: "reason" lease_lost (the default).
+struct FencedBody {
+  std::string task_id;
+  std::int64_t token = 0;
+  EndReason reason = EndReason::kNone;
+  service::Outcome outcome = service::Outcome::kDone;
+  std::string text;
+  std::optional<int> exit_code;
+};
+enum class FencedCall { kRenew, kRelease, kReport, kFail, kGiveUp };
+Result<FencedBody> DecodeFenced(FencedCall call, const nlohmann::json& body);
+
+}  // namespace tx::api

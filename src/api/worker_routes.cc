@@ -1,0 +1,254 @@
+// The remote-worker protocol (docs/api.md, "Remote workers"): what `tx worker start --server`
+// does over HTTP, one route per call of the local path, every outcome fenced by the claim's
+// token exactly as there. Every reply carries "server_time", the clock leases are judged by.
+
+#include <httplib.h>
+
+#include <charconv>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "api/http_util.h"
+#include "api/requests.h"
+#include "api/server.h"
+#include "api/worker_protocol.h"
+#include "core/json.h"
+#include "service/claim_service.h"
+#include "service/worker_service.h"
+#include "worker/spawn_plan.h"
+
+namespace tx::api {
+
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+// How often a waiting claim looks again even without a wake-up: a retry's backoff ending makes a
+// task eligible without any commit.
+constexpr Millis kClaimRecheckMs = 1'000;
+// The largest copy of an attempt's log the server keeps for a remote worker.
+constexpr std::int64_t kMaxShippedLogBytes = 64 << 20;
+
+json ClaimJson(const service::ClaimResult& c) {
+  return {{"claim", ToJson(c.claim)}, {"task", ToJson(c.task, {})}};
+}
+
+Result<std::int64_t> IntegerParam(const httplib::Request& req, const char* name) {
+  if (!req.has_param(name)) {
+    return Error::InvalidArgument("parameter '" + std::string(name) + "' is required");
+  }
+  std::string v = req.get_param_value(name);
+  std::int64_t n = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec != std::errc() || end != v.data() + v.size() || n < 0) {
+    return Error::InvalidArgument("parameter '" + std::string(name) + "' must be a number");
+  }
+  return n;
+}
+
+// The claim a worker already holds, if any: a claim whose reply was lost (a dropped connection,
+// a cut-short wait) is handed back instead of a second task being claimed.
+Result<std::optional<service::ClaimResult>> HeldClaim(store::Store& store,
+                                                      const std::string& worker_id) {
+  std::optional<service::ClaimResult> out;
+  TX_RETURN_IF_ERROR(store.Read([&](store::Txn& txn) -> Status {
+    TX_ASSIGN_OR_RETURN(std::optional<Worker> w, txn.GetWorker(worker_id));
+    if (!w || w->current_task_id.empty()) return Ok();
+    TX_ASSIGN_OR_RETURN(std::optional<Claim> c, txn.GetActiveClaimForTask(w->current_task_id));
+    if (!c || c->worker_id != worker_id) return Ok();
+    TX_ASSIGN_OR_RETURN(std::optional<Task> t, txn.GetTask(c->task_id));
+    if (t) out = service::ClaimResult{std::move(*c), std::move(*t)};
+    return Ok();
+  }));
+  return out;
+}
+
+}  // namespace
+
+void ApiServer::WorkerRoutes() {
+  httplib::Server& h = *http_;
+  const service::ServiceOptions& opts = options_.service;
+
+  // Runs `fn` with a store of its own and replies with its JSON plus the server's time, or with
+  // its error. A null JSON is a 204.
+  auto serve = [this](const httplib::Request& req, httplib::Response& res, int ok_status, auto fn) {
+    Result<StorePool::Lease> s = stores_.Acquire();
+    if (!s.ok()) return ReplyError(res, s.error());
+    Result<json> body = ParseObject(req.body);
+    if (!body.ok()) return ReplyError(res, body.error());
+    Result<json> out = fn(**s, *body);
+    if (!out.ok()) return ReplyError(res, out.error());
+    if (out->is_null()) {
+      res.status = 204;
+      return;
+    }
+    (*out)["server_time"] = (*s)->clock().NowMs();
+    Reply(res, ok_status, *out);
+  };
+
+  h.Post(
+      "/api/worker/register", [serve, &opts](const httplib::Request& req, httplib::Response& res) {
+        serve(req, res, 201, [&](store::Store& store, const json& body) -> Result<json> {
+          TX_ASSIGN_OR_RETURN(service::Registration r, DecodeRegistration(body));
+          std::vector<Worker> replaced;
+          TX_ASSIGN_OR_RETURN(
+              Worker w,
+              service::WorkerService(store, store.clock(), opts).Register(std::move(r), &replaced));
+          Millis now = store.clock().NowMs();
+          json out = {{"worker", ToJson(w, now)}, {"replaced", json::array()}};
+          for (const auto& old : replaced) out["replaced"].push_back(ToJson(old, now));
+          return out;
+        });
+      });
+
+  h.Post("/api/worker/heartbeat", [serve, &opts](const httplib::Request& req,
+                                                 httplib::Response& res) {
+    serve(req, res, 200, [&](store::Store& store, const json& body) -> Result<json> {
+      TX_ASSIGN_OR_RETURN(HeartbeatBody hb, DecodeHeartbeat(body));
+      TX_ASSIGN_OR_RETURN(
+          Worker w,
+          service::WorkerService(store, store.clock(), opts).Heartbeat(hb.worker_id, hb.update));
+      return json{{"worker", ToJson(w, store.clock().NowMs())}};
+    });
+  });
+
+  h.Post("/api/worker/deregister", [serve, &opts](const httplib::Request& req,
+                                                  httplib::Response& res) {
+    serve(req, res, 200, [&](store::Store& store, const json& body) -> Result<json> {
+      TX_ASSIGN_OR_RETURN(DeregisterBody d, DecodeDeregister(body));
+      TX_ASSIGN_OR_RETURN(
+          Worker w,
+          service::WorkerService(store, store.clock(), opts).Deregister(d.worker_id, d.reason));
+      return json{{"worker", ToJson(w, store.clock().NowMs())}};
+    });
+  });
+
+  // The next task for this worker, waiting up to wait_ms for one (a long poll): 200 with the
+  // claim and its task, or 204 when none came or an operator's request for the worker arrived.
+  h.Post("/api/worker/claim", [this, serve, &opts](const httplib::Request& req,
+                                                   httplib::Response& res) {
+    serve(req, res, 200, [&](store::Store& store, const json& body) -> Result<json> {
+      TX_ASSIGN_OR_RETURN(ClaimBody c, DecodeClaim(body));
+      TX_ASSIGN_OR_RETURN(std::optional<service::ClaimResult> held, HeldClaim(store, c.worker_id));
+      if (held) return ClaimJson(*held);
+      service::ClaimService claims(store, store.clock(), opts);
+      service::WorkerService workers(store, store.clock(), opts);
+      auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(c.wait_ms);
+      for (;;) {
+        std::uint64_t seen = hub_->ready_generation();
+        TX_ASSIGN_OR_RETURN(std::optional<service::ClaimResult> got,
+                            claims.ClaimNext(c.worker_id, c.lease_ms));
+        if (got) return ClaimJson(*got);
+        TX_ASSIGN_OR_RETURN(Worker w, workers.Get(c.worker_id));
+        if (w.request != WorkerRequest::kNone) return json();  // it has something else to do
+        auto now = std::chrono::steady_clock::now();
+        if (now >= deadline || hub_->stopping()) return json();
+        Millis wait = std::min<Millis>(
+            kClaimRecheckMs,
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count());
+        TX_ASSIGN_OR_RETURN(std::optional<Millis> next, claims.NextEligibleAt(c.worker_id));
+        if (next) wait = std::clamp<Millis>(*next - store.clock().NowMs(), 0, wait);
+        hub_->WaitForReady(seen, std::chrono::milliseconds(wait));
+      }
+    });
+  });
+
+  h.Get(R"(/api/worker/claims/(\d+))", [this, &opts](const httplib::Request& req,
+                                                     httplib::Response& res) {
+    Result<StorePool::Lease> s = stores_.Acquire();
+    if (!s.ok()) return ReplyError(res, s.error());
+    store::Store& store = **s;
+    Result<Claim> c =
+        service::ClaimService(store, store.clock(), opts).Inspect(std::stoll(req.matches[1].str()));
+    if (!c.ok()) return ReplyError(res, c.error());
+    Reply(res, 200, {{"claim", ToJson(*c)}, {"server_time", store.clock().NowMs()}});
+  });
+
+  auto fenced = [serve, &opts](FencedCall call) {
+    return [serve, &opts, call](const httplib::Request& req, httplib::Response& res) {
+      serve(req, res, 200, [&](store::Store& store, const json& body) -> Result<json> {
+        TX_ASSIGN_OR_RETURN(FencedBody f, DecodeFenced(call, body));
+        service::ClaimService claims(store, store.clock(), opts);
+        switch (call) {
+          case FencedCall::kRenew: {
+            TX_ASSIGN_OR_RETURN(Claim c, claims.Renew(f.task_id, f.token));
+            return json{{"claim", ToJson(c)}};
+          }
+          case FencedCall::kGiveUp: {
+            TX_ASSIGN_OR_RETURN(Claim c, claims.GiveUp(f.task_id, f.token, f.reason));
+            return json{{"claim", ToJson(c)}};
+          }
+          case FencedCall::kRelease: {
+            TX_ASSIGN_OR_RETURN(Task t, claims.Release(f.task_id, f.token, f.reason));
+            return json{{"task", ToJson(t, {})}};
+          }
+          case FencedCall::kReport: {
+            TX_ASSIGN_OR_RETURN(Task t,
+                                claims.Report(f.task_id, f.token, f.outcome, f.text, f.exit_code));
+            return json{{"task", ToJson(t, {})}};
+          }
+          case FencedCall::kFail: {
+            TX_ASSIGN_OR_RETURN(Task t,
+                                claims.Fail(f.task_id, f.token, f.reason, f.text, f.exit_code));
+            return json{{"task", ToJson(t, {})}};
+          }
+        }
+        return Error::Internal("unhandled call");
+      });
+    };
+  };
+  h.Post("/api/worker/renew", fenced(FencedCall::kRenew));
+  h.Post("/api/worker/release", fenced(FencedCall::kRelease));
+  h.Post("/api/worker/report", fenced(FencedCall::kReport));
+  h.Post("/api/worker/fail", fenced(FencedCall::kFail));
+  h.Post("/api/worker/give-up", fenced(FencedCall::kGiveUp));
+
+  // An attempt's output from a remote worker, written at `offset` of the server's copy of its log
+  // (where GET /api/tasks/ID/log reads it); offset 0 starts the copy afresh. Fenced by the token
+  // of that attempt's claim (ended or not: the last output comes as the attempt ends).
+  h.Post("/api/worker/log", [this, &opts](const httplib::Request& req, httplib::Response& res) {
+    Result<StorePool::Lease> s = stores_.Acquire();
+    if (!s.ok()) return ReplyError(res, s.error());
+    store::Store& store = **s;
+    Status written = [&]() -> Status {
+      TX_RETURN_IF_ERROR(OnlyParams(req, {"task_id", "attempt", "token", "offset"}));
+      std::string task_id = req.get_param_value("task_id");
+      TX_ASSIGN_OR_RETURN(std::int64_t attempt, IntegerParam(req, "attempt"));
+      TX_ASSIGN_OR_RETURN(std::int64_t token, IntegerParam(req, "token"));
+      TX_ASSIGN_OR_RETURN(std::int64_t offset, IntegerParam(req, "offset"));
+      TX_ASSIGN_OR_RETURN(Claim c,
+                          service::ClaimService(store, store.clock(), opts).Inspect(token));
+      if (c.task_id != task_id || c.attempt != attempt) {
+        return Error::Conflict("token " + std::to_string(token) + " is not that of " + task_id +
+                               " attempt " + std::to_string(attempt));
+      }
+      if (offset + static_cast<std::int64_t>(req.body.size()) > kMaxShippedLogBytes) {
+        return Error::Backpressure("the log of " + task_id + " is over " +
+                                   std::to_string(kMaxShippedLogBytes >> 20) + " MiB");
+      }
+      std::filesystem::path path = worker::AttemptLogPath(
+          (std::filesystem::path(options_.db_path).parent_path() / "logs").string(), task_id,
+          static_cast<int>(attempt));
+      std::error_code ec;
+      std::filesystem::create_directories(path.parent_path(), ec);
+      if (offset == 0) std::ofstream(path, std::ios::binary | std::ios::trunc);
+      if (static_cast<std::int64_t>(std::filesystem::file_size(path, ec)) < offset || ec) {
+        return Error::Conflict("the server's copy of the log is shorter than offset " +
+                               std::to_string(offset) + ": send it again from 0");
+      }
+      std::fstream out(path, std::ios::binary | std::ios::in | std::ios::out);
+      out.seekp(offset);
+      out.write(req.body.data(), static_cast<std::streamsize>(req.body.size()));
+      out.close();
+      if (!out) return Error::Unavailable("cannot write " + path.string());
+      std::filesystem::resize_file(path, static_cast<std::uintmax_t>(offset) + req.body.size(), ec);
+      return Ok();
+    }();
+    if (!written.ok()) return ReplyError(res, written.error());
+    Reply(res, 200, {{"ok", true}, {"server_time", store.clock().NowMs()}});
+  });
+}
+
+}  // namespace tx::api

@@ -1,0 +1,97 @@
+#include "core/json.h"
+
+#include <gtest/gtest.h>
+
+namespace tx {
+namespace {
+
+TEST(Json, ATaskReadBackIsTheTaskThatWasWritten) {
+  Task t;
+  t.id = "task-abcdefgh";
+  t.title = "Fix it";
+  t.description = "d";
+  t.instructions = "i";
+  t.deliverables = "x";
+  t.steps = {"one", "two"};
+  t.priority = -3;
+  t.queue = "gpu";
+  t.requires_caps = {"cuda"};
+  t.after = {"task-00000000"};
+  t.owner = "slot-2";
+  t.workdir = "/repo";
+  t.command = {"sh", "-c", "true"};
+  t.agent = "codex";
+  t.timeout_ms = 90 * 60'000 + 1'500;
+  t.max_attempts = 7;
+  t.review = true;
+  t.repo = "/repo";
+  t.base_branch = "main";
+  t.metadata = {{"limits", {{"memory_mb", 512}}}};
+  t.result = "r";
+  t.error = "e";
+  t.status = TaskStatus::kRunning;
+  t.attempt = 2;
+  t.run_after = 1'795'567'504'981;
+  t.created_at = 1'795'567'500'000;
+  t.updated_at = 1'795'567'504'982;
+  t.started_at = 1'795'567'504'983;
+  auto back = TaskFromJson(ToJson(t, {}));
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_EQ(ToJson(*back, {}), ToJson(t, {}));
+  EXPECT_EQ(back->timeout_ms, t.timeout_ms);
+  EXPECT_EQ(back->finished_at, 0);
+}
+
+TEST(Json, AClaimAndAWorkerReadBackAsWritten) {
+  Claim c;
+  c.token = 42;
+  c.task_id = "task-abcdefgh";
+  c.worker_id = "worker-12345678";
+  c.attempt = 3;
+  c.claimed_at = 1'795'567'504'981;
+  c.lease_ms = 30 * 60'000;
+  c.lease_expires_at = c.claimed_at + c.lease_ms;
+  c.renewed_count = 1;
+  c.status = ClaimStatus::kCompleted;
+  c.ended_at = c.claimed_at + 10;
+  c.end_reason = EndReason::kExited;
+  c.exit_code = 0;
+  auto claim = ClaimFromJson(ToJson(c));
+  ASSERT_TRUE(claim.ok()) << claim.error().message();
+  EXPECT_EQ(ToJson(*claim), ToJson(c));
+  EXPECT_EQ(claim->lease_ms, c.lease_ms);
+
+  Worker w;
+  w.id = "worker-12345678";
+  w.name = "w";
+  w.slot = "slot-1";
+  w.hostname = "h";
+  w.pid = 99;
+  w.capabilities = {"gpu"};
+  w.queues = {"a", "b"};
+  w.status = WorkerStatus::kPaused;
+  w.heartbeat_interval_ms = 1'500;
+  w.registered_at = 1'795'567'504'000;
+  w.last_heartbeat_at = 1'795'567'504'981;
+  w.current_task_id = "task-abcdefgh";
+  w.request = WorkerRequest::kStopNow;
+  w.metadata = {{"agent_pid", 7}};
+  auto worker = WorkerFromJson(ToJson(w, 0));
+  ASSERT_TRUE(worker.ok()) << worker.error().message();
+  EXPECT_EQ(ToJson(*worker, 0), ToJson(w, 0));
+}
+
+TEST(Json, AMissingOrMistypedFieldIsRefusedByName) {
+  nlohmann::json j = ToJson(Claim{});
+  j.erase("token");
+  auto r = ClaimFromJson(j);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("'token'"), std::string::npos) << r.error().message();
+  nlohmann::json w = ToJson(Worker{}, 0);
+  w["status"] = "flying";
+  EXPECT_FALSE(WorkerFromJson(w).ok());
+  EXPECT_FALSE(TaskFromJson(nlohmann::json::array()).ok());
+}
+
+}  // namespace
+}  // namespace tx

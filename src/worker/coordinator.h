@@ -1,0 +1,78 @@
+#pragma once
+// Coordinator: everything a worker asks of the fleet — registration, heartbeats, claims and
+// their outcomes — behind one interface, so that one WorkerRuntime runs beside the store
+// (LocalCoordinator: the services, over a store connection of its own) or on another machine
+// with nothing but HTTP (HttpCoordinator: the API's worker protocol, docs/api.md). Both fence
+// every outcome by the claim's token; the errors are the services' (conflict for a stale token,
+// unavailable when the store or the server cannot be reached).
+//
+// Thread safety: none; the worker's main loop and its heartbeat thread each own one.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/claim.h"
+#include "core/error.h"
+#include "core/task.h"
+#include "core/worker.h"
+#include "service/claim_service.h"
+#include "service/worker_service.h"
+
+namespace tx::worker {
+
+class Coordinator {
+ public:
+  virtual ~Coordinator() = default;
+
+  // The fleet's clock, which leases and heartbeats are judged by: the store's, or the server's
+  // (estimated from its replies, so a worker whose own clock is off still renews in time).
+  virtual Millis NowMs() = 0;
+
+  // As WorkerService::Register: `replaced` receives the slot's previous live incarnations.
+  virtual Result<Worker> Register(const service::Registration& r,
+                                  std::vector<Worker>* replaced) = 0;
+  virtual Result<Worker> Heartbeat(std::string_view worker_id,
+                                   const service::HeartbeatUpdate& update) = 0;
+  virtual Result<Worker> GetWorker(std::string_view worker_id) = 0;
+  virtual Result<Worker> Deregister(std::string_view worker_id, const std::string& reason) = 0;
+
+  // As ClaimService::ClaimNext, waiting up to `wait_ms` for a task to become claimable when the
+  // coordinator can wait at the source (the server's long poll); nullopt when none came, or when
+  // an operator's request for this worker (pause, stop) arrived meanwhile.
+  virtual Result<std::optional<service::ClaimResult>> ClaimNext(std::string_view worker_id,
+                                                                Millis lease_ms,
+                                                                Millis wait_ms = 0) = 0;
+  // Whether ClaimNext can wait at the source. When it cannot, an idle worker sleeps on
+  // watch_fd() and NextEligibleAt instead.
+  virtual bool WaitsForClaims() const = 0;
+  // Readable when a task may have become ready (store::ChangeWatch); -1 when there is none.
+  virtual int watch_fd() = 0;
+  // Consumes the watch's notifications; true if any may concern the store.
+  virtual bool DrainWatch() = 0;
+  virtual Result<std::optional<Millis>> NextEligibleAt(std::string_view worker_id) = 0;
+  // Ends a ClaimNext waiting on another thread at once (it returns unavailable). Thread-safe.
+  virtual void Interrupt() = 0;
+
+  virtual Result<Claim> Inspect(std::int64_t token) = 0;
+  virtual Result<Claim> Renew(std::string_view task_id, std::int64_t token) = 0;
+  virtual Result<Task> Release(std::string_view task_id, std::int64_t token, EndReason reason) = 0;
+  virtual Result<Task> Report(std::string_view task_id, std::int64_t token,
+                              service::Outcome outcome, const std::string& text,
+                              std::optional<int> exit_code) = 0;
+  virtual Result<Task> Fail(std::string_view task_id, std::int64_t token, EndReason reason,
+                            const std::string& error, std::optional<int> exit_code) = 0;
+  virtual Result<Claim> GiveUp(std::string_view task_id, std::int64_t token, EndReason reason) = 0;
+
+  // Hands an attempt's output to the fleet, where the store cannot read the worker's disk: the
+  // `data` written at `offset` of the log of `task_id`'s attempt `attempt`. A coordinator beside
+  // the store does nothing (the log is already where the store's readers look).
+  virtual Status ShipLog(std::string_view task_id, int attempt, std::int64_t token,
+                         std::int64_t offset, std::string_view data) = 0;
+  // Whether ShipLog does anything.
+  virtual bool ShipsLogs() const = 0;
+};
+
+}  // namespace tx::worker

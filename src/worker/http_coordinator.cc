@@ -1,0 +1,186 @@
+#include "worker/http_coordinator.h"
+
+#include <chrono>
+
+#include "core/json.h"
+
+namespace tx::worker {
+namespace {
+
+using nlohmann::json;
+
+constexpr Millis kRequestTimeoutMs = 15'000;
+constexpr Millis kLongPollSlackMs = 10'000;  // beyond the wait asked of the server
+
+Millis LocalNowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+json ExitCodeJson(std::optional<int> code) { return code ? json(*code) : json(); }
+
+}  // namespace
+
+HttpCoordinator::HttpCoordinator(const std::string& url, const std::string& token)
+    : url_(url), client_(url) {
+  client_.set_connection_timeout(5, 0);
+  client_.set_read_timeout(kRequestTimeoutMs / 1000, 0);
+  client_.set_write_timeout(kRequestTimeoutMs / 1000, 0);
+  client_.set_keep_alive(true);
+  if (!token.empty()) client_.set_bearer_token_auth(token);
+}
+
+Millis HttpCoordinator::NowMs() { return LocalNowMs() + clock_offset_ms_.load(); }
+
+void HttpCoordinator::Interrupt() { client_.stop(); }
+
+Result<json> HttpCoordinator::Decode(const httplib::Result& r, const std::string& what) {
+  if (!r) {
+    return Error::Unavailable("cannot reach " + url_ + " (" + what +
+                              "): " + httplib::to_string(r.error()));
+  }
+  json body = r->body.empty() ? json() : json::parse(r->body, nullptr, false);
+  if (r->status >= 200 && r->status < 300) {
+    if (body.is_object() && body.contains("server_time") && body["server_time"].is_number()) {
+      clock_offset_ms_ = body["server_time"].get<Millis>() - LocalNowMs();
+    }
+    return r->status == 204 ? json() : body;
+  }
+  std::string code, message = "HTTP " + std::to_string(r->status);
+  if (body.is_object() && body.contains("error") && body["error"].is_object()) {
+    code = body["error"].value("code", "");
+    message = body["error"].value("message", message);
+  }
+  return Error(CodeOfHttpReply(r->status, code), what + ": " + message);
+}
+
+Result<json> HttpCoordinator::Post(const std::string& path, const json& body,
+                                   Millis read_timeout_ms) {
+  if (read_timeout_ms > 0) {
+    client_.set_read_timeout(std::chrono::milliseconds(read_timeout_ms));
+  }
+  httplib::Result r = client_.Post(path, body.dump(), "application/json");
+  if (read_timeout_ms > 0) client_.set_read_timeout(kRequestTimeoutMs / 1000, 0);
+  return Decode(r, "POST " + path);
+}
+
+Result<json> HttpCoordinator::Get(const std::string& path) {
+  return Decode(client_.Get(path), "GET " + path);
+}
+
+Result<Worker> HttpCoordinator::Register(const service::Registration& r,
+                                         std::vector<Worker>* replaced) {
+  TX_ASSIGN_OR_RETURN(
+      json reply, Post("/api/worker/register", {{"name", r.name},
+                                                {"slot", r.slot},
+                                                {"hostname", r.hostname},
+                                                {"pid", r.pid},
+                                                {"capabilities", r.capabilities},
+                                                {"queues", r.queues},
+                                                {"heartbeat_interval_ms", r.heartbeat_interval_ms},
+                                                {"metadata", r.metadata}}));
+  if (replaced != nullptr && reply.contains("replaced") && reply["replaced"].is_array()) {
+    for (const auto& w : reply["replaced"]) {
+      TX_ASSIGN_OR_RETURN(Worker old, WorkerFromJson(w));
+      replaced->push_back(std::move(old));
+    }
+  }
+  return WorkerFromJson(reply["worker"]);
+}
+
+Result<Worker> HttpCoordinator::Heartbeat(std::string_view worker_id,
+                                          const service::HeartbeatUpdate& u) {
+  json body = {
+      {"worker_id", worker_id}, {"metadata", u.metadata}, {"clear_request", u.clear_request}};
+  if (u.status) body["status"] = ToString(*u.status);
+  TX_ASSIGN_OR_RETURN(json reply, Post("/api/worker/heartbeat", body));
+  return WorkerFromJson(reply["worker"]);
+}
+
+Result<Worker> HttpCoordinator::GetWorker(std::string_view worker_id) {
+  TX_ASSIGN_OR_RETURN(json reply, Get("/api/workers/" + std::string(worker_id)));
+  return WorkerFromJson(reply);
+}
+
+Result<Worker> HttpCoordinator::Deregister(std::string_view worker_id, const std::string& reason) {
+  TX_ASSIGN_OR_RETURN(
+      json reply, Post("/api/worker/deregister", {{"worker_id", worker_id}, {"reason", reason}}));
+  return WorkerFromJson(reply["worker"]);
+}
+
+Result<std::optional<service::ClaimResult>> HttpCoordinator::ClaimNext(std::string_view worker_id,
+                                                                       Millis lease_ms,
+                                                                       Millis wait_ms) {
+  TX_ASSIGN_OR_RETURN(json reply,
+                      Post("/api/worker/claim",
+                           {{"worker_id", worker_id}, {"lease_ms", lease_ms}, {"wait_ms", wait_ms}},
+                           wait_ms + kLongPollSlackMs));
+  if (!reply.is_object() || !reply.contains("claim")) return std::optional<service::ClaimResult>();
+  service::ClaimResult out;
+  TX_ASSIGN_OR_RETURN(out.claim, ClaimFromJson(reply["claim"]));
+  TX_ASSIGN_OR_RETURN(out.task, TaskFromJson(reply["task"]));
+  return std::optional<service::ClaimResult>(std::move(out));
+}
+
+Result<Claim> HttpCoordinator::Inspect(std::int64_t token) {
+  TX_ASSIGN_OR_RETURN(json reply, Get("/api/worker/claims/" + std::to_string(token)));
+  return ClaimFromJson(reply["claim"]);
+}
+
+Result<Claim> HttpCoordinator::Renew(std::string_view task_id, std::int64_t token) {
+  TX_ASSIGN_OR_RETURN(json reply,
+                      Post("/api/worker/renew", {{"task_id", task_id}, {"token", token}}));
+  return ClaimFromJson(reply["claim"]);
+}
+
+Result<Task> HttpCoordinator::Release(std::string_view task_id, std::int64_t token,
+                                      EndReason reason) {
+  TX_ASSIGN_OR_RETURN(json reply,
+                      Post("/api/worker/release",
+                           {{"task_id", task_id}, {"token", token}, {"reason", ToString(reason)}}));
+  return TaskFromJson(reply["task"]);
+}
+
+Result<Task> HttpCoordinator::Report(std::string_view task_id, std::int64_t token,
+                                     service::Outcome outcome, const std::string& text,
+                                     std::optional<int> exit_code) {
+  TX_ASSIGN_OR_RETURN(json reply,
+                      Post("/api/worker/report", {{"task_id", task_id},
+                                                  {"token", token},
+                                                  {"outcome", ToString(outcome)},
+                                                  {"text", text},
+                                                  {"exit_code", ExitCodeJson(exit_code)}}));
+  return TaskFromJson(reply["task"]);
+}
+
+Result<Task> HttpCoordinator::Fail(std::string_view task_id, std::int64_t token, EndReason reason,
+                                   const std::string& error, std::optional<int> exit_code) {
+  TX_ASSIGN_OR_RETURN(json reply,
+                      Post("/api/worker/fail", {{"task_id", task_id},
+                                                {"token", token},
+                                                {"reason", ToString(reason)},
+                                                {"error", error},
+                                                {"exit_code", ExitCodeJson(exit_code)}}));
+  return TaskFromJson(reply["task"]);
+}
+
+Result<Claim> HttpCoordinator::GiveUp(std::string_view task_id, std::int64_t token,
+                                      EndReason reason) {
+  TX_ASSIGN_OR_RETURN(json reply,
+                      Post("/api/worker/give-up",
+                           {{"task_id", task_id}, {"token", token}, {"reason", ToString(reason)}}));
+  return ClaimFromJson(reply["claim"]);
+}
+
+Status HttpCoordinator::ShipLog(std::string_view task_id, int attempt, std::int64_t token,
+                                std::int64_t offset, std::string_view data) {
+  std::string path = "/api/worker/log?task_id=" + std::string(task_id) +
+                     "&attempt=" + std::to_string(attempt) + "&token=" + std::to_string(token) +
+                     "&offset=" + std::to_string(offset);
+  httplib::Result r = client_.Post(path, std::string(data), "application/octet-stream");
+  TX_RETURN_IF_ERROR(Decode(r, "POST /api/worker/log"));
+  return Ok();
+}
+
+}  // namespace tx::worker

@@ -1,0 +1,70 @@
+#pragma once
+// HttpCoordinator: the Coordinator of a worker that reaches the fleet only over HTTP (`tx worker
+// start --server URL --token T`), through the API's worker protocol (docs/api.md, "Remote
+// workers"): every call is one request, every outcome fenced by the claim's token exactly as on
+// the local path. An idle worker's ClaimNext waits at the server (a long poll), so a new task
+// reaches it in milliseconds without polling. The server's clock is what leases are judged by:
+// each reply carries it, and NowMs() is this machine's clock corrected by the last offset seen.
+//
+// Errors: a reply's {"error": {"code", "message"}} becomes that code; a server that cannot be
+// reached (or that answers 5xx) is unavailable, which the worker retries.
+
+#include <httplib.h>
+
+#include <atomic>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "worker/coordinator.h"
+
+namespace tx::worker {
+
+class HttpCoordinator : public Coordinator {
+ public:
+  // `url` is http://HOST:PORT; `token` a worker (or admin) token of that server.
+  HttpCoordinator(const std::string& url, const std::string& token);
+
+  Millis NowMs() override;
+  Result<Worker> Register(const service::Registration& r, std::vector<Worker>* replaced) override;
+  Result<Worker> Heartbeat(std::string_view worker_id,
+                           const service::HeartbeatUpdate& update) override;
+  Result<Worker> GetWorker(std::string_view worker_id) override;
+  Result<Worker> Deregister(std::string_view worker_id, const std::string& reason) override;
+  Result<std::optional<service::ClaimResult>> ClaimNext(std::string_view worker_id, Millis lease_ms,
+                                                        Millis wait_ms) override;
+  bool WaitsForClaims() const override { return true; }
+  int watch_fd() override { return -1; }
+  bool DrainWatch() override { return false; }
+  Result<std::optional<Millis>> NextEligibleAt(std::string_view) override {
+    return std::optional<Millis>();
+  }
+  void Interrupt() override;
+  Result<Claim> Inspect(std::int64_t token) override;
+  Result<Claim> Renew(std::string_view task_id, std::int64_t token) override;
+  Result<Task> Release(std::string_view task_id, std::int64_t token, EndReason reason) override;
+  Result<Task> Report(std::string_view task_id, std::int64_t token, service::Outcome outcome,
+                      const std::string& text, std::optional<int> exit_code) override;
+  Result<Task> Fail(std::string_view task_id, std::int64_t token, EndReason reason,
+                    const std::string& error, std::optional<int> exit_code) override;
+  Result<Claim> GiveUp(std::string_view task_id, std::int64_t token, EndReason reason) override;
+  Status ShipLog(std::string_view task_id, int attempt, std::int64_t token, std::int64_t offset,
+                 std::string_view data) override;
+  bool ShipsLogs() const override { return true; }
+
+  // GET `path` of the API (a read), as JSON.
+  Result<nlohmann::json> Fetch(const std::string& path) { return Get(path); }
+
+ private:
+  // POSTs `body` to `path` and returns the reply's JSON (null for 204), or its error.
+  Result<nlohmann::json> Post(const std::string& path, const nlohmann::json& body,
+                              Millis read_timeout_ms = 0);
+  Result<nlohmann::json> Get(const std::string& path);
+  Result<nlohmann::json> Decode(const httplib::Result& r, const std::string& what);
+
+  std::string url_;
+  httplib::Client client_;
+  std::atomic<Millis> clock_offset_ms_{0};  // server's clock minus ours
+};
+
+}  // namespace tx::worker

@@ -1,0 +1,23 @@
+#include "worker/local_coordinator.h"
+
+namespace tx::worker {
+
+Result<std::unique_ptr<LocalCoordinator>> LocalCoordinator::Open(
+    const std::string& db_path, const service::ServiceOptions& options, bool watch) {
+  TX_ASSIGN_OR_RETURN(std::unique_ptr<store::Store> store, store::Open({db_path, false}));
+  std::unique_ptr<store::ChangeWatch> w;
+  if (watch) {
+    TX_ASSIGN_OR_RETURN(w, store->Watch());
+  }
+  return std::make_unique<LocalCoordinator>(std::move(store), std::move(w), options);
+}
+
+LocalCoordinator::LocalCoordinator(std::unique_ptr<store::Store> store,
+                                   std::unique_ptr<store::ChangeWatch> watch,
+                                   const service::ServiceOptions& options)
+    : store_(std::move(store)),
+      watch_(std::move(watch)),
+      workers_(*store_, store_->clock(), options),
+      claims_(*store_, store_->clock(), options) {}
+
+}  // namespace tx::worker

@@ -1,0 +1,75 @@
+#pragma once
+// LocalCoordinator: the Coordinator of a worker that shares the store (a SQLite file on this
+// machine, or a PostgreSQL server it reaches): each call is one call of the services on a store
+// connection of its own.
+
+#include <memory>
+
+#include "store/store.h"
+#include "worker/coordinator.h"
+
+namespace tx::worker {
+
+class LocalCoordinator : public Coordinator {
+ public:
+  // Opens a connection to `db_path` and, with `watch`, a ChangeWatch on it.
+  static Result<std::unique_ptr<LocalCoordinator>> Open(const std::string& db_path,
+                                                        const service::ServiceOptions& options,
+                                                        bool watch);
+
+  LocalCoordinator(std::unique_ptr<store::Store> store, std::unique_ptr<store::ChangeWatch> watch,
+                   const service::ServiceOptions& options);
+
+  Millis NowMs() override { return store_->clock().NowMs(); }
+  Result<Worker> Register(const service::Registration& r, std::vector<Worker>* replaced) override {
+    return workers_.Register(r, replaced);
+  }
+  Result<Worker> Heartbeat(std::string_view id, const service::HeartbeatUpdate& u) override {
+    return workers_.Heartbeat(id, u);
+  }
+  Result<Worker> GetWorker(std::string_view id) override { return workers_.Get(id); }
+  Result<Worker> Deregister(std::string_view id, const std::string& reason) override {
+    return workers_.Deregister(id, reason);
+  }
+  Result<std::optional<service::ClaimResult>> ClaimNext(std::string_view worker_id, Millis lease_ms,
+                                                        Millis) override {
+    return claims_.ClaimNext(worker_id, lease_ms);
+  }
+  bool WaitsForClaims() const override { return false; }
+  int watch_fd() override { return watch_ ? watch_->fd() : -1; }
+  bool DrainWatch() override { return watch_ && watch_->Drain(); }
+  Result<std::optional<Millis>> NextEligibleAt(std::string_view worker_id) override {
+    return claims_.NextEligibleAt(worker_id);
+  }
+  void Interrupt() override {}
+  Result<Claim> Inspect(std::int64_t token) override { return claims_.Inspect(token); }
+  Result<Claim> Renew(std::string_view task_id, std::int64_t token) override {
+    return claims_.Renew(task_id, token);
+  }
+  Result<Task> Release(std::string_view task_id, std::int64_t token, EndReason reason) override {
+    return claims_.Release(task_id, token, reason);
+  }
+  Result<Task> Report(std::string_view task_id, std::int64_t token, service::Outcome outcome,
+                      const std::string& text, std::optional<int> exit_code) override {
+    return claims_.Report(task_id, token, outcome, text, exit_code);
+  }
+  Result<Task> Fail(std::string_view task_id, std::int64_t token, EndReason reason,
+                    const std::string& error, std::optional<int> exit_code) override {
+    return claims_.Fail(task_id, token, reason, error, exit_code);
+  }
+  Result<Claim> GiveUp(std::string_view task_id, std::int64_t token, EndReason reason) override {
+    return claims_.GiveUp(task_id, token, reason);
+  }
+  Status ShipLog(std::string_view, int, std::int64_t, std::int64_t, std::string_view) override {
+    return Ok();
+  }
+  bool ShipsLogs() const override { return false; }
+
+ private:
+  std::unique_ptr<store::Store> store_;
+  std::unique_ptr<store::ChangeWatch> watch_;
+  service::WorkerService workers_;
+  service::ClaimService claims_;
+};
+
+}  // namespace tx::worker

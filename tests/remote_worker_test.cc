@@ -1,0 +1,216 @@
+// Remote workers: `tx worker start --server URL --token T` in a directory of its own, with no
+// store and no TX_DB, reaching the fleet over HTTP alone — claiming through the server's long
+// poll, running agents that report with `tx task done` through the server too, sending their
+// logs, and recovered by heartbeat when killed. The server is an orchestrator with no pool of
+// its own (--workers 0 --http), which also runs the reconciler. Real processes, real signals.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "http_client.h"
+#include "orchestrator_fixture.h"
+
+namespace {
+
+using namespace tx::testing;
+
+class RemoteWorkerTest : public OrchestratorTest {
+ protected:
+  void SetUp() override {
+    OrchestratorTest::SetUp();
+    admin_ = ReadFile(Path(".tx/token"));
+    while (!admin_.empty() && admin_.back() == '\n') admin_.pop_back();
+    std::ofstream(Path(".tx/tokens")) << "worker w-secret\nread r-secret\n";
+  }
+
+  // The server: an orchestrator without workers of its own, serving the API.
+  ApiClient StartServer(Args extra = {}) {
+    Args args = {"--workers", "0", "--http", "127.0.0.1:0", "--reconcile-interval", "1s"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    StartOrchestrator(args);
+    url_ = Status()["config"].value("http", "");
+    port_ = std::stoi(url_.substr(url_.rfind(':') + 1));
+    return ApiClient(port_, admin_);
+  }
+
+  // A remote worker in a directory of its own under the test's (so TearDown finds it).
+  std::unique_ptr<BackgroundProcess> StartRemote(const std::string& name, Args extra = {}) {
+    fs::path home = dir_.path() / ("remote-" + name);
+    fs::create_directories(home);
+    Args args = {"worker", "start",   "--server",
+                 url_,     "--token", "w-secret",
+                 "--name", name,      "--heartbeat-interval",
+                 "500ms"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return std::make_unique<BackgroundProcess>(TX_BINARY, args, Env{}, home.string(),
+                                               (home / "worker.out").string());
+  }
+  std::string Home(const std::string& name) { return Path("remote-" + name); }
+
+  std::string admin_, url_;
+  int port_ = 0;
+};
+
+TEST_F(RemoteWorkerTest, AWorkerOnHttpAloneCompletesTasksAndItsAgentsReportThroughTheServer) {
+  ApiClient api = StartServer();
+  std::string plain = AddShellTask("echo plain output");
+  std::string reporting = AddShellTask(
+      "echo \"server $TX_SERVER db ${TX_DB:-none}\"; tx task show \"$TX_TASK_ID\" "
+      "| head -1; tx task done \"$TX_TASK_ID\" --result from-the-agent");
+  std::string failing = AddShellTask("echo about to fail; exit 3", {"--max-attempts", "1"});
+  auto remote = StartRemote("far");
+  ASSERT_TRUE(WaitFor([&] {
+    return TaskStatus(plain) == "done" && TaskStatus(reporting) == "done" &&
+           TaskStatus(failing) == "failed";
+  })) << remote->Output();
+  EXPECT_EQ(Show(reporting)["result"], "from-the-agent");
+  EXPECT_EQ(Show(failing)["attempts"][0]["exit_code"], 3);
+  json w = json::parse(Tx({"--json", "worker", "status", "far"}).out);
+  EXPECT_EQ(w["status"], "idle");
+  EXPECT_EQ(Show(plain)["attempts"][0]["worker_id"], w["id"]);
+
+  // Its agents' output was sent to the server, where the task log reads it.
+  ASSERT_TRUE(WaitFor([&] { return Tx({"task", "log", reporting}).out.find("from-the") != 0; }));
+  std::string log = Tx({"task", "log", reporting}).out;
+  EXPECT_NE(log.find("server " + url_ + " db none"), std::string::npos) << log;
+  EXPECT_NE(log.find("id "), std::string::npos) << log;  // tx task show, over HTTP
+  EXPECT_EQ(Tx({"task", "log", plain}).out, "plain output\n");
+  EXPECT_EQ(Tx({"task", "log", failing}).out, "about to fail\n");
+  // Nothing of the fleet lives in its directory but its own logs.
+  EXPECT_FALSE(fs::exists(Home("far") + "/.tx/tx.db"));
+
+  // A new task reaches the idle worker through its waiting claim, without a poll interval.
+  std::string late = AddShellTask("true");
+  ASSERT_TRUE(WaitFor([&] { return TaskStatus(late) == "done"; }, 10s));
+
+  remote->Signal(SIGTERM);
+  EXPECT_EQ(remote->Wait(30s), 0) << remote->Output();
+  EXPECT_EQ(json::parse(Tx({"--json", "worker", "status", "far"}).out)["status"], "stopped");
+}
+
+TEST_F(RemoteWorkerTest, AKilledRemoteWorkerIsDeclaredDeadByHeartbeatAndItsTaskRunsElsewhere) {
+  StartServer();
+  std::string gate = Path("gate");
+  std::string id = AddShellTask("echo started; while [ ! -e " + gate + " ]; do sleep 0.05; done");
+  auto first = StartRemote("first");
+  ASSERT_TRUE(WaitFor([&] { return TaskStatus(id) == "running"; })) << first->Output();
+  json holder = json::parse(Tx({"--json", "worker", "status", "first"}).out);
+  int agent = 0;
+  ASSERT_TRUE(WaitFor([&] {
+    agent = json::parse(Tx({"--json", "worker", "status", "first"}).out)["metadata"].value(
+        "agent_pid", 0);
+    return agent > 0;
+  }));
+  ASSERT_EQ(::kill(first->pid(), SIGKILL), 0);
+  first->Wait(10s);
+  EXPECT_TRUE(WaitFor([&] { return !Running(agent); }));  // parent-death took the agent along
+
+  // Two missed heartbeats (1 s) and a reconcile later: dead, and the task back in the queue.
+  ASSERT_TRUE(WaitFor([&] {
+    return json::parse(Tx({"--json", "worker", "status", holder["id"]}).out)["status"] == "dead";
+  })) << Log();
+  auto second = StartRemote("second");
+  std::ofstream(gate).put('\n');
+  ASSERT_TRUE(WaitFor([&] { return TaskStatus(id) == "done"; })) << second->Output();
+  json task = Show(id);
+  ASSERT_EQ(task["attempts"].size(), 2u);
+  EXPECT_EQ(task["attempts"][0]["end_reason"], "worker_died");
+  EXPECT_EQ(task["attempts"][1]["worker_id"],
+            json::parse(Tx({"--json", "worker", "status", "second"}).out)["id"]);
+  second->Signal(SIGTERM);
+  EXPECT_EQ(second->Wait(30s), 0);
+}
+
+TEST_F(RemoteWorkerTest, TheProtocolIsFencedByTheClaimTokenAndByTheTokenScope) {
+  StartServer();
+  ApiClient worker(port_, "w-secret");
+  HttpReply reg = worker.Post("/api/worker/register", {{"name", "by-hand"},
+                                                       {"hostname", "elsewhere"},
+                                                       {"pid", 1},
+                                                       {"heartbeat_interval_ms", 60000},
+                                                       {"future_field", "ignored"}});
+  ASSERT_EQ(reg.status, 201) << reg.body.dump();
+  std::string wid = reg.body["worker"]["id"];
+  EXPECT_TRUE(reg.body["server_time"].is_number());
+  EXPECT_EQ(ApiClient(port_, "r-secret").Post("/api/worker/register", {{"name", "x"}}).status, 403);
+  EXPECT_EQ(ApiClient(port_).Post("/api/worker/register", {{"name", "x"}}).status, 401);
+
+  // Nothing to claim: the wait ends empty-handed (204) after wait_ms.
+  HttpReply none = worker.Post("/api/worker/claim", {{"worker_id", wid}, {"wait_ms", 200}});
+  EXPECT_EQ(none.status, 204);
+  std::string id = AddShellTask("true");
+  HttpReply got = worker.Post("/api/worker/claim", {{"worker_id", wid}, {"wait_ms", 5000}});
+  ASSERT_EQ(got.status, 200) << got.body.dump();
+  EXPECT_EQ(got.body["task"]["id"], id);
+  std::int64_t token = got.body["claim"]["token"];
+  // A lost reply is not a lost task: claiming again hands back the claim already held.
+  HttpReply again = worker.Post("/api/worker/claim", {{"worker_id", wid}});
+  ASSERT_EQ(again.status, 200);
+  EXPECT_EQ(again.body["claim"]["token"], token);
+  EXPECT_EQ(worker.Get("/api/worker/claims/" + std::to_string(token)).body["claim"]["status"],
+            "active");
+
+  EXPECT_EQ(worker.Post("/api/worker/renew", {{"task_id", id}, {"token", token}}).status, 200);
+  HttpReply stale = worker.Post("/api/worker/report",
+                                {{"task_id", id}, {"token", token + 7}, {"outcome", "done"}});
+  EXPECT_EQ(stale.status, 409) << stale.body.dump();
+  EXPECT_EQ(TaskStatus(id), "running");
+  for (const json& bad :
+       {json{{"task_id", id}, {"outcome", "done"}}, json{{"token", token}, {"outcome", "done"}},
+        json{{"task_id", id}, {"token", token}, {"outcome", "maybe"}},
+        json{{"task_id", id}, {"token", "one"}, {"outcome", "done"}}}) {
+    EXPECT_EQ(worker.Post("/api/worker/report", bad).status, 400) << bad.dump();
+  }
+  EXPECT_EQ(
+      worker
+          .Post("/api/worker/fail", {{"task_id", id}, {"token", token}, {"reason", "worker_died"}})
+          .status,
+      400);
+  EXPECT_EQ(worker.Post("/api/worker/claim", {{"worker_id", wid}, {"wait_ms", 600000}}).status,
+            400);
+  HttpReply done = worker.Post(
+      "/api/worker/report",
+      {{"task_id", id}, {"token", token}, {"outcome", "done"}, {"text", "ok"}, {"exit_code", 0}});
+  ASSERT_EQ(done.status, 200) << done.body.dump();
+  EXPECT_EQ(done.body["task"]["status"], "done");
+  EXPECT_EQ(
+      worker.Post("/api/worker/report", {{"task_id", id}, {"token", token}, {"outcome", "done"}})
+          .status,
+      409);  // completed at most once
+
+  // A request for the worker ends its wait at once.
+  ASSERT_EQ(Tx({"worker", "pause", wid}).exit_code, 0);
+  HttpReply asked = worker.Post("/api/worker/claim", {{"worker_id", wid}, {"wait_ms", 30000}});
+  EXPECT_EQ(asked.status, 204);
+  HttpReply hb = worker.Post("/api/worker/heartbeat",
+                             {{"worker_id", wid}, {"status", "paused"}, {"clear_request", true}});
+  ASSERT_EQ(hb.status, 200) << hb.body.dump();
+  EXPECT_EQ(hb.body["worker"]["status"], "paused");
+  EXPECT_EQ(worker.Post("/api/worker/heartbeat", {{"worker_id", wid}, {"status", "dead"}}).status,
+            400);
+  HttpReply bye = worker.Post("/api/worker/deregister", {{"worker_id", wid}});
+  ASSERT_EQ(bye.status, 200);
+  EXPECT_EQ(bye.body["worker"]["status"], "stopped");
+  EXPECT_EQ(worker.Post("/api/worker/heartbeat", {{"worker_id", wid}}).status, 409);
+}
+
+TEST_F(RemoteWorkerTest, BadFlagsAreRefusedBeforeAnythingRuns) {
+  RunResult scheme = Tx({"worker", "start", "--server", "ftp://x"});
+  EXPECT_EQ(scheme.exit_code, 2);
+  EXPECT_NE(scheme.err.find("--server must be an http"), std::string::npos) << scheme.err;
+  RunResult lone = Tx({"worker", "start", "--token", "t"});
+  EXPECT_EQ(lone.exit_code, 2);
+  // No server there: the worker cannot register, and says where it tried.
+  RunResult gone = Tx({"worker", "start", "--server", "http://127.0.0.1:1", "--token", "t"});
+  EXPECT_EQ(gone.exit_code, 1);
+  EXPECT_NE(gone.err.find("cannot reach http://127.0.0.1:1"), std::string::npos) << gone.err;
+}
+
+}  // namespace
