@@ -301,7 +301,10 @@ Result<NewWorker> DecodeNewWorker(const json& body) {
         {"open_files", "--open-files"},
         {"processes", "--processes"},
         {"cpu_seconds", "--cpu-seconds"}};
-    for (const auto& [key, value] : limits->items()) {
+    for (const auto& item : limits->items()) {
+      // Named, not a structured binding: clang 14 (the fuzz build) cannot capture one.
+      const std::string& key = item.key();
+      const json& value = item.value();
       auto it =
           std::find_if(known.begin(), known.end(), [&](const auto& k) { return k.first == key; });
       if (it == known.end()) return Error::InvalidArgument("unknown field 'limits." + key + "'");
