@@ -1,6 +1,7 @@
 #include "api/requests.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <set>
 #include <utility>
 #include <vector>
@@ -40,6 +41,11 @@ Status ReadInteger(const json& body, std::string_view field, std::int64_t& out) 
   auto it = body.find(field);
   if (it == body.end() || it->is_null()) return Ok();
   if (!it->is_number_integer()) return WrongType(field, "an integer");
+  // nlohmann keeps a non-negative integer unsigned: one past INT64_MAX would wrap to negative.
+  if (it->is_number_unsigned() &&
+      it->get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)) {
+    return Error::InvalidArgument("field '" + std::string(field) + "' is out of range");
+  }
   out = it->get<std::int64_t>();
   return Ok();
 }
@@ -114,7 +120,7 @@ Result<Task> DecodeNewTask(const json& body) {
     if (it->is_string()) {
       TX_ASSIGN_OR_RETURN(t.timeout_ms, ParseDuration(it->get<std::string>()));
     } else if (it->is_number_integer()) {
-      t.timeout_ms = it->get<std::int64_t>();
+      TX_RETURN_IF_ERROR(ReadInteger(body, "timeout", t.timeout_ms));
     } else {
       return WrongType("timeout", "a duration such as \"30m\", or milliseconds");
     }
