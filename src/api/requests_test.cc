@@ -13,6 +13,24 @@ Result<Task> NewTask(std::string_view body) {
   return DecodeNewTask(*j);
 }
 
+std::string Nested(int depth) {
+  return R"({"title":"x","metadata":{"a":)" + std::string(depth - 2, '[') +
+         std::string(depth - 2, ']') + "}}";
+}
+
+// Found by fuzz/fuzz_requests (fuzz/regressions/requests/): copying the metadata recursed once
+// per level, and a 200 KB body nested 100,000 deep overflowed the server's stack.
+TEST(ParseObject, RefusesBodiesNestedDeeperThan128Levels) {
+  EXPECT_TRUE(NewTask(Nested(128)).ok());
+  auto r = NewTask(Nested(129));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(r.error().message(), "the request body nests deeper than 128 levels");
+  EXPECT_FALSE(NewTask(Nested(100'000)).ok());
+  // Brackets inside strings are text.
+  EXPECT_TRUE(NewTask(R"({"title":")" + std::string(1000, '[') + R"(\"{"})").ok());
+}
+
 // Found by fuzz/fuzz_requests: an integer past INT64_MAX wrapped to a negative priority.
 TEST(DecodeNewTask, RefusesIntegersBeyond64BitsInsteadOfWrappingThem) {
   EXPECT_EQ(NewTask(R"({"title":"x","priority":9223372036854775807})")->priority, INT64_MAX);
