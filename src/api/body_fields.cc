@@ -27,6 +27,11 @@ Status ReadInteger(const json& body, std::string_view field, std::int64_t& out) 
   auto it = body.find(field);
   if (it == body.end() || it->is_null()) return Ok();
   if (!it->is_number_integer()) return WrongType(field, "an integer");
+  // nlohmann keeps a non-negative integer unsigned: one past INT64_MAX would wrap to negative.
+  if (it->is_number_unsigned() &&
+      it->get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)) {
+    return Error::InvalidArgument("field '" + std::string(field) + "' is out of range");
+  }
   out = it->get<std::int64_t>();
   return Ok();
 }

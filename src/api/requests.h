@@ -20,7 +20,8 @@
 
 namespace tx::api {
 
-// Parses a request body: malformed JSON, or anything but an object, is an invalid argument.
+// Parses a request body: malformed JSON, arrays and objects nested deeper than 128 levels, or
+// anything but an object, is an invalid argument.
 Result<nlohmann::json> ParseObject(std::string_view body);
 
 // POST /api/tasks: {"title" (required), "description", "instructions", "deliverables",

@@ -53,15 +53,27 @@ Result<std::vector<std::string>> SplitArgv(std::string_view line) {
 }
 
 namespace {
+// '*' matches any run of characters. On a mismatch only the last star takes one more character,
+// so the time is O(|pattern| x |text|), never exponential in the number of stars.
 bool Glob(std::string_view pattern, std::string_view text) {
-  if (pattern.empty()) return text.empty();
-  if (pattern[0] == '*') {
-    for (std::size_t i = 0; i <= text.size(); ++i) {
-      if (Glob(pattern.substr(1), text.substr(i))) return true;
+  std::size_t p = 0, t = 0;
+  std::size_t star = std::string_view::npos, star_text = 0;
+  while (t < text.size()) {
+    if (p < pattern.size() && pattern[p] == '*') {
+      star = p++;
+      star_text = t;
+    } else if (p < pattern.size() && pattern[p] == text[t]) {
+      ++p;
+      ++t;
+    } else if (star != std::string_view::npos) {
+      p = star + 1;
+      t = ++star_text;
+    } else {
+      return false;
     }
-    return false;
   }
-  return !text.empty() && pattern[0] == text[0] && Glob(pattern.substr(1), text.substr(1));
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
 }
 
 std::string_view Trim(std::string_view s) {

@@ -1,6 +1,7 @@
 #include "core/duration.h"
 
 #include <charconv>
+#include <cstdint>
 #include <ctime>
 #include <limits>
 
@@ -40,7 +41,10 @@ Result<Millis> ParseDuration(std::string_view text) {
     } else {
       return BadDuration(text);
     }
-    if (n > std::numeric_limits<Millis>::max() / scale / 4) return BadDuration(text);
+    // The whole duration, not each part alone, stays within a quarter of the range: parts that
+    // each fitted could sum past it, or overflow.
+    constexpr Millis kMax = std::numeric_limits<Millis>::max() / 4;
+    if (n > (kMax - total) / scale) return BadDuration(text);
     total += n * scale;
   }
   return total;
@@ -49,19 +53,21 @@ Result<Millis> ParseDuration(std::string_view text) {
 std::string FormatDuration(Millis ms) {
   if (ms == 0) return "0s";
   std::string out;
+  // The magnitude, unsigned: the most negative Millis has no positive counterpart.
+  auto left = static_cast<std::uint64_t>(ms);
   if (ms < 0) {
     out = "-";
-    ms = -ms;
+    left = 0 - left;
   }
   struct Unit {
-    Millis scale;
+    std::uint64_t scale;
     const char* name;
   };
   constexpr Unit kUnits[] = {{3'600'000, "h"}, {60'000, "m"}, {1000, "s"}, {1, "ms"}};
   for (const auto& u : kUnits) {
-    if (ms >= u.scale) {
-      out += std::to_string(ms / u.scale) + u.name;
-      ms %= u.scale;
+    if (left >= u.scale) {
+      out += std::to_string(left / u.scale) + u.name;
+      left %= u.scale;
     }
   }
   return out;
@@ -107,8 +113,12 @@ Result<Millis> ParseTime(std::string_view text) {
     return bad();
   }
   std::time_t secs = timegm(&tm);
-  if (secs == static_cast<std::time_t>(-1)) return bad();
-  return static_cast<Millis>(secs) * 1000 + num(20, 3);
+  if (secs < 0) return bad();
+  Millis t = static_cast<Millis>(secs) * 1000 + num(20, 3);
+  // timegm normalises what does not exist (February 31st, second 60): only what FormatTime
+  // writes back the same is a time.
+  if (FormatTime(t) != text) return bad();
+  return t;
 }
 
 }  // namespace tx

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 namespace tx {
 namespace {
 
@@ -35,6 +37,21 @@ TEST(Duration, FormatsLargestUnitFirstAndRoundTrips) {
   for (Millis ms : {1, 999, 1000, 61'001, 7'200'000}) {
     EXPECT_EQ(*ParseDuration(FormatDuration(ms)), ms);
   }
+}
+
+// Found by fuzz/fuzz_duration (fuzz/regressions/duration/): each part was bounded but not their
+// sum, which could overflow or exceed what FormatDuration's output parses back to.
+TEST(Duration, RefusesPartsSummingBeyondTheRange) {
+  EXPECT_FALSE(ParseDuration("26000000000d26000000000d26000000000d26000000000d26000000000d").ok());
+  Millis largest = std::numeric_limits<Millis>::max() / 4;
+  EXPECT_EQ(*ParseDuration(FormatDuration(largest)), largest);
+  EXPECT_FALSE(ParseDuration(FormatDuration(largest) + "1ms").ok());
+}
+
+// Found by fuzz/fuzz_duration: negating the most negative value overflowed.
+TEST(Duration, FormatsNegativeValuesDownToTheMostNegative) {
+  EXPECT_EQ(FormatDuration(-1500), "-1s500ms");
+  EXPECT_EQ(FormatDuration(std::numeric_limits<Millis>::min()), "-2562047788015h12m55s808ms");
 }
 
 TEST(Time, FormatsIso8601UtcWithMillis) {
