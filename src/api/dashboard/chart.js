@@ -97,5 +97,6 @@ export function drawChart(canvas, stats) {
     ctx.stroke();
   }
   canvas.dataset.points = String(points);
+  canvas.dataset.done = String(throughput.reduce((n, b) => n + (b.done || 0), 0));
   canvas.dataset.maxThroughput = String(maxT);
 }
