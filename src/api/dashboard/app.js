@@ -239,6 +239,7 @@ $('#token-dialog').addEventListener('close', () => {
   if (v === 'clear') setToken('');
 });
 window.addEventListener('tx:unauthorized', (e) => {
+  if (!$('#auth-banner').hidden) return;
   $('#auth-banner').hidden = false;
   toast('The server wants the API token: ' + e.detail, 'error');
 });
@@ -262,6 +263,7 @@ renderTokenButton();
 if (matchMedia('(min-width: 761px)').matches) $('#workers-details').open = true;
 refresh();
 refreshChart();
+getJson('/api/sessions').catch((e) => e.noRoute && detail.noSessions());
 events.connect();
 // A task's address (/#task-…) opens it.
 function selectFromHash() {

@@ -1,7 +1,7 @@
 // The selected task: its fields, its attempts, the actions its status allows (cancel, retry,
 // approve, request changes, kill the agent) and a live tail of an attempt's log.
 
-import {$, armed, el, fmtAge, pill, stamp, toMs, toast} from './dom.js';
+import {$, armed, el, fmtAge, stamp, toMs, toast} from './dom.js';
 import {ApiError, getJson, request, send, seg} from './api.js';
 
 const LOG_TAIL = 32 * 1024;  // bytes asked for when a log is opened
@@ -23,7 +23,9 @@ export function createDetail({changed, onSelect}) {
 
   function field(name, value, cls) {
     if (value === undefined || value === null || value === '' || (Array.isArray(value) && !value.length)) return [];
-    return [el('dt', {}, name), el('dd', {class: cls || ''}, Array.isArray(value) ? value.join(', ') : String(value))];
+    const text = Array.isArray(value) ? value.join(', ') : String(value);
+    if (!name) return [el('dd', {class: 'wide muted'}, text)];
+    return [el('dt', {}, name), el('dd', {class: cls || ''}, text)];
   }
 
   function render() {
@@ -40,21 +42,20 @@ export function createDetail({changed, onSelect}) {
     st.textContent = t.status;
     $('#detail-title').textContent = t.title || '(untitled)';
     const command = Array.isArray(t.command) ? t.command.map((a) => (/\s/.test(a) ? JSON.stringify(a) : a)).join(' ') : t.command;
+    const facts = [`attempt ${t.attempt} of ${t.max_attempts}`, `priority ${t.priority}`, `queue ${t.queue}`,
+                   `timeout ${t.timeout}`].concat(t.review ? ['review'] : []).join(' · ');
+    const times = [['created', t.created_at], ['started', t.started_at], ['finished', t.finished_at]]
+        .filter(([, v]) => v).map(([k, v]) => k + ' ' + stamp(v)).join(' · ');
     $('#detail-fields').replaceChildren(
-        ...field('attempt', t.attempt + ' of ' + t.max_attempts),
-        ...field('priority', t.priority),
-        ...field('queue', t.queue),
+        ...field('', facts),
+        ...field('', times),
         ...field('command', command, 'mono'),
         ...field('agent', t.agent),
         ...field('owner', t.owner),
         ...field('requires', t.requires),
         ...field('after', t.after),
-        ...field('timeout', t.timeout),
-        ...field('created', stamp(t.created_at)),
-        ...field('started', t.started_at && stamp(t.started_at)),
-        ...field('finished', t.finished_at && stamp(t.finished_at)),
         ...field('result', t.result),
-        ...field('error', t.error),
+        ...field('error', t.error, 'error'),
         ...field('description', t.description));
     const active = activeAttempt();
     const show = {
@@ -248,6 +249,11 @@ export function createDetail({changed, onSelect}) {
 
   return {
     select,
+    // Without GET /api/sessions (an older server) there is no agent to kill from here.
+    noSessions() {
+      sessionsSupported = false;
+      render();
+    },
     load,
     get id() {
       return id;

@@ -50,7 +50,9 @@ export function toMs(t) {
 
 export function ago(t) {
   const ms = toMs(t);
-  return ms === null ? '–' : fmtShort(Date.now() - ms) + ' ago';
+  if (ms === null) return '–';
+  const d = fmtShort(Date.now() - ms);
+  return d === 'now' ? d : d + ' ago';
 }
 
 // now, 12s, 3m, 2h, 4d
@@ -136,7 +138,7 @@ export function patchList(box, items, make) {
       node._sig = sig;
       const fresh = attrs();
       for (const [k, v] of Object.entries(fresh.dataset)) node.dataset[k] = v;
-      node.replaceChildren(...build());
+      node.replaceChildren(...build().flat().filter((c) => c !== null && c !== undefined && c !== false));
     } else if (heartbeat) {
       // Unchanged but for the heartbeat: the ticking age restarts from the new reading.
       const hb = node.querySelector('.hb');

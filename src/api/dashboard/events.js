@@ -21,7 +21,7 @@ function summary(e) {
   const parts = [];
   if (d.slot || d.name) parts.push(d.slot || d.name);
   else if (e.worker_id) parts.push(e.worker_id);
-  for (const k of ['description', 'reason', 'error', 'from', 'to', 'status', 'exit_code', 'attempt', 'title', 'note']) {
+  for (const k of ['title', 'description', 'reason', 'error', 'from', 'to', 'exit_code', 'attempt', 'note']) {
     if (d[k] !== undefined && d[k] !== null && d[k] !== '' && typeof d[k] !== 'object') parts.push(k === 'title' ? '“' + d[k] + '”' : k + ' ' + d[k]);
     if (parts.length >= 4) break;
   }

@@ -7,6 +7,7 @@ import {$, armed, el, fmtAge, patchList, pill, toMs} from './dom.js';
 const LIVE = new Set(['starting', 'idle', 'busy', 'paused', 'stopping']);
 const RECENT_MS = 30 * 60 * 1000;  // dead and stopped workers stay in the table this long
 const MAX_ROWS = 40;
+const REPLACED_MS = 10 * 60 * 1000;  // a slot's card names the worker it replaced this long
 
 // "1s", "500ms", "2m" → ms
 function durationMs(text) {
@@ -80,7 +81,7 @@ export function createPool({selectTask, act}) {
     const late = !!(w && (w.stale || (interval && ageMs > 2 * interval)));
     const md = (w && w.metadata) || {};
     const taskId = s.task_id || (w && w.current_task_id);
-    const prev = replaced.get(s.slot);
+    const prev = replaced.get(s.slot) && Date.now() - replaced.get(s.slot).at < REPLACED_MS ? replaced.get(s.slot) : null;
     const prevWorker = prev && lastSeen.byId.get(prev.id);
     const view = {
       status, worker: s.worker_id, pid: s.pid, taskId, title: titles.get(taskId), restarts: s.restarts, late,
@@ -90,8 +91,7 @@ export function createPool({selectTask, act}) {
     };
     return {view, build: () => [
       el('div', {class: 'slot-head'}, el('span', {class: 'slot-name'}, s.slot), pill(status),
-         el('span', {class: 'spacer'}),
-         s.restarts ? el('span', {class: 'muted', title: 'restarts'}, '↻ ' + s.restarts) : null),
+         el('span', {class: 'spacer'}), actionButtons(w, true)),
       el('div', {class: 'line mono'}, s.worker_id ? el('strong', {}, s.worker_id) : 'no worker',
          s.pid ? ' · pid ' + s.pid : ''),
       el('div', {class: 'line task-line'}, taskId ? ['task ', taskLink(taskId), titleOf(taskId)] : 'no task'),
@@ -105,7 +105,6 @@ export function createPool({selectTask, act}) {
                         title: (prevWorker && prevWorker.reason) || ''},
                 '↻ replaced ' + prev.id + ' · ' + ((prevWorker && prevWorker.status) || 'gone') +
                     (prevWorker && prevWorker.reason ? ' · ' + prevWorker.reason : '')) : null,
-      el('div', {class: 'slot-actions'}, actionButtons(w)),
     ]};
   }
 
@@ -135,7 +134,9 @@ export function createPool({selectTask, act}) {
         key: s.slot, slot: s.slot, status, workerId: s.worker_id || '', state: s.state || ''}})};
     });
     if (!slots.length) {
-      slotsBox.replaceChildren(el('p', {class: 'empty'}, orch ? 'No orchestrator is running: start one with tx orchestrator start.' : 'No supervised workers.'));
+      const why = !orch ? 'No supervised workers.' : running ? 'The pool has no workers: scale it up.'
+          : 'No orchestrator is running: start one with tx orchestrator start.';
+      slotsBox.replaceChildren(el('p', {class: 'empty'}, why));
     }
     const sub = $('#pool-sub');
     if (orch) {
@@ -153,7 +154,9 @@ export function createPool({selectTask, act}) {
     $('#scale-button').disabled = !running;
 
     const now = Date.now();
-    const rows = workers.filter((w) => LIVE.has(w.status) || now - (toMs(w.last_heartbeat_at) || 0) < RECENT_MS)
+    // Live workers first, then the ones that ended lately, newest first.
+    const rows = workers.filter((w) => LIVE.has(w.status))
+        .concat(workers.filter((w) => !LIVE.has(w.status) && now - (toMs(w.last_heartbeat_at) || 0) < RECENT_MS))
         .slice(0, MAX_ROWS);
     $('#workers-count').textContent = `(${workers.filter((w) => LIVE.has(w.status)).length} live, ${workers.length} known)`;
     patchList(tbody, rows, (w) => {
@@ -162,7 +165,8 @@ export function createPool({selectTask, act}) {
         build: () => [
           el('td', {title: w.reason || ''}, el('span', {}, w.name || w.id), el('div', {class: 'task-id'}, w.id)),
           el('td', {}, pill(w.status)),
-          heartbeatCell(ageOf(w), Date.now(), w.stale && LIVE.has(w.status), 'td', ' hide-sm'),
+          w.status === 'stopped' ? el('td', {class: 'hide-sm muted'}, '–')
+                                 : heartbeatCell(ageOf(w), Date.now(), w.stale && LIVE.has(w.status), 'td', ' hide-sm'),
           el('td', {class: 'hide-sm'}, w.current_task_id ? taskLink(w.current_task_id) : '–'),
           el('td', {}, actionButtons(w, true)),
         ]};
