@@ -152,6 +152,22 @@ describe('the dashboard of a running pool', () => {
     await pageUntil(page, () => document.querySelectorAll('#attempts-table tbody tr').length === 2);
   });
 
+  test('request changes on a task in review, then approve it', async (t) => {
+    if (!(await pool.acceptsStatus('approved'))) return t.skip('this server cannot approve a task yet');
+    const task = await pool.addTask('needs a review', ['sh', '-c', 'echo the work to review'], {review: true});
+    await page.goto(pool.url + '/#' + task.id);
+    const status = () => page.locator('#detail-body').getAttribute('data-status');
+    await pageUntil(page, () => document.querySelector('#detail-body').dataset.status === 'review', null, 15000);
+    await page.fill('#detail-note', 'please add a test');
+    await page.click('#detail-actions button[data-act=changes]');
+    // Back to ready: it runs again and comes back for review with a second attempt.
+    await pageUntil(page, () => document.querySelector('#detail-body').dataset.status === 'review' &&
+        document.querySelectorAll('#attempts-table tbody tr').length === 2, null, 15000);
+    await page.click('#detail-actions button[data-act=approve]');
+    await pageUntil(page, () => ['approved', 'done'].includes(document.querySelector('#detail-body').dataset.status));
+    assert.equal((await pool.json('task', 'show', task.id)).status, await status());
+  });
+
   test('the chart shows the last hour', async () => {
     // Tasks have finished by now: the chart counts them, and draws them in the colour of done.
     const done = await pageUntil(page, () => Number(document.querySelector('#chart').dataset.done || 0), null, 20000);
