@@ -5,6 +5,7 @@
 #include <httplib.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <memory>
@@ -76,19 +77,8 @@ class ApiTest : public ::testing::Test {
   }
 
   // A request and its JSON reply; status -1 when the request failed.
-  struct Reply {
-    int status = -1;
-    json body;
-    std::string location;
-  };
-  static Reply Of(const httplib::Result& r) {
-    Reply out;
-    if (!r) return out;
-    out.status = r->status;
-    out.body = json::parse(r->body, nullptr, false);
-    out.location = r->get_header_value("Location");
-    return out;
-  }
+  using Reply = HttpReply;
+  static Reply Of(const httplib::Result& r) { return ReplyOf(r); }
   Reply Get(const std::string& path, const std::string& bearer = "") {
     return Of(Client(bearer).Get(path));
   }
@@ -104,9 +94,7 @@ class ApiTest : public ::testing::Test {
     EXPECT_EQ(r.status, 201) << r.body.dump();
     return r.body.value("id", "");
   }
-  static std::string ErrorCode(const Reply& r) {
-    return r.body.is_object() && r.body.contains("error") ? r.body["error"].value("code", "") : "";
-  }
+  static std::string ErrorCode(const Reply& r) { return ErrorCodeOf(r); }
   std::size_t TaskCount() { return TxJson({"task", "list"}).size(); }
 
   TempDir dir_;
@@ -257,6 +245,91 @@ TEST_F(ApiTest, StatusChangesFollowTheCliRulesAndTheClaimToken) {
   ASSERT_EQ(forced.status, 200) << forced.body.dump();
   EXPECT_EQ(forced.body["status"], "failed");
   EXPECT_EQ(forced.body["attempts"][0]["end_reason"], "forced");
+}
+
+TEST_F(ApiTest, AReviewIsApprovedOrSentBackWithTheChangesForTheNextPrompt) {
+  Serve();
+  auto to_review = [&](const std::string& title) {
+    std::string id = AddOverHttp(title, {{"review", true}});
+    json claim = TxJson({"claim", id});
+    Reply r = Patch(
+        "/api/tasks/" + id,
+        json({{"status", "done"}, {"token", claim["token"]}, {"result", "draft"}}).dump(), token_);
+    EXPECT_EQ(r.body["status"], "review") << r.body.dump();
+    return id;
+  };
+  std::string a = to_review("a");
+  EXPECT_EQ(Patch("/api/tasks/" + a, R"({"status": "approved", "token": 1})", token_).status, 400);
+  Reply approved = Patch("/api/tasks/" + a, R"({"status": "approved", "note": "lgtm"})", token_);
+  ASSERT_EQ(approved.status, 200) << approved.body.dump();
+  EXPECT_EQ(approved.body["status"], "done");  // no branch to merge: approval finishes it
+  EXPECT_EQ(approved.body["result"], "draft");
+  EXPECT_EQ(Patch("/api/tasks/" + a, R"({"status": "approved"})", token_).status, 409);
+
+  std::string b = to_review("b");
+  Reply changes = Patch("/api/tasks/" + b, R"({"status": "ready", "note": "add a test"})", token_);
+  ASSERT_EQ(changes.status, 200) << changes.body.dump();
+  EXPECT_EQ(changes.body["status"], "ready");
+  EXPECT_EQ(changes.body["metadata"]["review_notes"], json({"add a test"}));
+  EXPECT_EQ(changes.body["attempt"], 1);  // the same budget: not a fresh retry
+
+  // The CLI says the same: tx task changes needs its note; tx task approve ends it.
+  json claim = TxJson({"claim", b});
+  ASSERT_EQ(
+      Tx({"task", "review", b, "--token", std::to_string(claim["token"].get<int>())}).exit_code, 0);
+  EXPECT_EQ(Tx({"task", "changes", b}).exit_code, 2);
+  EXPECT_EQ(TxJson({"task", "changes", b, "--note", "and docs"})["metadata"]["review_notes"],
+            json({"add a test", "and docs"}));
+  EXPECT_EQ(Tx({"task", "approve", b}).exit_code, 4);  // ready, not in review
+  json again = TxJson({"claim", b});
+  ASSERT_EQ(
+      Tx({"task", "review", b, "--token", std::to_string(again["token"].get<int>())}).exit_code, 0);
+  EXPECT_EQ(TxJson({"task", "approve", b, "--note", "ok"})["status"], "done");
+  std::vector<std::string> types;
+  for (const auto& e : TxJson({"events"})) {
+    if (e["task_id"] == b) types.push_back(e["type"]);
+  }
+  EXPECT_EQ(std::count(types.begin(), types.end(), "task.changes_requested"), 2);
+  EXPECT_EQ(std::count(types.begin(), types.end(), "task.approved"), 1);
+}
+
+TEST_F(ApiTest, StatsGiveTheLastHourOfThroughputAndQueueDepth) {
+  std::string early = TxJson({"task", "add", "before the server"})["id"];
+  json claim = TxJson({"claim", early});
+  ASSERT_EQ(
+      Tx({"task", "done", early, "--token", std::to_string(claim["token"].get<int>())}).exit_code,
+      0);
+  Serve();
+  AddOverHttp("waiting");
+  Reply r;
+  ASSERT_TRUE(WaitFor([&] {
+    r = Get("/api/stats");
+    return r.status == 200 && !r.body["depth"].empty();
+  }));
+  EXPECT_EQ(r.body["bucket_ms"], 60000);
+  ASSERT_EQ(r.body["throughput"].size(), 60u);
+  std::int64_t done = 0;
+  for (const auto& b : r.body["throughput"]) done += b["done"].get<std::int64_t>();
+  EXPECT_EQ(done, 1);  // read from the log, so it counts what finished before the server began
+  EXPECT_LE(r.body["throughput"].back()["at"].get<std::int64_t>(),
+            r.body["to"].get<std::int64_t>());
+  const json& sample = r.body["depth"].back();
+  for (const char* k : {"at", "ready", "running", "blocked", "review"})
+    EXPECT_TRUE(sample.contains(k));
+  EXPECT_EQ(Get("/api/stats?window=2h").status, 400);
+}
+
+TEST_F(ApiTest, AReadMayCarryItsTokenInTheQueryButAChangeMayNot) {
+  std::ofstream(dir_.path() / ".tx" / "tokens") << "read r-token\n";
+  Serve("0.0.0.0");  // off loopback every request needs a token
+  EXPECT_EQ(Get("/api/tasks?access_token=r-token").status, 200);
+  EXPECT_EQ(Get("/api/tasks?access_token=wrong").status, 401);
+  EXPECT_EQ(Get("/api/tasks?status=ready&access_token=" + token_).status, 200);
+  Reply change = Post("/api/tasks?access_token=" + token_, R"({"title": "x"})", "");
+  EXPECT_EQ(change.status, 401) << change.body.dump();
+  EXPECT_EQ(TaskCount(), 0u);
+  EventStream stream(port_, "/api/events?after=0&access_token=r-token");
+  ASSERT_TRUE(WaitFor([&] { return stream.status() == 200; }, 30s));
 }
 
 TEST_F(ApiTest, ListingFiltersAndPagesWithACursor) {

@@ -66,6 +66,17 @@ pids_with_env() {
 }
 pool_pids() { pids_with_env "TX_POOL_DB=$DB"; }   # workers of this store's pool
 agent_pids() { pids_with_env "TX_DB=$DB"; }       # agents run by those workers
+# The workers alone: an agent between its fork and its exec still carries its worker's
+# environment (and command line), but its parent is a worker, not the orchestrator.
+worker_pids() {
+  local pid ppid
+  for pid in $(pool_pids); do
+    ppid=$(awk '{ print $4 }' "/proc/$pid/stat" 2>/dev/null) || continue
+    [[ -n $ppid ]] || continue
+    tr '\0' '\n' <"/proc/$ppid/environ" 2>/dev/null | grep -qxF "TX_POOL_DB=$DB" || echo "$pid"
+  done
+  return 0
+}
 # "pid: cmdline" for each pid given; never fails.
 describe_pids() {
   local pid
@@ -203,7 +214,7 @@ start_orchestrator() {
   done
 }
 
-# SIGKILLs one random live worker of the pool every KILL_MS until stop-killer exists; logs each
+# SIGKILLs one random live worker of the pool (never an agent) every KILL_MS until stop-killer exists; logs each
 # kill that hit ("ms pid") to kills.log.
 killer() {
   local pids victim interval
@@ -212,7 +223,7 @@ killer() {
   : >kills.log
   while [[ ! -e stop-killer ]]; do
     sleep "$interval"
-    mapfile -t pids < <(pool_pids)
+    mapfile -t pids < <(worker_pids)
     ((${#pids[@]} > 0)) || continue
     victim=${pids[RANDOM % ${#pids[@]}]}
     if kill -KILL "$victim" 2>/dev/null; then echo "$(now_ms) $victim" >>kills.log; fi

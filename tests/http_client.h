@@ -1,6 +1,6 @@
 #pragma once
-// Reading the HTTP API from tests: an event stream on a thread of its own, and samples of the
-// metrics text.
+// Reading the HTTP API from tests: replies decoded, a client for one server, an event stream on a
+// thread of its own, and samples of the metrics text.
 
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -17,6 +17,52 @@ namespace tx::testing {
 
 using namespace std::chrono_literals;
 using nlohmann::json;
+
+// A reply: its status (-1 when the request failed), its body as JSON (discarded when it is not),
+// and its Location.
+struct HttpReply {
+  int status = -1;
+  json body;
+  std::string location;
+};
+
+inline HttpReply ReplyOf(const httplib::Result& r) {
+  HttpReply out;
+  if (!r) return out;
+  out.status = r->status;
+  out.body = json::parse(r->body, nullptr, false);
+  out.location = r->get_header_value("Location");
+  return out;
+}
+
+// The error code of an error reply ({"error": {"code", "message"}}), or "".
+inline std::string ErrorCodeOf(const HttpReply& r) {
+  return r.body.is_object() && r.body.contains("error") ? r.body["error"].value("code", "") : "";
+}
+
+// Requests to one server on 127.0.0.1, with a bearer token when one is given.
+class ApiClient {
+ public:
+  explicit ApiClient(int port, std::string token = "") : port_(port), token_(std::move(token)) {}
+  httplib::Client Raw() const {
+    httplib::Client c("127.0.0.1", port_);
+    c.set_read_timeout(120, 0);
+    if (!token_.empty()) c.set_bearer_token_auth(token_);
+    return c;
+  }
+  HttpReply Get(const std::string& path) const { return ReplyOf(Raw().Get(path)); }
+  HttpReply Post(const std::string& path, const json& body = json::object()) const {
+    return ReplyOf(Raw().Post(path, body.dump(), "application/json"));
+  }
+  HttpReply Patch(const std::string& path, const json& body) const {
+    return ReplyOf(Raw().Patch(path, body.dump(), "application/json"));
+  }
+  HttpReply Delete(const std::string& path) const { return ReplyOf(Raw().Delete(path)); }
+
+ private:
+  int port_;
+  std::string token_;
+};
 
 // An open event stream (GET /api/events with Accept: text/event-stream) read on a thread of its
 // own: the frames it has delivered so far, until Close.

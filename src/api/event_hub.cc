@@ -8,7 +8,8 @@ namespace tx::api {
 
 namespace {
 constexpr int kPage = 1000;
-}
+constexpr auto kDepthSampleEvery = std::chrono::seconds(10);
+}  // namespace
 
 EventHub::EventHub(Key, std::unique_ptr<store::Store> store, std::chrono::milliseconds poll)
     : store_(std::move(store)), poll_(poll) {}
@@ -20,6 +21,7 @@ Result<std::unique_ptr<EventHub>> EventHub::Start(const store::OpenOptions& opti
   TX_ASSIGN_OR_RETURN(std::unique_ptr<store::Store> s, store::Open(options));
   auto hub = std::make_unique<EventHub>(Key{}, std::move(s), poll);
   TX_RETURN_IF_ERROR(hub->ReadNew());  // the whole log, before the first scrape or stream
+  hub->SampleDepth();
   hub->thread_ = std::thread([h = hub.get()] { h->Run(); });
   return hub;
 }
@@ -47,6 +49,7 @@ Status EventHub::ReadNew() {
       std::lock_guard lock(mu_);
       for (auto& e : page) {
         metrics_.Add(e);
+        stats_.Add(e);
         recent_.push_back(std::move(e));
       }
       while (recent_.size() > kKeep) recent_.pop_front();
@@ -62,6 +65,7 @@ void EventHub::Run() {
     lock.unlock();
     // A failed read (the store busy past its timeout, say) is retried at the next tick.
     (void)ReadNew();
+    if (std::chrono::steady_clock::now() >= next_sample_) SampleDepth();
     lock.lock();
     changed_.wait_for(lock, poll_, [&] { return stopping_; });
   }
@@ -89,6 +93,23 @@ EventHub::Batch EventHub::Wait(std::int64_t after, std::chrono::milliseconds tim
     out.events.push_back(*it);
   }
   return out;
+}
+
+void EventHub::SampleDepth() {
+  next_sample_ = std::chrono::steady_clock::now() + kDepthSampleEvery;
+  std::vector<store::StatusCount> counts;
+  Status read = store_->Read([&](store::Txn& txn) -> Status {
+    TX_ASSIGN_OR_RETURN(counts, txn.CountTasks());
+    return Ok();
+  });
+  if (!read.ok()) return;  // the next sample will do
+  std::lock_guard lock(mu_);
+  stats_.Sample(counts, store_->clock().NowMs());
+}
+
+nlohmann::json EventHub::RenderStats(Millis now) const {
+  std::lock_guard lock(mu_);
+  return stats_.Render(now);
 }
 
 std::int64_t EventHub::last_id() const {

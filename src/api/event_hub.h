@@ -3,7 +3,8 @@
 // notices each commit (the store's change counter, every `poll`), reads the new events once,
 // keeps the newest few thousand in memory and wakes the streams waiting for them; without it
 // each open stream would poll and parse the store by itself. It also folds every event into the
-// metrics' counters, the whole log first, so the counters count since the store began.
+// metrics' counters, the whole log first, so the counters count since the store began, and into
+// the dashboard's stats (api/stats.h), whose queue-depth samples it takes every 10 s.
 //
 // Event ids commit in order on SQLite (writers are serialised), so "every event after id N" is
 // a complete answer. (PostgreSQL's sequences do not promise that: its hub will need to re-read a
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "api/metrics.h"
+#include "api/stats.h"
 #include "core/error.h"
 #include "core/event.h"
 #include "core/thread_annotations.h"
@@ -57,6 +59,8 @@ class EventHub {
 
   // The metrics' text with the counters folded so far.
   std::string RenderMetrics(const MetricsSnapshot& now) const;
+  // GET /api/stats at `now`.
+  nlohmann::json RenderStats(Millis now) const;
 
  private:
   struct Key {};
@@ -65,12 +69,14 @@ class EventHub {
   EventHub(Key, std::unique_ptr<store::Store> store, std::chrono::milliseconds poll);
 
  private:
-  Status ReadNew();  // on the hub's thread (and once in Start, before it runs)
+  Status ReadNew();    // on the hub's thread (and once in Start, before it runs)
+  void SampleDepth();  // the same
   void Run();
 
   const std::unique_ptr<store::Store> store_;  // used by the hub's thread only
   const std::chrono::milliseconds poll_;
-  std::int64_t counter_seen_ = -1;  // the hub's thread only
+  std::int64_t counter_seen_ = -1;                       // the hub's thread only
+  std::chrono::steady_clock::time_point next_sample_{};  // the same
 
   mutable std::mutex mu_;
   std::condition_variable changed_;
@@ -78,6 +84,7 @@ class EventHub {
   std::int64_t last_id_ TX_GUARDED_BY(mu_) = 0;
   bool stopping_ TX_GUARDED_BY(mu_) = false;
   Metrics metrics_ TX_GUARDED_BY(mu_);
+  Stats stats_ TX_GUARDED_BY(mu_);
   std::thread thread_;
 };
 

@@ -61,7 +61,7 @@ Result<std::int64_t> CursorParam(const httplib::Request& req, const char* name) 
 
 Status OnlyParams(const httplib::Request& req, std::initializer_list<std::string_view> known) {
   for (const auto& [key, value] : req.params) {
-    if (std::find(known.begin(), known.end(), key) == known.end()) {
+    if (key != kAccessTokenParam && std::find(known.begin(), known.end(), key) == known.end()) {
       return Error::InvalidArgument("unknown parameter '" + key + "'");
     }
   }

@@ -16,6 +16,8 @@ namespace tx::api {
 
 inline constexpr int kDefaultPageSize = 100;
 inline constexpr int kMaxPageSize = 1000;
+// The query parameter that may carry a bearer token on reads (an EventSource cannot set headers).
+inline constexpr const char* kAccessTokenParam = "access_token";
 
 void Reply(httplib::Response& res, int status, const nlohmann::json& body);
 // {"error": {"code", "message"}} with `status`.
@@ -29,7 +31,8 @@ std::string_view CodeOfStatus(int status);
 Result<int> CountParam(const httplib::Request& req, const char* name, int fallback, int lo, int hi);
 // A query parameter as a non-negative number (a cursor or an event id), 0 when absent.
 Result<std::int64_t> CursorParam(const httplib::Request& req, const char* name);
-// Refuses query parameters a route does not know, so a misspelt filter is not silently ignored.
+// Refuses query parameters a route does not know (access_token aside), so a misspelt filter is
+// not silently ignored.
 Status OnlyParams(const httplib::Request& req, std::initializer_list<std::string_view> known);
 
 }  // namespace tx::api

@@ -1,11 +1,13 @@
 #include "api/requests.h"
 
+#include <algorithm>
 #include <set>
 #include <utility>
 #include <vector>
 
 #include "core/argv.h"
 #include "core/duration.h"
+#include "core/validation.h"
 
 namespace tx::api {
 
@@ -214,9 +216,103 @@ Result<TaskChange> DecodeTaskChange(const json& body) {
     case TaskStatus::kBlocked:
       return Error::InvalidArgument("a task is blocked only by its 'after' tasks: change 'after'");
     case TaskStatus::kApproved:
-      return Error::InvalidArgument("approval is not available yet (the review flow)");
+      c.kind = TaskChange::Kind::kApprove;
+      if (c.force || c.token || !result.empty() || !error.empty()) {
+        return Error::InvalidArgument("status 'approved' takes only a 'note'");
+      }
+      c.text = note;
+      return c;
   }
   return Error::Internal("unhandled status");
+}
+
+Result<int> DecodeScale(const json& body) {
+  TX_RETURN_IF_ERROR(OnlyKnownFields(body, {"workers"}));
+  if (!body.contains("workers")) return Error::InvalidArgument("field 'workers' is required");
+  std::int64_t n = -1;
+  TX_RETURN_IF_ERROR(ReadInteger(body, "workers", n));
+  if (n < 0 || n > 10'000) {
+    return Error::InvalidArgument("field 'workers' must be a number from 0 to 10000");
+  }
+  return static_cast<int>(n);
+}
+
+Result<bool> DecodeStop(const json& body) {
+  TX_RETURN_IF_ERROR(OnlyKnownFields(body, {"force"}));
+  bool force = false;
+  TX_RETURN_IF_ERROR(ReadBool(body, "force", force));
+  return force;
+}
+
+namespace {
+
+// A list given as an array of strings or as one comma-separated string, joined with commas.
+Status ReadList(const json& body, std::string_view field, std::string& out) {
+  auto it = body.find(field);
+  if (it == body.end() || it->is_null()) return Ok();
+  std::vector<std::string> items;
+  if (it->is_string()) {
+    items = SplitCommas({it->get<std::string>()});
+  } else {
+    TX_RETURN_IF_ERROR(ReadStrings(body, field, items));
+  }
+  for (const auto& item : items) {
+    if (item.empty() || item.find_first_of(", \t\n") != std::string::npos) {
+      return Error::InvalidArgument("field '" + std::string(field) + "' has a bad item '" + item +
+                                    "'");
+    }
+    out += (out.empty() ? "" : ",") + item;
+  }
+  return Ok();
+}
+
+}  // namespace
+
+Result<NewWorker> DecodeNewWorker(const json& body) {
+  TX_RETURN_IF_ERROR(OnlyKnownFields(body, {"name", "agent", "instructions", "allowed_commands",
+                                            "capabilities", "queues", "limits", "workdir"}));
+  NewWorker w;
+  auto flag = [&](const char* name, const std::string& value) {
+    if (!value.empty()) w.args.insert(w.args.end(), {name, value});
+  };
+  std::string name, agent, allowed, capabilities, queues;
+  TX_RETURN_IF_ERROR(ReadString(body, "name", name));
+  TX_RETURN_IF_ERROR(ReadString(body, "agent", agent));
+  TX_RETURN_IF_ERROR(ReadList(body, "allowed_commands", allowed));
+  TX_RETURN_IF_ERROR(ReadList(body, "capabilities", capabilities));
+  TX_RETURN_IF_ERROR(ReadList(body, "queues", queues));
+  TX_RETURN_IF_ERROR(ReadString(body, "instructions", w.instructions));
+  TX_RETURN_IF_ERROR(ReadString(body, "workdir", w.workdir));
+  if (body.contains("name") && name.empty()) return Error::InvalidArgument("field 'name' is empty");
+  if (body.contains("agent") && agent.empty()) {
+    return Error::InvalidArgument("field 'agent' is empty");
+  }
+  flag("--name", name);
+  flag("--agent", agent);
+  flag("--allowed-commands", allowed);
+  flag("--capabilities", capabilities);
+  flag("--queues", queues);
+  std::optional<json> limits;
+  TX_RETURN_IF_ERROR(ReadObject(body, "limits", limits));
+  if (limits) {
+    const std::vector<std::pair<std::string_view, const char*>> known = {
+        {"memory_mb", "--memory-mb"},
+        {"cpu_percent", "--cpu-percent"},
+        {"open_files", "--open-files"},
+        {"processes", "--processes"},
+        {"cpu_seconds", "--cpu-seconds"}};
+    for (const auto& [key, value] : limits->items()) {
+      auto it =
+          std::find_if(known.begin(), known.end(), [&](const auto& k) { return k.first == key; });
+      if (it == known.end()) return Error::InvalidArgument("unknown field 'limits." + key + "'");
+      if (!value.is_number_integer() || value.get<std::int64_t>() < 1 ||
+          value.get<std::int64_t>() > 1'000'000'000) {
+        return WrongType("limits." + key, "a positive integer");
+      }
+      flag(it->second, std::to_string(value.get<std::int64_t>()));
+    }
+  }
+  return w;
 }
 
 }  // namespace tx::api

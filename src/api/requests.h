@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/error.h"
 #include "core/task.h"
@@ -37,8 +38,10 @@ Result<Task> DecodeNewTask(const nlohmann::json& body);
 //   "status": "ready" | "todo" to retry a failed or cancelled task, with an optional "note".
 // Other statuses (running, blocked, approved) are reached only through claims, dependencies and
 // review, and are refused naming why.
+//   "status": "approved" with an optional "note" approves a task in review; "ready" on a task in
+//             review requests changes (the note goes into its next prompt).
 struct TaskChange {
-  enum class Kind { kFields, kOutcome, kCancel, kRetry };
+  enum class Kind { kFields, kOutcome, kCancel, kRetry, kApprove };
   Kind kind = Kind::kFields;
   service::TaskPatch fields;
   service::Outcome outcome = service::Outcome::kDone;
@@ -47,5 +50,23 @@ struct TaskChange {
   std::string text;  // result, error or note
 };
 Result<TaskChange> DecodeTaskChange(const nlohmann::json& body);
+
+// POST /api/orchestrator/scale: {"workers": N}, 0 <= N <= 10000.
+Result<int> DecodeScale(const nlohmann::json& body);
+
+// POST /api/orchestrator/stop: {"force": bool} (optional; graceful by default).
+Result<bool> DecodeStop(const nlohmann::json& body);
+
+// POST /api/workers: {"name", "agent" (a profile or an argv template), "instructions",
+// "allowed_commands": "task.show,task.done" | [..], "capabilities": [..] | "a,b",
+// "queues": [..] | "a,b", "limits": {"memory_mb", "cpu_percent", "open_files", "processes",
+// "cpu_seconds"} (positive integers), "workdir"}, all optional. `args` are the worker flags they
+// stand for; the route checks them as `tx worker start` would.
+struct NewWorker {
+  std::vector<std::string> args;
+  std::string instructions;
+  std::string workdir;
+};
+Result<NewWorker> DecodeNewWorker(const nlohmann::json& body);
 
 }  // namespace tx::api

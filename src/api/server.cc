@@ -87,6 +87,7 @@ Result<std::unique_ptr<ApiServer>> ApiServer::Start(ServerOptions options) {
   ::signal(SIGPIPE, SIG_IGN);
   s->Routes();
   s->StreamRoutes();
+  s->PoolRoutes();
   const std::string& host = s->options_.host;
   if (s->options_.port == 0) {
     s->port_ = s->http_->bind_to_any_port(host);
@@ -129,12 +130,22 @@ void ApiServer::Routes() {
   h.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     std::optional<std::string_view> bearer;
     const std::string authorization = req.get_header_value("Authorization");
+    // A browser's EventSource cannot send headers: a read may carry its token as
+    // ?access_token= instead (never a change, so a token is not left in a link that acts).
+    const std::string from_query = req.get_param_value(kAccessTokenParam);
     if (req.has_header("Authorization")) {
       bearer = BearerToken(authorization);
       if (!bearer) {
         ReplyError(res, 401, "unauthorized", "malformed Authorization header: expected Bearer");
         return httplib::Server::HandlerResponse::Handled;
       }
+    } else if (req.has_param(kAccessTokenParam)) {
+      if (Mutating(req.method)) {
+        ReplyError(res, 401, "unauthorized",
+                   "access_token is accepted on reads only: send Authorization: Bearer");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      bearer = from_query;
     }
     Verdict v = Authorize(tokens_, loopback_, Mutating(req.method), NeedOf(req), bearer);
     if (v.http_status != 0) {
@@ -148,6 +159,8 @@ void ApiServer::Routes() {
     if (!res.body.empty()) return;
     std::string message = res.status == 404   ? "no route " + req.method + " " + req.path
                           : res.status == 413 ? "request body too large"
+                          : res.status == 400 ? "malformed request (a " + req.method +
+                                                    " needs a Content-Length header, 0 for no body)"
                                               : "request refused";
     ReplyError(res, res.status, CodeOfStatus(res.status), message);
   });
@@ -246,8 +259,19 @@ void ApiServer::Routes() {
                 case TaskChange::Kind::kCancel:
                   TX_RETURN_IF_ERROR(tasks.Cancel(id, c.text));
                   break;
-                case TaskChange::Kind::kRetry:
-                  TX_RETURN_IF_ERROR(tasks.Retry(id, c.text));
+                case TaskChange::Kind::kRetry: {
+                  // "ready" is a retry of a failed or cancelled task, and a request for changes
+                  // of one in review; a task that moves meanwhile is refused by the call made.
+                  TX_ASSIGN_OR_RETURN(service::TaskDetail now, tasks.Show(id));
+                  if (now.task.status == TaskStatus::kReview) {
+                    TX_RETURN_IF_ERROR(tasks.RequestChanges(id, c.text));
+                  } else {
+                    TX_RETURN_IF_ERROR(tasks.Retry(id, c.text));
+                  }
+                  break;
+                }
+                case TaskChange::Kind::kApprove:
+                  TX_RETURN_IF_ERROR(tasks.Approve(id, c.text));
                   break;
               }
               TX_ASSIGN_OR_RETURN(service::TaskDetail d, tasks.Show(id));

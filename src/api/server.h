@@ -56,6 +56,7 @@ class ApiServer {
  private:
   void Routes();
   void StreamRoutes();
+  void PoolRoutes();
 
   ServerOptions options_;
   Tokens tokens_;

@@ -219,6 +219,14 @@ void ApiServer::StreamRoutes() {
         });
   });
 
+  h.Get("/api/stats", [this](const httplib::Request& req, httplib::Response& res) {
+    Status params = OnlyParams(req, {});
+    if (!params.ok()) return ReplyError(res, params.error());
+    Result<StorePool::Lease> s = stores_.Acquire();
+    if (!s.ok()) return ReplyError(res, s.error());
+    Reply(res, 200, hub_->RenderStats((*s)->clock().NowMs()));
+  });
+
   // GET /metrics: the Prometheus text format. Gauges are read from the store now; counters come
   // from the event log (api/metrics.h).
   h.Get("/metrics", [this, &opts](const httplib::Request& req, httplib::Response& res) {

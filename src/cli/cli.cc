@@ -30,6 +30,10 @@ constexpr CommandSpec kCommands[] = {
     {"task cancel", "task.cancel", "Cancel a task that has not finished", SetupTaskCancel},
     {"task retry", "task.retry", "Send a failed or cancelled task back to the queue",
      SetupTaskRetry},
+    {"task approve", "task.approve", "Approve a task in review (done, having no branch to merge)",
+     SetupTaskApprove},
+    {"task changes", "task.changes",
+     "Send a task in review back to the queue with the changes to make", SetupTaskChanges},
     {"claim", "claim", "Claim a task (or --next) with a lease; prints the fencing token",
      SetupClaim},
     {"claim-release", "claim.release",
@@ -135,32 +139,7 @@ CLI::Option* NonEmpty(CLI::Option* option) {
       "", "non-empty"));
 }
 
-std::vector<std::string> SplitCommas(const std::vector<std::string>& values) {
-  std::vector<std::string> out;
-  for (const auto& v : values) {
-    std::size_t start = 0;
-    while (start <= v.size()) {
-      std::size_t comma = v.find(',', start);
-      std::string item =
-          v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-      if (!item.empty()) out.push_back(item);
-      if (comma == std::string::npos) break;
-      start = comma + 1;
-    }
-  }
-  return out;
-}
-
 CLI::Option* OnePerFlag(CLI::Option* option) { return option->allow_extra_args(false); }
-
-Result<int> ParseCount(std::string_view field, std::string_view text) {
-  TX_ASSIGN_OR_RETURN(std::int64_t n, ParseInteger(field, text));
-  if (n < 1 || n > 1'000'000'000) {
-    return Error::InvalidArgument("invalid " + std::string(field) + " '" + std::string(text) +
-                                  "': expected a count from 1 to 1000000000");
-  }
-  return static_cast<int>(n);
-}
 
 int Run(int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);

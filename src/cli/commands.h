@@ -28,12 +28,8 @@ std::span<const CommandSpec> Commands();
 // and repeatable options that take exactly one value per occurrence (--step a --step b).
 CLI::Option* NonEmpty(CLI::Option* option);
 CLI::Option* OnePerFlag(CLI::Option* option);
-// Splits repeated and comma-separated values: --requires a,b --requires c → {a, b, c}.
-std::vector<std::string> SplitCommas(const std::vector<std::string>& values);
 // This executable's path (the orchestrator starts workers with it; agents find tx beside it).
 std::string SelfExe();
-// Parses a positive count such as --limit: 1 .. 1,000,000,000.
-Result<int> ParseCount(std::string_view field, std::string_view text);
 
 // Setups, one per command, defined beside their kin.
 Handler SetupInit(CLI::App& cmd);
@@ -46,6 +42,8 @@ Handler SetupTaskFail(CLI::App& cmd);
 Handler SetupTaskReview(CLI::App& cmd);
 Handler SetupTaskCancel(CLI::App& cmd);
 Handler SetupTaskRetry(CLI::App& cmd);
+Handler SetupTaskApprove(CLI::App& cmd);
+Handler SetupTaskChanges(CLI::App& cmd);
 Handler SetupClaim(CLI::App& cmd);
 Handler SetupClaimRelease(CLI::App& cmd);
 Handler SetupClaimRenew(CLI::App& cmd);

@@ -15,17 +15,19 @@
 #include "cli/orchestrator_alive.h"
 #include "cli/print.h"
 #include "cli/table.h"
-#include "cli/worker_flags.h"
 #include "core/duration.h"
 #include "core/json.h"
 #include "exec/process_info.h"
 #include "orchestrator/config.h"
+#include "orchestrator/control.h"
 #include "orchestrator/daemon.h"
 #include "orchestrator/runtime.h"
 #include "orchestrator/singleton.h"
 #include "service/orchestrator_service.h"
+#include "service/pool_status.h"
 #include "service/task_service.h"
 #include "service/worker_service.h"
+#include "worker/flags.h"
 
 namespace tx::cli {
 
@@ -49,7 +51,7 @@ Handler SetupOrchestratorStart(CLI::App& cmd) {
   struct Args {
     std::string workers, max_workers, reconcile, shutdown, config, max_restarts, restart_window,
         max_backoff, capacity_timeout, max_queue_depth, heartbeat_file, http;
-    WorkerFlags worker;  // what every worker is started with
+    worker::WorkerFlags worker;  // what every worker is started with
     bool daemon = false;
   };
   auto a = std::make_shared<Args>();
@@ -136,14 +138,15 @@ Handler SetupOrchestratorStart(CLI::App& cmd) {
 
     // What every worker gets. Checked here as `tx worker start` will check it, for every slot
     // the config names, so a typo is refused now instead of crash-looping a pool of workers.
-    WorkerFlags worker = a->worker;
+    worker::WorkerFlags worker = a->worker;
     worker.config = a->config;
     worker.shutdown = std::to_string(c.shutdown_timeout_ms) + "ms";
-    TX_RETURN_IF_ERROR(BuildWorkerConfig(ctx, worker));
+    TX_RETURN_IF_ERROR(worker::BuildWorkerConfig(ctx.DbPath(), SelfExe(), worker));
     for (const auto& [slot, args] : c.slot_args) {
-      WorkerFlags slotted = worker;
-      TX_RETURN_IF_ERROR(ApplyWorkerArgs(args, slotted));
-      Result<worker::WorkerConfig> checked = BuildWorkerConfig(ctx, slotted);
+      worker::WorkerFlags slotted = worker;
+      TX_RETURN_IF_ERROR(worker::ApplyWorkerArgs(args, slotted));
+      Result<worker::WorkerConfig> checked =
+          worker::BuildWorkerConfig(ctx.DbPath(), SelfExe(), slotted);
       if (!checked.ok()) {
         return Error(checked.error().code(), slot + ": " + checked.error().message());
       }
@@ -313,25 +316,10 @@ Handler SetupOrchestratorScale(CLI::App& cmd) {
       TX_ASSIGN_OR_RETURN(want, ParseCount("N", *n));
     }
     TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
-    service::OrchestratorService row(*store, store->clock());
-    TX_ASSIGN_OR_RETURN(OrchestratorState o, row.Get());
-    if (!OrchestratorAlive(o, ctx.now())) {
-      return Error::Conflict("no orchestrator is running on this store");
-    }
-    std::string id =
-        "scale-" + std::to_string(std::random_device{}()) + "-" + std::to_string(ctx.now());
-    TX_RETURN_IF_ERROR(row.RequestScale(want, id));
-    Millis timeout = o.config.value("capacity_timeout_ms", Millis{30'000}) + 30'000;
-    TX_ASSIGN_OR_RETURN(
-        OrchestratorState done, WaitFor(*store, timeout, [&](const OrchestratorState& now) {
-          return now.pool.contains("scale_results") && now.pool["scale_results"].contains(id);
-        }));
-    const nlohmann::json& result = done.pool["scale_results"][id];
-    if (!result.value("ok", false)) {
-      return Error::Backpressure(result.value("message", std::string("no capacity")));
-    }
+    TX_ASSIGN_OR_RETURN(nlohmann::json answer,
+                        orchestrator::ScalePool(*store, ctx.options(), want));
     if (ctx.json()) {
-      ctx.PrintJson({{"workers", want}, {"pool", done.pool}});
+      ctx.PrintJson(answer);
     } else {
       ctx.out() << "pool scaled to " << want << " worker(s)\n";
     }
@@ -343,70 +331,30 @@ Handler SetupOrchestratorStatus(CLI::App&) {
   return [](Context& ctx) -> Status {
     TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
     Millis now = ctx.now();
-    service::OrchestratorService row(*store, store->clock());
-    TX_ASSIGN_OR_RETURN(OrchestratorState o, row.Get());
-    bool alive = OrchestratorAlive(o, now);
-    std::string state = o.status != "stopped" && !alive ? "dead" : o.status;
-    service::WorkerService workers(*store, store->clock(), ctx.options());
-    TX_ASSIGN_OR_RETURN(std::vector<Worker> all, workers.List({}));
-    service::TaskService tasks(*store, store->clock(), ctx.options());
-    TX_ASSIGN_OR_RETURN(std::vector<store::StatusCount> counts, tasks.Counts());
-    std::map<std::string, std::int64_t> by_status;
-    for (const auto& c : counts) by_status[std::string(ToString(c.status))] += c.count;
-
-    // The newest registration of each slot is what the slot runs (or last ran).
-    std::map<std::string, const Worker*> by_slot;
-    for (const auto& w : all) {
-      if (!w.slot.empty() && !by_slot.count(w.slot)) by_slot[w.slot] = &w;
-    }
-    nlohmann::json slots = nlohmann::json::array();
-    if (o.pool.contains("slots")) {
-      for (const auto& s : o.pool["slots"]) {
-        // Every slot has the same keys; null where no worker registered in it (or none runs a
-        // task, or none has heartbeated yet).
-        nlohmann::json j = s;
-        j["worker_id"] = j["worker_status"] = j["task_id"] = j["heartbeat_age_ms"] = nullptr;
-        std::string name = s.value("slot", "");
-        if (auto it = by_slot.find(name); it != by_slot.end()) {
-          const Worker& w = *it->second;
-          j["worker_id"] = w.id;
-          j["worker_status"] = ToString(w.status);
-          if (!w.current_task_id.empty()) j["task_id"] = w.current_task_id;
-          if (w.last_heartbeat_at > 0) j["heartbeat_age_ms"] = now - w.last_heartbeat_at;
-        }
-        slots.push_back(std::move(j));
-      }
-    }
+    TX_ASSIGN_OR_RETURN(nlohmann::json st, service::PoolStatus(*store, ctx.options(), now));
     if (ctx.json()) {
-      ctx.PrintJson({{"status", state},
-                     {"pid", o.pid},
-                     {"hostname", o.hostname},
-                     {"started_at", o.started_at},
-                     {"uptime_ms", o.started_at > 0 && alive ? now - o.started_at : 0},
-                     {"desired", o.pool.value("desired", 0)},
-                     {"max_workers", o.pool.value("max_workers", 0)},
-                     {"slots", slots},
-                     {"queue", by_status},
-                     {"last_reconcile_at", o.last_reconcile_at},
-                     {"last_report", o.last_report},
-                     {"config", o.config}});
+      ctx.PrintJson(st);
       return Ok();
     }
+    const nlohmann::json& slots = st["slots"];
+    const std::string state = st["status"];
+    const bool alive = state != "stopped" && state != "dead";
+    const std::int64_t pid = st["pid"];
     std::ostream& out = ctx.out();
     out << "orchestrator: " << state;
-    if (o.pid > 0) out << " (pid " << o.pid << " on " << o.hostname;
-    if (alive && o.started_at > 0) {
-      Millis up = now - o.started_at;
+    if (pid > 0) out << " (pid " << pid << " on " << st["hostname"].get<std::string>();
+    if (Millis up = st["uptime_ms"]; alive && up > 0) {
       out << ", up " << FormatDuration(up >= 10'000 ? up / 1000 * 1000 : up / 100 * 100);
     }
-    if (o.pid > 0) out << ")";
+    if (pid > 0) out << ")";
     out << '\n';
-    if (alive && o.config.is_object() && !o.config.value("http", std::string()).empty()) {
-      out << "http: " << o.config.value("http", std::string()) << '\n';
+    const nlohmann::json& config = st["config"];
+    if (alive && config.is_object() && !config.value("http", std::string()).empty()) {
+      out << "http: " << config.value("http", std::string()) << '\n';
     }
     if (!slots.empty()) {
-      out << "pool: " << o.pool.value("live", 0) << " running of " << o.pool.value("desired", 0)
-          << " wanted (max " << o.pool.value("max_workers", 0) << ")\n";
+      out << "pool: " << st["live"].get<int>() << " running of " << st["desired"].get<int>()
+          << " wanted (max " << st["max_workers"].get<int>() << ")\n";
       Table t({"SLOT", "STATE", "PID", "WORKER", "STATUS", "TASK", "HEARTBEAT", "RESTARTS",
                "LAST EXIT"});
       auto text = [](const nlohmann::json& s, const char* key) -> std::string {
@@ -426,17 +374,19 @@ Handler SetupOrchestratorStatus(CLI::App&) {
       }
       t.Print(out);
     }
+    const auto by_status = st["queue"].get<std::map<std::string, std::int64_t>>();
     out << "queue:";
     if (by_status.empty()) out << " empty";
     for (const auto& [status, n] : by_status) out << ' ' << status << ' ' << n;
     out << '\n';
-    out << "last reconcile: "
-        << (o.last_reconcile_at > 0 ? Age(o.last_reconcile_at, now) : std::string("never"));
-    if (o.last_report.is_object() && !o.last_report.empty()) {
-      out << " — dead workers " << o.last_report.value("dead_workers", 0) << ", expired leases "
-          << o.last_report.value("expired_leases", 0) << ", orphaned tasks "
-          << o.last_report.value("orphaned_tasks", 0) << ", fixed "
-          << o.last_report.value("inconsistencies_fixed", 0);
+    const Millis last_at = st["last_reconcile_at"];
+    const nlohmann::json& report = st["last_report"];
+    out << "last reconcile: " << (last_at > 0 ? Age(last_at, now) : std::string("never"));
+    if (report.is_object() && !report.empty()) {
+      out << " — dead workers " << report.value("dead_workers", 0) << ", expired leases "
+          << report.value("expired_leases", 0) << ", orphaned tasks "
+          << report.value("orphaned_tasks", 0) << ", fixed "
+          << report.value("inconsistencies_fixed", 0);
     }
     out << '\n';
     return Ok();

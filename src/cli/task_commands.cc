@@ -1,4 +1,4 @@
-// tx task add|list|show|update|done|fail|review|cancel|retry
+// tx task add|list|show|update|done|fail|review|cancel|retry|approve|changes
 
 #include <memory>
 
@@ -264,34 +264,45 @@ Handler SetupTaskReview(CLI::App& cmd) {
   return SetupOutcome(cmd, service::Outcome::kReview, "tx task review");
 }
 
-Handler SetupTaskCancel(CLI::App& cmd) {
+namespace {
+
+// A command `tx task VERB ID [--note T]` that calls one TaskService method and shows the task.
+Handler SetupNoteCommand(CLI::App& cmd, const char* note_help, bool note_required,
+                         Result<Task> (service::TaskService::*change)(std::string_view,
+                                                                      const std::string&)) {
   struct Args {
     std::string id, note;
   };
   auto a = std::make_shared<Args>();
   cmd.add_option("id", a->id, "Task id")->type_name("")->required();
-  cmd.add_option("--note", a->note, "Why")->type_name("T");
-  return [a](Context& ctx) -> Status {
+  CLI::Option* note = NonEmpty(cmd.add_option("--note", a->note, note_help)->type_name("T"));
+  if (note_required) note->required();
+  return [a, change](Context& ctx) -> Status {
     TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
     service::TaskService tasks(*store, ctx.clock(), ctx.options());
-    TX_RETURN_IF_ERROR(tasks.Cancel(a->id, a->note));
+    TX_RETURN_IF_ERROR((tasks.*change)(a->id, a->note));
     return ShowTask(ctx, *store, a->id);
   };
 }
 
+}  // namespace
+
+Handler SetupTaskCancel(CLI::App& cmd) {
+  return SetupNoteCommand(cmd, "Why", false, &service::TaskService::Cancel);
+}
+
 Handler SetupTaskRetry(CLI::App& cmd) {
-  struct Args {
-    std::string id, note;
-  };
-  auto a = std::make_shared<Args>();
-  cmd.add_option("id", a->id, "Task id")->type_name("")->required();
-  cmd.add_option("--note", a->note, "Why (recorded in the event)")->type_name("T");
-  return [a](Context& ctx) -> Status {
-    TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
-    service::TaskService tasks(*store, ctx.clock(), ctx.options());
-    TX_RETURN_IF_ERROR(tasks.Retry(a->id, a->note));
-    return ShowTask(ctx, *store, a->id);
-  };
+  return SetupNoteCommand(cmd, "Why (recorded in the event)", false, &service::TaskService::Retry);
+}
+
+Handler SetupTaskApprove(CLI::App& cmd) {
+  return SetupNoteCommand(cmd, "A comment (recorded in the event)", false,
+                          &service::TaskService::Approve);
+}
+
+Handler SetupTaskChanges(CLI::App& cmd) {
+  return SetupNoteCommand(cmd, "What to change: shown to the agent in its next prompt", true,
+                          &service::TaskService::RequestChanges);
 }
 
 }  // namespace tx::cli

@@ -12,12 +12,12 @@
 #include <thread>
 
 #include "cli/commands.h"
-#include "cli/worker_flags.h"
 #include "core/duration.h"
 #include "core/json.h"
 #include "service/task_service.h"
 #include "service/worker_service.h"
 #include "worker/config.h"
+#include "worker/flags.h"
 #include "worker/runtime.h"
 #include "worker/spawn_plan.h"
 
@@ -33,7 +33,7 @@ fs::path StoreDir(const Context& ctx) { return fs::absolute(ctx.DbPath()).parent
 }  // namespace
 
 Handler SetupWorkerStart(CLI::App& cmd) {
-  auto a = std::make_shared<WorkerFlags>();
+  auto a = std::make_shared<worker::WorkerFlags>();
   NonEmpty(cmd.add_option("--name", a->name, "Worker name (default: the slot, else the id)")
                ->type_name("N"));
   NonEmpty(cmd.add_option("--slot", a->slot, "Pool slot; a new worker in a slot replaces the old")
@@ -53,6 +53,9 @@ Handler SetupWorkerStart(CLI::App& cmd) {
   NonEmpty(cmd.add_option("--allowed-commands", a->allowed,
                           "tx commands agents may run, e.g. task.show,task.done")
                ->type_name("LIST"));
+  NonEmpty(cmd.add_option("--workdir", a->workdir,
+                          "Where agents run when their task names no workdir (default: here)")
+               ->type_name("DIR"));
   NonEmpty(cmd.add_option("--heartbeat-interval", a->heartbeat,
                           "Idle heartbeat interval (default 30s; half of it while running)")
                ->type_name("DUR"));
@@ -87,7 +90,8 @@ Handler SetupWorkerStart(CLI::App& cmd) {
   NonEmpty(cmd.add_option("--processes", a->processes, "Agent RLIMIT_NPROC")->type_name("N"));
   NonEmpty(cmd.add_option("--cpu-seconds", a->cpu_seconds, "Agent RLIMIT_CPU")->type_name("N"));
   return [a](Context& ctx) -> Status {
-    TX_ASSIGN_OR_RETURN(worker::WorkerConfig c, BuildWorkerConfig(ctx, *a));
+    TX_ASSIGN_OR_RETURN(worker::WorkerConfig c,
+                        worker::BuildWorkerConfig(ctx.DbPath(), SelfExe(), *a));
 
     auto logger = spdlog::stderr_logger_mt("tx-worker");
     logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");

@@ -111,6 +111,14 @@ std::string BuildPrompt(const Task& task, int attempt) {
       p += std::to_string(i + 1) + ". " + task.steps[i] + "\n";
     }
   }
+  // A reviewer's requested changes (tx task changes, PATCH status ready on a task in review).
+  if (auto it = task.metadata.find("review_notes"); it != task.metadata.end() && it->is_array()) {
+    std::string notes;
+    for (const auto& n : *it) {
+      if (n.is_string()) notes += "- " + n.get<std::string>() + "\n";
+    }
+    if (!notes.empty()) p += "\n## Changes requested in review\n" + notes;
+  }
   p += "\n## Reporting\n";
   p += "When you have finished, report the outcome with the tx command (your claim token is in "
        "$TX_CLAIM_TOKEN, which tx reads by itself):\n";

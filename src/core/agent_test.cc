@@ -63,5 +63,18 @@ TEST(Agent, PromptCarriesTheTaskAndHowToReport) {
   EXPECT_EQ(BuildPrompt(t, 1).find("This is attempt"), std::string::npos);
 }
 
+TEST(Agent, PromptCarriesTheChangesAReviewerRequested) {
+  Task t;
+  t.id = "task-abcdefgh";
+  t.title = "Fix the login bug";
+  EXPECT_EQ(BuildPrompt(t, 1).find("Changes requested"), std::string::npos);
+  t.metadata["review_notes"] = {"add a test", "update the docs"};
+  std::string p = BuildPrompt(t, 1);
+  EXPECT_NE(p.find("## Changes requested in review\n- add a test\n- update the docs\n"),
+            std::string::npos)
+      << p;
+  EXPECT_LT(p.find("Changes requested"), p.find("## Reporting"));
+}
+
 }  // namespace
 }  // namespace tx

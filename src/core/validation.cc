@@ -120,4 +120,29 @@ Status ValidateNewTask(const Task& t, const Limits& limits) {
   return Ok();
 }
 
+Result<int> ParseCount(std::string_view field, std::string_view text) {
+  TX_ASSIGN_OR_RETURN(std::int64_t n, ParseInteger(field, text));
+  if (n < 1 || n > 1'000'000'000) {
+    return Error::InvalidArgument("invalid " + std::string(field) + " '" + std::string(text) +
+                                  "': expected a count from 1 to 1000000000");
+  }
+  return static_cast<int>(n);
+}
+
+std::vector<std::string> SplitCommas(const std::vector<std::string>& values) {
+  std::vector<std::string> out;
+  for (const auto& v : values) {
+    std::size_t start = 0;
+    while (start <= v.size()) {
+      std::size_t comma = v.find(',', start);
+      std::string item =
+          v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      if (!item.empty()) out.push_back(item);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  return out;
+}
+
 }  // namespace tx

@@ -26,6 +26,10 @@ Status ValidateName(std::string_view field, std::string_view value);
 Result<nlohmann::json> ParseJsonObject(std::string_view field, std::string_view text);
 // Parses a decimal integer; "3x", "", "1.5" are refused.
 Result<std::int64_t> ParseInteger(std::string_view field, std::string_view text);
+// Parses a positive count such as --limit: 1 .. 1,000,000,000.
+Result<int> ParseCount(std::string_view field, std::string_view text);
+// Splits repeated and comma-separated values: {"a,b", "c"} → {a, b, c}; empty items are dropped.
+std::vector<std::string> SplitCommas(const std::vector<std::string>& values);
 // Resource limits a task asks for its agent, from metadata.limits: {"memory_mb", "cpu_percent",
 // "cpu_seconds", "open_files", "processes", "address_space_mb"}, each a positive integer. They
 // override the worker's limits for that task.

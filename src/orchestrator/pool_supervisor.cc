@@ -8,8 +8,7 @@
 namespace tx::orchestrator {
 namespace {
 
-// The pending_deadline of a slot that waits for capacity as long as it takes: a restart, or a
-// slot that cannot be dropped because a higher one stays.
+// The pending_deadline of a slot that waits for capacity as long as it takes: a restart.
 constexpr Millis kNoDeadline = std::numeric_limits<Millis>::max();
 
 bool HasProcessOrStart(SlotState s) {
@@ -41,9 +40,11 @@ const char* ToString(SlotState s) {
 
 std::string SlotName(int index) { return "slot-" + std::to_string(index); }
 
-PoolSupervisor::PoolSupervisor(PoolPolicy policy, int desired, Millis now)
-    : policy_(policy), desired_(std::max(desired, 0)) {
-  for (int i = 1; i <= desired_; ++i) slots_.push_back(NewSlot(i, now));
+PoolSupervisor::PoolSupervisor(PoolPolicy policy, int desired, Millis now) : policy_(policy) {
+  for (int i = 1; i <= desired; ++i) {
+    wanted_.insert(i);
+    slots_.push_back(NewSlot(i, now));
+  }
 }
 
 Slot PoolSupervisor::NewSlot(int index, Millis now) const {
@@ -101,19 +102,40 @@ void PoolSupervisor::SetCapacityDeadlines(Millis now) {
 
 void PoolSupervisor::Scale(int n, Millis now) {
   if (stopping_) return;
-  desired_ = std::max(n, 0);
-  // Surplus slots without a process go at once; those with one are drained by Step, and a start
+  n = std::max(n, 0);
+  while (desired() > n) wanted_.erase(std::prev(wanted_.end()));
+  for (int i = 1; desired() < n; ++i) wanted_.insert(i);
+  Sync(now);
+}
+
+int PoolSupervisor::Grow(Millis now) {
+  if (stopping_) return -1;
+  int index = 1;
+  while (wanted_.count(index) > 0) ++index;
+  wanted_.insert(index);
+  Sync(now);
+  return index;
+}
+
+bool PoolSupervisor::Retire(int index) {
+  if (!wants(index)) return false;
+  wanted_.erase(index);
+  Slot* s = At(index);
+  if (s != nullptr && !HasProcessOrStart(s->state)) Remove(index);
+  return true;
+}
+
+void PoolSupervisor::Sync(Millis now) {
+  // Unwanted slots without a process go at once; those with one are drained by Step, and a start
   // in flight is drained once Started() reports its pid.
   std::vector<int> gone;
   for (const Slot& s : slots_) {
-    bool idle = s.state == SlotState::kPending || s.state == SlotState::kBackoff ||
-                s.state == SlotState::kFailed;
-    if (s.index > desired_ && idle) gone.push_back(s.index);
+    if (!Wanted(s) && !HasProcessOrStart(s.state)) gone.push_back(s.index);
   }
   for (int index : gone) Remove(index);
 
   bool added = false;
-  for (int i = 1; i <= desired_; ++i) {
+  for (int i : wanted_) {
     if (At(i) == nullptr) {
       slots_.push_back(NewSlot(i, now));
       added = true;
@@ -138,7 +160,7 @@ void PoolSupervisor::RetryFailed(Millis now) {
 }
 
 void PoolSupervisor::Adopt(int index, pid_t pid, Millis now) {
-  if (stopping_ || index < 1 || index > desired_ || pid <= 0) return;
+  if (!wants(index) || pid <= 0) return;
   Slot* s = At(index);
   // A slot that already has a process (or a start in flight) keeps it: never two per slot.
   if (s == nullptr || (s->state != SlotState::kPending && s->state != SlotState::kBackoff)) return;
@@ -237,26 +259,18 @@ std::vector<Action> PoolSupervisor::Step(Millis now) {
 // dropped.
 void PoolSupervisor::GiveUpForCapacity(Millis now, std::vector<Action>& actions) {
   std::vector<int> expired;
-  int highest_kept = 0;
   for (const Slot& s : slots_) {
-    if (!Wanted(s)) continue;
-    if (s.state == SlotState::kPending && s.pending_deadline <= now) {
+    if (Wanted(s) && s.state == SlotState::kPending && s.pending_deadline <= now) {
       expired.push_back(s.index);
-    } else {
-      highest_kept = s.index;
     }
   }
   if (expired.empty()) return;
 
-  int asked = desired_;
+  int asked = desired();
   for (int index : expired) {
-    if (index > highest_kept) {
-      Remove(index);
-    } else {
-      At(index)->pending_deadline = kNoDeadline;  // a higher slot stays, so this one must too
-    }
+    wanted_.erase(index);
+    Remove(index);
   }
-  desired_ = highest_kept;
   int running = 0;
   for (const Slot& s : slots_) {
     if (Wanted(s) && s.state != SlotState::kPending && s.state != SlotState::kFailed) ++running;

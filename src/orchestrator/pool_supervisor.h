@@ -5,7 +5,8 @@
 // drain one (SIGTERM), or report a slot that failed or a request that found no capacity. Tests
 // drive it with made-up times and never start a process.
 //
-// Slots are named slot-1, slot-2, …; the pool wants slots 1..desired. Rules:
+// Slots are named slot-1, slot-2, …; the pool wants a set of them (1..N at first; Scale grows by
+// the lowest free indices and shrinks by the highest, Retire takes out one by name). Rules:
 //   - A wanted slot with no process is started at once the first time, and after an exit at
 //     `now + backoff`. The backoff starts at backoff_initial_ms and doubles at each restart up to
 //     backoff_max_ms; a worker that ran for stable_after_ms or longer resets it (its exit is
@@ -20,7 +21,7 @@
 //     pool, `desired` shrinks to what runs, and Step returns kNoCapacity naming how many of how
 //     many could run.
 //   - Scale down: surplus slots are drained highest first (kDrain once per slot); a draining
-//     slot's exit removes it and is never restarted.
+//     slot's exit removes it and is never restarted. Retire drains one named slot the same way.
 //   - An orphan (a worker of this slot left running by a previous orchestrator, adopted with
 //     Adopt) holds its slot until it exits; the slot then starts without backoff.
 //   - After StopAll(), nothing is started again; every running slot gets kDrain (the loop around
@@ -30,12 +31,12 @@
 //   - One entry per index, so a slot never has two processes. A slot scaled away and then wanted
 //     again while it drains keeps draining; when that process exits the slot starts again at once
 //     (no backoff, no recorded exit: we stopped it).
-//   - The latest request (the constructor, Scale, RetryFailed) sets the capacity deadline of every
-//     slot waiting for capacity, so overlapping requests give up together with one kNoCapacity.
-//     Only slots above every slot that stays are dropped (a slot's name is its index); a slot
-//     below one that stays waits on for capacity with no deadline. A restart (backoff, an
-//     orphan's or a re-wanted drain's exit) has no deadline of its own; a kBackoff slot never
-//     gives up for capacity, a kPending one only at a later request's deadline.
+//   - The latest request (the constructor, Scale, Grow, RetryFailed) sets the capacity deadline of
+//     every slot waiting for capacity, so overlapping requests give up together with one
+//     kNoCapacity, which drops every slot still pending (the set may then have holes: slot-1 and
+//     slot-3). A restart (backoff, an orphan's or a re-wanted drain's exit) has no deadline of its
+//     own; a kBackoff slot never gives up for capacity, a kPending one only at a later request's
+//     deadline.
 //   - StopAll() drops the slots without a process, keeps failed ones for status, leaves orphans
 //     to the loop (they are signalled there) and removes every slot whose process exits.
 //
@@ -111,6 +112,12 @@ class PoolSupervisor {
   // their capacity deadline is now + capacity_timeout_ms); shrinking marks the surplus for
   // draining. Failed slots inside the new size are retried with a fresh history.
   void Scale(int n, Millis now);
+  // Wants one more slot, the lowest index not wanted, and returns it (a caller that configures
+  // the slot — tx's POST /api/workers — does so before the next Step). -1 while stopping.
+  int Grow(Millis now);
+  // Stops wanting slot `index`: without a process it goes at once, with one Step drains it, and
+  // its exit removes it (never restarted). False when the slot is not wanted.
+  bool Retire(int index);
   // Restarts every failed slot with a fresh history (an operator's retry).
   void RetryFailed(Millis now);
   // A previous orchestrator's worker (pid) still runs slot `index`: hold the slot until it
@@ -134,7 +141,8 @@ class PoolSupervisor {
   // a capacity deadline), or nullopt.
   std::optional<Millis> NextDeadline() const;
 
-  int desired() const { return desired_; }
+  int desired() const { return static_cast<int>(wanted_.size()); }
+  bool wants(int index) const { return !stopping_ && wanted_.count(index) > 0; }
   bool stopping() const { return stopping_; }
   // Processes alive (running, draining and orphans) plus starts in flight (kStarting), which
   // hold capacity too.
@@ -145,18 +153,21 @@ class PoolSupervisor {
   const Slot* FindByPid(pid_t pid) const;
 
  private:
-  bool Wanted(const Slot& s) const { return !stopping_ && s.index <= desired_; }
+  bool Wanted(const Slot& s) const { return wants(s.index); }
   Slot* At(int index);
   Slot* FindMutable(const std::string& slot);
   Slot NewSlot(int index, Millis now) const;
   void Remove(int index);
+  // Makes the slots match the wanted set: idle unwanted ones go, missing wanted ones are added
+  // pending, failed wanted ones are retried, and waiting ones get the deadline of `now`.
+  void Sync(Millis now);
   void Retry(Slot& s);
   // Every slot waiting for capacity gets the deadline of the request made at `now`.
   void SetCapacityDeadlines(Millis now);
   void GiveUpForCapacity(Millis now, std::vector<Action>& actions);
 
   PoolPolicy policy_;
-  int desired_;
+  std::set<int> wanted_;  // the indices the pool wants
   bool stopping_ = false;
   std::vector<Slot> slots_;
   // Indices of failed slots whose kFailed Step has not returned yet (each failure is told once).

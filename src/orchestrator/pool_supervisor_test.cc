@@ -476,7 +476,7 @@ TEST_F(PoolSupervisorTest, OverlappingScaleRequestsGiveUpTogetherWithOneNoCapaci
   EXPECT_EQ(pool().slots().size(), 10u);
 }
 
-TEST_F(PoolSupervisorTest, ASlotBelowOneThatStaysWaitsForCapacityInsteadOfBeingDropped) {
+TEST_F(PoolSupervisorTest, ASlotThatFindsNoCapacityIsDroppedEvenBelowOneThatStays) {
   PoolPolicy policy = MaxWorkers(2);
   policy.max_restarts = 0;
   Make(3, policy);
@@ -487,16 +487,45 @@ TEST_F(PoolSupervisorTest, ASlotBelowOneThatStaysWaitsForCapacityInsteadOfBeingD
   pool().RetryFailed(now_);
   Advance(30'000);
   EXPECT_EQ(Step(), Actions{NoCapacity("no capacity: 2 of 3 workers running (max-workers 2)")});
-  // slot-3 runs, so slot-2 keeps its name and place and waits, with no deadline now.
-  EXPECT_EQ(pool().desired(), 3);
-  EXPECT_EQ(S("slot-2").state, SlotState::kPending);
+  EXPECT_EQ(pool().desired(), 2);
+  EXPECT_EQ(Names(), (std::vector<std::string>{"slot-1", "slot-3"}));
   EXPECT_EQ(pool().NextDeadline(), std::nullopt);
-  Advance(600'000);
+  // Growing again takes the lowest free index.
+  pool().Scale(3, now_);
+  EXPECT_EQ(Names(), (std::vector<std::string>{"slot-1", "slot-2", "slot-3"}));
+  Step();                        // no capacity yet
+  Exit("slot-3", "terminated");  // with max_restarts 0 it fails, and frees its capacity
+  EXPECT_EQ(StepAndStart(),
+            (Actions{Failed("slot-3", "1 exits within 1m; last: terminated"), Start("slot-2")}));
+}
+
+TEST_F(PoolSupervisorTest, GrowTakesTheLowestFreeIndexAndRetireDrainsOneSlotForGood) {
+  Make(3);
+  StepAndStart();
+  EXPECT_TRUE(pool().Retire(2));
+  EXPECT_FALSE(pool().Retire(2));  // no longer wanted
+  EXPECT_FALSE(pool().Retire(9));
+  EXPECT_EQ(pool().desired(), 2);
+  pid_t pid = S("slot-2").pid;
+  EXPECT_EQ(Step(), Actions{Drain("slot-2", pid)});
   EXPECT_TRUE(Step().empty());
-  pool().Scale(2, now_);
-  Step();  // drains slot-3
-  Exit("slot-3", "terminated");
+  Exit("slot-2", "exited 0");
+  EXPECT_EQ(Names(), (std::vector<std::string>{"slot-1", "slot-3"}));  // not restarted
+  EXPECT_TRUE(Step().empty());
+  EXPECT_EQ(pool().Grow(now_), 2);
   EXPECT_EQ(StepAndStart(), Actions{Start("slot-2")});
+  EXPECT_EQ(pool().Grow(now_), 4);
+  EXPECT_EQ(StepAndStart(), Actions{Start("slot-4")});
+  // Scaling down drains the highest wanted slots first.
+  pool().Scale(2, now_);
+  EXPECT_EQ(Step(), (Actions{Drain("slot-4", S("slot-4").pid), Drain("slot-3", S("slot-3").pid)}));
+  // A retired slot without a process goes at once.
+  Exit("slot-1");
+  EXPECT_EQ(S("slot-1").state, SlotState::kBackoff);
+  EXPECT_TRUE(pool().Retire(1));
+  EXPECT_EQ(pool().Find("slot-1"), nullptr);
+  pool().StopAll();
+  EXPECT_EQ(pool().Grow(now_), -1);
 }
 
 // Plays random events against the supervisor as the loop would, holding the two promises that

@@ -191,7 +191,9 @@ void Orchestrator::SpawnWorker(const std::string& slot) {
     spec.argv.insert(spec.argv.end(), {"--config", config_.config_path});
   }
   spec.argv.insert(spec.argv.end(), config_.worker_args.begin(), config_.worker_args.end());
-  if (auto it = config_.slot_args.find(slot); it != config_.slot_args.end()) {
+  if (auto it = created_args_.find(slot); it != created_args_.end()) {
+    spec.argv.insert(spec.argv.end(), it->second.begin(), it->second.end());
+  } else if (auto it = config_.slot_args.find(slot); it != config_.slot_args.end()) {
     spec.argv.insert(spec.argv.end(), it->second.begin(), it->second.end());
   }
   spec.env = WorkerEnvironment(config_.db_path);
@@ -241,34 +243,135 @@ void Orchestrator::Apply(const std::vector<Action>& actions) {
       }
     }
   }
-  ResolveScaleRequests(actions);
+  ResolveRequests(actions);
+}
+
+void Orchestrator::Answer(const std::string& id, nlohmann::json answer) {
+  if (id.empty()) return;
+  if (!results_.contains(id)) result_order_.push_back(id);
+  results_[id] = std::move(answer);
+  while (result_order_.size() > 64) {
+    results_.erase(result_order_.front());
+    result_order_.pop_front();
+  }
+  pool_dirty_ = true;
 }
 
 // A scale request is answered once every slot it asked for runs (ok), or the pool gave up on
-// capacity (no capacity).
-void Orchestrator::ResolveScaleRequests(const std::vector<Action>& actions) {
-  if (pending_scale_ids_.empty()) return;
+// capacity (no capacity); a created slot once its worker process runs, or when it was dropped for
+// want of capacity or failed.
+void Orchestrator::ResolveRequests(const std::vector<Action>& actions) {
   std::string failure;
   for (const auto& a : actions) {
     if (a.kind == Action::Kind::kNoCapacity) failure = a.reason;
   }
+  for (auto it = pending_creates_.begin(); it != pending_creates_.end();) {
+    const Slot* s = pool_->Find(it->second);
+    if (s == nullptr || !pool_->wants(s->index)) {
+      Answer(it->first,
+             {{"ok", false},
+              {"message", failure.empty() ? "no capacity: the pool is at max-workers (" +
+                                                std::to_string(config_.policy.max_workers) + ")"
+                                          : failure}});
+    } else if (s->state == SlotState::kFailed) {
+      Answer(it->first, {{"ok", false}, {"message", it->second + " failed: " + s->failure}});
+    } else if (s->state == SlotState::kRunning) {
+      Answer(it->first, {{"ok", true}, {"slot", s->name}, {"pid", s->pid}});
+    } else {
+      ++it;
+      continue;
+    }
+    it = pending_creates_.erase(it);
+  }
+  ForgetUnwantedSlotArgs();
+  if (pending_scale_ids_.empty()) return;
   // Every wanted slot must run (a failed one is not waited for; a re-wanted one still draining
   // from an earlier scale-down is).
   bool waiting = false;
   for (const auto& s : pool_->slots()) {
-    if (s.index > pool_->desired()) continue;
+    if (!pool_->wants(s.index)) continue;
     waiting = waiting || s.state == SlotState::kPending || s.state == SlotState::kStarting ||
               s.state == SlotState::kDraining || s.state == SlotState::kBackoff;
   }
   if (failure.empty() && waiting) return;
   for (const auto& id : pending_scale_ids_) {
-    scale_results_[id] = failure.empty()
-                             ? nlohmann::json{{"ok", true}, {"workers", pool_->desired()}}
-                             : nlohmann::json{{"ok", false}, {"message", failure}};
+    Answer(id, failure.empty() ? nlohmann::json{{"ok", true}, {"workers", pool_->desired()}}
+                               : nlohmann::json{{"ok", false}, {"message", failure}});
   }
   pending_scale_ids_.clear();
-  while (scale_results_.size() > 16) scale_results_.erase(scale_results_.begin());
+}
+
+void Orchestrator::ForgetUnwantedSlotArgs() {
+  std::erase_if(created_args_,
+                [&](const auto& entry) { return !pool_->wants(SlotIndex(entry.first)); });
+}
+
+void Orchestrator::CreateSlot(const nlohmann::json& request) {
+  std::string id = request.value("id", std::string());
+  if (stopping_) {
+    Answer(id, {{"ok", false}, {"message", "the orchestrator is stopping"}});
+    return;
+  }
+  std::vector<std::string> args;
+  if (request.contains("args") && request["args"].is_array()) {
+    for (const auto& a : request["args"]) {
+      if (a.is_string()) args.push_back(a.get<std::string>());
+    }
+  }
+  Millis now = Now();
+  int index = pool_->Grow(now);
+  std::string slot = SlotName(index);
+  std::string workdir = request.value("workdir", std::string());
+  if (workdir.empty()) workdir = config_.store_dir + "/workers/" + slot;
+  std::error_code ec;
+  std::filesystem::create_directories(workdir, ec);
+  Status written =
+      ec ? Status(Error::Unavailable("cannot create " + workdir + ": " + ec.message())) : Ok();
+  // The agents read their standing instructions from here: Claude Code from CLAUDE.md, Codex and
+  // most others from AGENTS.md.
+  std::string instructions = request.value("instructions", std::string());
+  for (const char* name : {"CLAUDE.md", "AGENTS.md"}) {
+    if (written.ok() && !instructions.empty()) {
+      written = WriteFileAtomically(workdir + "/" + name, instructions);
+    }
+  }
+  if (!written.ok()) {
+    pool_->Retire(index);
+    Answer(id, {{"ok", false}, {"message", written.error().message()}});
+    return;
+  }
+  args.insert(args.end(), {"--workdir", workdir});
+  spdlog::info("{}: a worker is created on request, in {}", slot, workdir);
+  created_args_[slot] = std::move(args);
+  pending_creates_[id] = slot;
   pool_dirty_ = true;
+}
+
+void Orchestrator::RetireSlot(const nlohmann::json& request) {
+  std::string id = request.value("id", std::string());
+  std::string slot = request.value("slot", std::string());
+  bool force = request.value("force", false);
+  int index = SlotIndex(slot);
+  const Slot* s = pool_->Find(slot);
+  if (index < 1 || !pool_->wants(index) || s == nullptr) {
+    Answer(id, {{"ok", false}, {"code", "not_found"}, {"message", "the pool has no slot " + slot}});
+    return;
+  }
+  pid_t pid = s->pid;
+  pool_->Retire(index);
+  ForgetUnwantedSlotArgs();
+  spdlog::info("{}: retired on request{}", slot, force ? " (stopping its worker now)" : "");
+  if (force && pid > 0) {
+    // The worker stops its agent at once and releases its task without counting the attempt, as
+    // `tx worker stop` does; the SIGTERM of the drain follows.
+    Result<std::vector<Worker>> live = workers_->List(LiveWorkerStatuses());
+    for (const auto& w : live.ok() ? *live : std::vector<Worker>{}) {
+      if (w.pid != pid || w.hostname != hostname_) continue;
+      Result<Worker> asked = workers_->Request(w.id, WorkerRequest::kStopNow);
+      if (!asked.ok()) spdlog::warn("{}: {}", slot, asked.error().message());
+    }
+  }
+  Answer(id, {{"ok", true}, {"slot", slot}});
 }
 
 void Orchestrator::WorkerExited(const std::string& slot, pid_t pid, const nlohmann::json& exit,
@@ -361,7 +464,7 @@ void Orchestrator::Publish() {
                          {"live", pool_->live()},
                          {"stopping", stopping_},
                          {"slots", slots},
-                         {"scale_results", scale_results_},
+                         {"results", results_},
                          {"updated_at", now}};
   Result<nlohmann::json> request = row_->Publish(pid_, pool);
   last_publish_ = now;
@@ -375,14 +478,19 @@ void Orchestrator::Publish() {
     int n = r["workers"].get<int>();
     std::string id = r.value("scale_id", std::string());
     if (stopping_) {
-      if (!id.empty())
-        scale_results_[id] = {{"ok", false}, {"message", "the orchestrator is stopping"}};
+      Answer(id, {{"ok", false}, {"message", "the orchestrator is stopping"}});
     } else {
       spdlog::info("scale to {} requested", n);
       pool_->Scale(n, now);
       if (!id.empty()) pending_scale_ids_.push_back(id);
     }
     pool_dirty_ = true;
+  }
+  if (r.contains("create") && r["create"].is_array()) {
+    for (const auto& c : r["create"]) CreateSlot(c);
+  }
+  if (r.contains("retire") && r["retire"].is_array()) {
+    for (const auto& c : r["retire"]) RetireSlot(c);
   }
   if (r.contains("stop") && r["stop"].is_string()) {
     bool force = r["stop"] == "force";
@@ -425,9 +533,13 @@ void Orchestrator::BeginShutdown(bool force) {
     // A scale still waiting for its slots will not get them: say so, or the shrinking pool would
     // look like the scale succeeded.
     for (const auto& id : pending_scale_ids_) {
-      scale_results_[id] = {{"ok", false}, {"message", "the orchestrator is stopping"}};
+      Answer(id, {{"ok", false}, {"message", "the orchestrator is stopping"}});
     }
     pending_scale_ids_.clear();
+    for (const auto& [id, slot] : pending_creates_) {
+      Answer(id, {{"ok", false}, {"message", "the orchestrator is stopping"}});
+    }
+    pending_creates_.clear();
     // Adopted orphans are not signalled: their parent's death already sent them the SIGTERM that
     // drains them, and a second one would tell them to stop their task short.
     pool_dirty_ = true;

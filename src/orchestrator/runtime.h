@@ -32,6 +32,7 @@
 
 #include <signal.h>
 
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -91,7 +92,15 @@ class Orchestrator {
   void KillRemaining();
   void MaybeReconcile(bool now_please);
   void Publish();
-  void ResolveScaleRequests(const std::vector<Action>& actions);
+  // Answers the requests that waited on the pool (scale, create) once it has settled.
+  void ResolveRequests(const std::vector<Action>& actions);
+  // Records the answer to request `id` for its waiter (orchestrator/control.h).
+  void Answer(const std::string& id, nlohmann::json answer);
+  void CreateSlot(const nlohmann::json& request);
+  void RetireSlot(const nlohmann::json& request);
+  // Forgets the created workers' settings of slots no longer wanted, so that a slot wanted again
+  // later runs with the pool's own settings.
+  void ForgetUnwantedSlotArgs();
   void WriteHeartbeatFile();
   Millis Now() const;
 
@@ -116,7 +125,12 @@ class Orchestrator {
   Millis last_publish_ = 0;
   bool pool_dirty_ = true;
   std::vector<std::string> pending_scale_ids_;
-  nlohmann::json scale_results_ = nlohmann::json::object();
+  std::map<std::string, std::string> pending_creates_;  // request id → its slot
+  // Settings of workers created through the API, by slot; they win over config_.slot_args.
+  std::map<std::string, std::vector<std::string>> created_args_;
+  // Answers to requests, by id, published in the pool for their waiters; the oldest go first.
+  nlohmann::json results_ = nlohmann::json::object();
+  std::deque<std::string> result_order_;
   nlohmann::json last_report_ = nlohmann::json::object();
 };
 

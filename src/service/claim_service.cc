@@ -397,4 +397,48 @@ Result<Claim> ClaimService::Inspect(std::int64_t token) {
   return std::move(*out);
 }
 
+Result<std::vector<Session>> ClaimService::ListSessions() {
+  std::vector<Session> out;
+  TX_RETURN_IF_ERROR(store_.Read([&](store::Txn& txn) -> Status {
+    TX_ASSIGN_OR_RETURN(std::vector<Claim> active, txn.ListActiveClaims());
+    std::sort(active.begin(), active.end(),
+              [](const Claim& a, const Claim& b) { return a.token < b.token; });
+    for (auto& c : active) {
+      Session s;
+      TX_ASSIGN_OR_RETURN(std::optional<Task> task, txn.GetTask(c.task_id));
+      if (task) s.task_title = task->title;
+      TX_ASSIGN_OR_RETURN(s.worker, txn.GetWorker(c.worker_id));
+      s.claim = std::move(c);
+      out.push_back(std::move(s));
+    }
+    return Ok();
+  }));
+  return out;
+}
+
+Result<Task> ClaimService::EndSession(std::int64_t token, const std::string& note) {
+  std::optional<Task> out;
+  Millis now = clock_.NowMs();
+  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+    TX_ASSIGN_OR_RETURN(std::optional<Claim> claim, txn.GetClaim(token));
+    if (!claim) return Error::NotFound("no session " + std::to_string(token));
+    if (claim->status != ClaimStatus::kActive) {
+      return Error::Conflict("session " + std::to_string(token) + " has ended (claim " +
+                             std::string(ToString(claim->status)) + ")");
+    }
+    TX_RETURN_IF_ERROR(
+        detail::EndClaim(txn, *claim, ClaimStatus::kReleased, EndReason::kCancelled, now));
+    txn.WakeWatchersOnCommit();  // its worker stops the agent now, not at its next heartbeat
+    TX_ASSIGN_OR_RETURN(Task task, detail::LoadTask(txn, claim->task_id));
+    TX_RETURN_IF_ERROR(Emit(txn, now, "session.ended", task.id, claim->worker_id,
+                            {{"token", token}, {"note", note}}));
+    if (task.status == TaskStatus::kRunning) {
+      TX_RETURN_IF_ERROR(detail::RequeueTask(txn, task, EndReason::kCancelled, true, now));
+    }
+    out = std::move(task);
+    return Ok();
+  }));
+  return std::move(*out);
+}
+
 }  // namespace tx::service

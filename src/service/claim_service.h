@@ -23,6 +23,13 @@ struct ClaimResult {
   Task task;
 };
 
+// A running agent: an active claim, with what the dashboard shows beside it.
+struct Session {
+  Claim claim;
+  std::string task_title;
+  std::optional<Worker> worker;  // the holder (absent only if it has gone from the store)
+};
+
 enum class Outcome { kDone, kReview, kFail };
 std::string_view ToString(Outcome o);
 
@@ -98,6 +105,15 @@ class ClaimService {
 
   // The claim with this token as it stands (read only). not_found: no such token.
   Result<Claim> Inspect(std::int64_t token);
+
+  // Every active claim, oldest first, with its task's title and its worker (read only).
+  Result<std::vector<Session>> ListSessions();
+
+  // An operator ends a running attempt (DELETE /api/sessions/:token): the claim ends `cancelled`,
+  // its worker is woken and kills the agent at once, and the task goes back to `ready`. The
+  // attempt counts, so max_attempts still bounds a task an operator keeps stopping (the last one
+  // fails it). not_found: no such token. conflict: the claim is no longer active.
+  Result<Task> EndSession(std::int64_t token, const std::string& note);
 
  private:
   // The *Locked steps run inside a Write and fill their caller's objects in place. `worker` is

@@ -362,5 +362,30 @@ TEST_F(ReportAndClaimNextTest, AStaleTokenIsRefusedAndNothingIsClaimed) {
   EXPECT_EQ(EventCount(), events);
 }
 
+TEST_F(ClaimServiceTest, EndingASessionCancelsTheAttemptAndRequeuesTheTaskCountingIt) {
+  Task t = AddTask("t");
+  Worker w = Register();
+  ClaimResult r = ClaimNextFor(w);
+  ASSERT_OK_AND_ASSIGN(std::vector<Session> sessions, claims_.ListSessions());
+  ASSERT_EQ(sessions.size(), 1u);
+  EXPECT_EQ(sessions[0].claim.token, r.claim.token);
+  EXPECT_EQ(sessions[0].task_title, "t");
+  ASSERT_TRUE(sessions[0].worker.has_value());
+  EXPECT_EQ(sessions[0].worker->id, w.id);
+
+  ASSERT_OK_AND_ASSIGN(Task back, claims_.EndSession(r.claim.token, "stuck"));
+  EXPECT_EQ(back.status, TaskStatus::kReady);
+  EXPECT_EQ(Attempts(t.id)[0].end_reason, EndReason::kCancelled);
+  EXPECT_ERROR_CODE(claims_.Renew(t.id, r.claim.token), ErrorCode::kConflict);  // fenced off
+  EXPECT_TRUE(claims_.ListSessions().value().empty());
+  EXPECT_EQ(GetWorker(w.id).status, WorkerStatus::kIdle);
+  std::int64_t events = EventCount();
+  EXPECT_ERROR_CODE(claims_.EndSession(r.claim.token, ""), ErrorCode::kConflict);
+  EXPECT_ERROR_CODE(claims_.EndSession(12345, ""), ErrorCode::kNotFound);
+  EXPECT_EQ(EventCount(), events);
+  // The attempt counted: the next claim is attempt 2.
+  EXPECT_EQ(ClaimNextFor(w).claim.attempt, 2);
+}
+
 }  // namespace
 }  // namespace tx::service

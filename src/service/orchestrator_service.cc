@@ -118,17 +118,27 @@ Result<OrchestratorState> OrchestratorService::Get() {
 
 namespace {
 
-// Records one field of a request on the running orchestrator's row and wakes it.
+// Records a request on the running orchestrator's row and wakes it: each field of `fields` is set,
+// or, with `append`, pushed onto the array of that name (so that queued requests do not overwrite
+// one another).
 Result<OrchestratorState> Ask(store::Store& store, Millis now, const std::string& what,
-                              const nlohmann::json& fields) {
+                              const nlohmann::json& fields, bool append = false) {
   OrchestratorState out;
   TX_RETURN_IF_ERROR(store.Write([&](store::Txn& txn) -> Status {
     TX_ASSIGN_OR_RETURN(OrchestratorState o, txn.GetOrchestrator());
     if (o.status == "stopped") return Error::Conflict("no orchestrator is running on this store");
-    if (o.status == "stopping" && what == "scale") {
+    if (o.status == "stopping" && what != "stop") {
       return Error::Conflict("the orchestrator is stopping");
     }
-    for (const auto& [k, v] : fields.items()) o.request[k] = v;
+    for (const auto& [k, v] : fields.items()) {
+      if (!append) {
+        o.request[k] = v;
+      } else {
+        if (!o.request.contains(k) || !o.request[k].is_array())
+          o.request[k] = nlohmann::json::array();
+        o.request[k].push_back(v);
+      }
+    }
     TX_RETURN_IF_ERROR(txn.PutOrchestrator(o));
     txn.WakeWatchersOnCommit();
     TX_RETURN_IF_ERROR(Emit(txn, now, "orchestrator." + what + "_requested", "", "", fields));
@@ -140,10 +150,23 @@ Result<OrchestratorState> Ask(store::Store& store, Millis now, const std::string
 
 }  // namespace
 
-Result<OrchestratorState> OrchestratorService::RequestScale(int n, const std::string& scale_id) {
+Result<OrchestratorState> OrchestratorService::RequestScale(int n, const std::string& request_id) {
   if (n < 0)
     return Error::InvalidArgument("the number of workers must be >= 0, not " + std::to_string(n));
-  return Ask(store_, clock_.NowMs(), "scale", {{"workers", n}, {"scale_id", scale_id}});
+  return Ask(store_, clock_.NowMs(), "scale", {{"workers", n}, {"scale_id", request_id}});
+}
+
+Result<OrchestratorState> OrchestratorService::RequestCreate(const std::string& request_id,
+                                                             const nlohmann::json& spec) {
+  nlohmann::json item = spec;
+  item["id"] = request_id;
+  return Ask(store_, clock_.NowMs(), "create", {{"create", item}}, true);
+}
+
+Result<OrchestratorState> OrchestratorService::RequestRetire(const std::string& request_id,
+                                                             const std::string& slot, bool force) {
+  return Ask(store_, clock_.NowMs(), "retire",
+             {{"retire", {{"id", request_id}, {"slot", slot}, {"force", force}}}}, true);
 }
 
 Result<OrchestratorState> OrchestratorService::RequestStop(bool force) {

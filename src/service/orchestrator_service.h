@@ -51,11 +51,20 @@ class OrchestratorService {
 
   Result<OrchestratorState> Get();
 
-  // An operator's requests (tx orchestrator scale|stop): recorded on the row for the running
-  // orchestrator, which is woken. conflict when no orchestrator runs (status stopped).
-  // invalid_argument for n < 0.
-  Result<OrchestratorState> RequestScale(int n, const std::string& scale_id);
+  // An operator's requests (tx orchestrator scale|stop, the HTTP API's pool routes): recorded on
+  // the row for the running orchestrator, which is woken and answers in its published pool under
+  // "results"/<request id>. conflict when no orchestrator runs (status stopped), and for a change
+  // of the pool while it stops. invalid_argument for n < 0.
+  Result<OrchestratorState> RequestScale(int n, const std::string& request_id);
   Result<OrchestratorState> RequestStop(bool force);
+  // One more supervised worker, started with `spec` ({"args": [worker flags], "instructions",
+  // "workdir"}). Requests queue up: none overwrites another.
+  Result<OrchestratorState> RequestCreate(const std::string& request_id,
+                                          const nlohmann::json& spec);
+  // Takes `slot` out of the pool: its worker stops (gracefully, or now with `force`) and is not
+  // replaced.
+  Result<OrchestratorState> RequestRetire(const std::string& request_id, const std::string& slot,
+                                          bool force);
 
  private:
   store::Store& store_;

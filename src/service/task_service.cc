@@ -263,6 +263,51 @@ Result<Task> TaskService::Retry(std::string_view id, const std::string& note) {
   return std::move(*out);
 }
 
+Result<Task> TaskService::Approve(std::string_view id, const std::string& note) {
+  std::optional<Task> out;
+  Millis now = clock_.NowMs();
+  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+    TX_ASSIGN_OR_RETURN(Task task, LoadTask(txn, id));
+    TX_RETURN_IF_ERROR(
+        CheckTransition(task.id, task.status, TaskEvent::kApprove, TaskStatus::kApproved));
+    task.status = TaskStatus::kApproved;
+    task.updated_at = now;
+    TX_RETURN_IF_ERROR(txn.UpdateTaskState(task));
+    TX_RETURN_IF_ERROR(Emit(txn, now, "task.approved", task.id, "", {{"note", note}}));
+    if (task.repo.empty()) {
+      TX_RETURN_IF_ERROR(
+          CheckTransition(task.id, task.status, TaskEvent::kMerge, TaskStatus::kDone));
+      TX_RETURN_IF_ERROR(detail::FinishDone(txn, task, task.result, now, ""));
+    }
+    out = std::move(task);
+    return Ok();
+  }));
+  return std::move(*out);
+}
+
+Result<Task> TaskService::RequestChanges(std::string_view id, const std::string& note) {
+  std::optional<Task> out;
+  Millis now = clock_.NowMs();
+  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+    TX_ASSIGN_OR_RETURN(Task task, LoadTask(txn, id));
+    TaskStatus to = TaskStatus::kReady;
+    TX_RETURN_IF_ERROR(CheckTransition(task.id, task.status, TaskEvent::kRequestChanges, to));
+    if (!note.empty()) {
+      nlohmann::json& notes = task.metadata["review_notes"];
+      if (!notes.is_array()) notes = nlohmann::json::array();
+      notes.push_back(note);
+    }
+    task.status = to;
+    task.run_after = now;
+    task.updated_at = now;
+    TX_RETURN_IF_ERROR(txn.UpdateTask(task));
+    TX_RETURN_IF_ERROR(Emit(txn, now, "task.changes_requested", task.id, "", {{"note", note}}));
+    out = std::move(task);
+    return Ok();
+  }));
+  return std::move(*out);
+}
+
 Result<Task> TaskService::ForceOutcome(std::string_view id, Outcome outcome,
                                        const std::string& text) {
   std::optional<Task> out;

@@ -60,6 +60,14 @@ class TaskService {
   // budget.
   Result<Task> Retry(std::string_view id, const std::string& note = "");
 
+  // A reviewer's verdict on a task in `review`. Approve: `approved`, and — a task with no
+  // repository having no branch to merge — on to `done` in the same transaction (events
+  // task.approved then task.done). RequestChanges: back to `ready` on the same
+  // attempt budget, the note appended to metadata.review_notes, which the next prompt shows.
+  // conflict: the task is not in review.
+  Result<Task> Approve(std::string_view id, const std::string& note);
+  Result<Task> RequestChanges(std::string_view id, const std::string& note);
+
   // The operator's override (--force): records the outcome without the token, ending any active
   // claim as `forced` so its holder is refused from then on. Recorded in the event as forced.
   Result<Task> ForceOutcome(std::string_view id, Outcome outcome, const std::string& text);

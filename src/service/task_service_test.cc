@@ -1,5 +1,7 @@
 #include "service/task_service.h"
 
+#include <algorithm>
+
 #include "core/ids.h"
 #include "service/service_test_util.h"
 
@@ -175,6 +177,53 @@ TEST_F(TaskServiceTest, CountsGroupByStatusAndQueue) {
   ASSERT_EQ(counts.size(), 1u);
   EXPECT_EQ(counts[0].status, TaskStatus::kReady);
   EXPECT_EQ(counts[0].count, 2);
+}
+
+TEST_F(TaskServiceTest, ApprovingAReviewWithNoRepositoryFinishesItAndUnblocksItsDependents) {
+  Task a = AddTask("a");
+  Task b = AddTask("b", 0, {a.id});
+  Worker w = Register();
+  ClaimResult r = ClaimNextFor(w);
+  ASSERT_OK(claims_.Report(a.id, r.claim.token, Outcome::kReview, "draft"));
+  ASSERT_OK_AND_ASSIGN(Task done, tasks_.Approve(a.id, "lgtm"));
+  EXPECT_EQ(done.status, TaskStatus::kDone);
+  EXPECT_EQ(done.result, "draft");
+  EXPECT_EQ(Get(b.id).status, TaskStatus::kReady);
+  std::vector<std::string> types = EventTypes();
+  auto approved = std::find(types.begin(), types.end(), "task.approved");
+  ASSERT_NE(approved, types.end());
+  EXPECT_NE(std::find(approved, types.end(), "task.done"), types.end());
+  EXPECT_ERROR_CODE(tasks_.Approve(a.id, ""), ErrorCode::kConflict);
+  EXPECT_ERROR_CODE(tasks_.Approve(b.id, ""), ErrorCode::kConflict);  // ready, not in review
+}
+
+TEST_F(TaskServiceTest, ApprovingAReviewWithARepositoryLeavesItApprovedForTheMerge) {
+  Task t;
+  t.title = "on a branch";
+  t.review = true;
+  t.repo = "/srv/repo";
+  ASSERT_OK_AND_ASSIGN(Task added, tasks_.Add(t));
+  ClaimResult r = ClaimNextFor(Register());
+  ASSERT_OK(claims_.Report(added.id, r.claim.token, Outcome::kDone, ""));
+  ASSERT_EQ(Get(added.id).status, TaskStatus::kReview);
+  ASSERT_OK_AND_ASSIGN(Task approved, tasks_.Approve(added.id, ""));
+  EXPECT_EQ(approved.status, TaskStatus::kApproved);
+  EXPECT_EQ(Get(added.id).status, TaskStatus::kApproved);
+}
+
+TEST_F(TaskServiceTest, RequestedChangesSendTheTaskBackWithTheNoteOnTheSameBudget) {
+  Task a = AddTask("a");
+  ClaimResult r = ClaimNextFor(Register());
+  ASSERT_OK(claims_.Report(a.id, r.claim.token, Outcome::kReview, "draft"));
+  std::int64_t events = EventCount();
+  EXPECT_ERROR_CODE(tasks_.RequestChanges(a.id + "x", "?"), ErrorCode::kNotFound);
+  EXPECT_EQ(EventCount(), events);
+  ASSERT_OK_AND_ASSIGN(Task back, tasks_.RequestChanges(a.id, "add a test"));
+  EXPECT_EQ(back.status, TaskStatus::kReady);
+  EXPECT_EQ(back.attempt, 1);
+  EXPECT_EQ(back.metadata["review_notes"], nlohmann::json({"add a test"}));
+  EXPECT_EQ(Get(a.id).metadata["review_notes"], nlohmann::json({"add a test"}));
+  EXPECT_ERROR_CODE(tasks_.RequestChanges(a.id, "again"), ErrorCode::kConflict);
 }
 
 }  // namespace

@@ -107,6 +107,7 @@ Status ApplyWorker(const toml::table& w, const std::string& origin, WorkerConfig
   TX_RETURN_IF_ERROR(t.Duration("poll_interval", c.poll_ms));
   TX_RETURN_IF_ERROR(t.String("agent", c.agent));
   TX_RETURN_IF_ERROR(t.String("allowed_commands", c.allowed_commands));
+  TX_RETURN_IF_ERROR(t.String("workdir", c.workdir));
   TX_RETURN_IF_ERROR(t.Strings("capabilities", c.capabilities));
   TX_RETURN_IF_ERROR(t.Strings("queues", c.queues));
   std::optional<std::uint64_t> log_cap_mb;

@@ -33,6 +33,7 @@ struct WorkerConfig {
   std::string agent = "claude";  // the default profile name, or an argv template
   std::map<std::string, AgentProfile> profiles = BuiltInProfiles();
   std::string allowed_commands;  // TX_ALLOWED_COMMANDS for agents; empty = no restriction
+  std::string workdir;  // where agents run when their task names no workdir; empty = inherited
   exec::ResourceLimits limits;
   std::string logs_dir;  // <store dir>/logs
   std::uint64_t log_cap_bytes = 8ull << 20;

@@ -84,6 +84,7 @@ Status WorkerRuntime::Start() {
   r.queues = config_.queues;
   r.heartbeat_interval_ms = config_.heartbeat_idle_ms;
   r.metadata = {{"agent", config_.agent}, {"tasks_completed", 0}, {"agent_pid", 0}};
+  if (!config_.workdir.empty()) r.metadata["workdir"] = config_.workdir;
   std::vector<Worker> replaced;
   TX_ASSIGN_OR_RETURN(Worker me, workers_->Register(r, &replaced));
   worker_id_ = me.id;

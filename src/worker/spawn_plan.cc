@@ -26,7 +26,8 @@ Result<exec::SpawnSpec> PlanSpawn(const WorkerConfig& config, const Task& task, 
     const std::string& agent = task.agent.empty() ? config.agent : task.agent;
     TX_ASSIGN_OR_RETURN(argv_template, ResolveAgent(config, agent));
   }
-  AgentContext context{BuildPrompt(task, claim.attempt), task.id, task.title, task.workdir,
+  const std::string& workdir = task.workdir.empty() ? config.workdir : task.workdir;
+  AgentContext context{BuildPrompt(task, claim.attempt), task.id, task.title, workdir,
                        claim.attempt};
 
   exec::SpawnSpec spec;
@@ -52,7 +53,7 @@ Result<exec::SpawnSpec> PlanSpawn(const WorkerConfig& config, const Task& task, 
   if (!config.allowed_commands.empty()) {
     spec.env.push_back("TX_ALLOWED_COMMANDS=" + config.allowed_commands);
   }
-  spec.cwd = task.workdir;
+  spec.cwd = workdir;
   spec.log_path = AttemptLogPath(config.logs_dir, task.id, claim.attempt);
   spec.log_cap_bytes = config.log_cap_bytes;
   spec.limits = config.limits;

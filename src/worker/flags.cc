@@ -1,26 +1,27 @@
-#include "cli/worker_flags.h"
+#include "worker/flags.h"
 
 #include <filesystem>
 #include <map>
 #include <optional>
 #include <type_traits>
 
-#include "cli/commands.h"
 #include "core/duration.h"
+#include "core/validation.h"
 
-namespace tx::cli {
+namespace tx::worker {
 
 namespace fs = std::filesystem;
 
-Result<worker::WorkerConfig> BuildWorkerConfig(const Context& ctx, const WorkerFlags& a) {
-  worker::WorkerConfig c;
-  fs::path db = fs::absolute(ctx.DbPath());
+Result<WorkerConfig> BuildWorkerConfig(const std::string& db_path, const std::string& tx_binary,
+                                       const WorkerFlags& a) {
+  WorkerConfig c;
+  fs::path db = fs::absolute(db_path);
   fs::path dir = db.parent_path();  // .tx: its config.toml and logs/ live there
   c.db_path = db.string();
   c.logs_dir = (dir / "logs").string();
-  c.tx_binary = SelfExe();
+  c.tx_binary = tx_binary;
   TX_RETURN_IF_ERROR(
-      worker::ApplyConfigFile(a.config.empty() ? (dir / "config.toml").string() : a.config, c));
+      ApplyConfigFile(a.config.empty() ? (dir / "config.toml").string() : a.config, c));
   if (!a.config.empty() && !fs::exists(a.config)) {
     return Error::InvalidArgument("no config file at " + a.config);
   }
@@ -30,6 +31,7 @@ Result<worker::WorkerConfig> BuildWorkerConfig(const Context& ctx, const WorkerF
   if (!a.queues.empty()) c.queues = SplitCommas({a.queues});
   if (!a.agent.empty()) c.agent = a.agent;
   if (!a.allowed.empty()) c.allowed_commands = a.allowed;
+  if (!a.workdir.empty()) c.workdir = fs::absolute(a.workdir).string();
   auto duration = [](const std::string& text, Millis& out) -> Status {
     if (text.empty()) return Ok();
     TX_ASSIGN_OR_RETURN(out, ParseDuration(text));
@@ -58,11 +60,14 @@ Result<worker::WorkerConfig> BuildWorkerConfig(const Context& ctx, const WorkerF
   TX_RETURN_IF_ERROR(count("--open-files", a.open_files, c.limits.open_files));
   TX_RETURN_IF_ERROR(count("--processes", a.processes, c.limits.processes));
   TX_RETURN_IF_ERROR(count("--cpu-seconds", a.cpu_seconds, c.limits.cpu_seconds));
+  if (!c.workdir.empty() && !fs::is_directory(c.workdir)) {
+    return Error::InvalidArgument("the worker's workdir is not a directory: " + c.workdir);
+  }
   if (c.heartbeat_idle_ms < 1 || c.lease_ms < 1 || c.poll_ms < 1) {
     return Error::InvalidArgument("heartbeat interval, lease and poll interval must be > 0");
   }
   // Refuse a bad default agent now rather than at the first task.
-  TX_RETURN_IF_ERROR(worker::ResolveAgent(c, c.agent));
+  TX_RETURN_IF_ERROR(ResolveAgent(c, c.agent));
   return c;
 }
 
@@ -75,6 +80,7 @@ Status ApplyWorkerArgs(const std::vector<std::string>& args, WorkerFlags& flags)
       {"--agent", &WorkerFlags::agent},
       {"--config", &WorkerFlags::config},
       {"--allowed-commands", &WorkerFlags::allowed},
+      {"--workdir", &WorkerFlags::workdir},
       {"--heartbeat-interval", &WorkerFlags::heartbeat},
       {"--lease", &WorkerFlags::lease},
       {"--stall-timeout", &WorkerFlags::stall},
@@ -98,4 +104,4 @@ Status ApplyWorkerArgs(const std::vector<std::string>& args, WorkerFlags& flags)
   return Ok();
 }
 
-}  // namespace tx::cli
+}  // namespace tx::worker

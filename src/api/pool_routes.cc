@@ -1,0 +1,236 @@
+// The routes that act on the fleet: the orchestrator (status, scale, stop), workers (create,
+// stop, pause, resume) and sessions (the running agents). Changes to the pool go to the running
+// orchestrator through its row and wait for its answer (orchestrator/control.h).
+
+#include <httplib.h>
+
+#include <charconv>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "api/http_util.h"
+#include "api/requests.h"
+#include "api/server.h"
+#include "core/json.h"
+#include "orchestrator/control.h"
+#include "service/claim_service.h"
+#include "service/orchestrator_service.h"
+#include "service/pool_status.h"
+#include "service/task_service.h"
+#include "service/worker_service.h"
+#include "worker/flags.h"
+
+namespace tx::api {
+
+namespace {
+
+using nlohmann::json;
+
+json SessionJson(const service::Session& s, Millis now) {
+  const Claim& c = s.claim;
+  json j = {{"id", std::to_string(c.token)},
+            {"task_id", c.task_id},
+            {"task_title", s.task_title},
+            {"worker_id", c.worker_id},
+            {"attempt", c.attempt},
+            {"started_at", ToJson(c)["started_at"]},
+            {"lease_expires_at", ToJson(c)["lease_expires_at"]},
+            {"running_ms", now - c.claimed_at},
+            {"worker_name", nullptr},
+            {"slot", nullptr},
+            {"hostname", nullptr},
+            {"agent_pid", nullptr}};
+  if (s.worker) {
+    j["worker_name"] = s.worker->name;
+    if (!s.worker->slot.empty()) j["slot"] = s.worker->slot;
+    j["hostname"] = s.worker->hostname;
+    auto pid = s.worker->metadata.find("agent_pid");
+    if (pid != s.worker->metadata.end() && pid->is_number_integer() && pid->get<int>() > 0) {
+      j["agent_pid"] = *pid;
+    }
+  }
+  return j;
+}
+
+// Whether `w` is the process the running orchestrator supervises in w's slot.
+bool Supervised(const Worker& w, const OrchestratorState& o) {
+  if (w.slot.empty() || w.hostname != o.hostname || !o.pool.contains("slots")) return false;
+  for (const auto& s : o.pool["slots"]) {
+    if (s.value("slot", "") == w.slot && s.value("pid", std::int64_t{0}) == w.pid) return true;
+  }
+  return false;
+}
+
+Result<std::int64_t> SessionToken(const std::string& text) {
+  std::int64_t token = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), token);
+  if (ec != std::errc() || end != text.data() + text.size() || token <= 0) {
+    return Error::NotFound("no session " + text);
+  }
+  return token;
+}
+
+}  // namespace
+
+void ApiServer::PoolRoutes() {
+  httplib::Server& h = *http_;
+  const service::ServiceOptions& opts = options_.service;
+
+  // Runs `fn` with a store of its own and replies with its JSON, or with its error.
+  auto with_store = [this](httplib::Response& res, int ok_status, auto fn) {
+    Result<StorePool::Lease> s = stores_.Acquire();
+    if (!s.ok()) return ReplyError(res, s.error());
+    Result<json> body = fn(**s);
+    if (!body.ok()) return ReplyError(res, body.error());
+    Reply(res, ok_status, *body);
+  };
+
+  h.Get("/api/orchestrator",
+        [with_store, &opts](const httplib::Request& req, httplib::Response& res) {
+          with_store(res, 200, [&](store::Store& store) -> Result<json> {
+            TX_RETURN_IF_ERROR(OnlyParams(req, {}));
+            return service::PoolStatus(store, opts, store.clock().NowMs());
+          });
+        });
+
+  h.Post("/api/orchestrator/scale",
+         [with_store, &opts](const httplib::Request& req, httplib::Response& res) {
+           with_store(res, 200, [&](store::Store& store) -> Result<json> {
+             TX_ASSIGN_OR_RETURN(json body, ParseObject(req.body));
+             TX_ASSIGN_OR_RETURN(int n, DecodeScale(body));
+             return orchestrator::ScalePool(store, opts, n);
+           });
+         });
+
+  h.Post("/api/orchestrator/stop",
+         [with_store, &opts](const httplib::Request& req, httplib::Response& res) {
+           with_store(res, 202, [&](store::Store& store) -> Result<json> {
+             TX_ASSIGN_OR_RETURN(json body, ParseObject(req.body.empty() ? "{}" : req.body));
+             TX_ASSIGN_OR_RETURN(bool force, DecodeStop(body));
+             service::OrchestratorService row(store, store.clock());
+             TX_ASSIGN_OR_RETURN(OrchestratorState o, row.Get());
+             if (!opts.orchestrator_alive(o, store.clock().NowMs())) {
+               return Error::Conflict("no orchestrator is running on this store");
+             }
+             TX_RETURN_IF_ERROR(row.RequestStop(force));
+             return json{{"status", "stopping"}, {"force", force}};
+           });
+         });
+
+  // A supervised worker made to order. No capacity under max-workers within the capacity
+  // timeout is a 503, as the issue of capacity is the server's, not the request's.
+  h.Post("/api/workers", [this, &opts](const httplib::Request& req, httplib::Response& res) {
+    Result<StorePool::Lease> s = stores_.Acquire();
+    if (!s.ok()) return ReplyError(res, s.error());
+    store::Store& store = **s;
+    Result<Worker> added = [&]() -> Result<Worker> {
+      TX_ASSIGN_OR_RETURN(json body, ParseObject(req.body));
+      TX_ASSIGN_OR_RETURN(NewWorker spec, DecodeNewWorker(body));
+      TX_ASSIGN_OR_RETURN(OrchestratorState o,
+                          service::OrchestratorService(store, store.clock()).Get());
+      if (!opts.orchestrator_alive(o, store.clock().NowMs())) {
+        return Error::Conflict(
+            "no orchestrator is running on this store: a created worker is supervised by it");
+      }
+      if (!spec.workdir.empty() && !std::filesystem::path(spec.workdir).is_absolute()) {
+        return Error::InvalidArgument("field 'workdir' must be an absolute path");
+      }
+      // Checked as the worker will check its flags: the pool's own, then this worker's.
+      std::vector<std::string> all;
+      if (o.config.contains("worker_args") && o.config["worker_args"].is_array()) {
+        for (const auto& a : o.config["worker_args"]) {
+          if (a.is_string()) all.push_back(a.get<std::string>());
+        }
+      }
+      all.insert(all.end(), spec.args.begin(), spec.args.end());
+      worker::WorkerFlags flags;
+      TX_RETURN_IF_ERROR(worker::ApplyWorkerArgs(all, flags));
+      TX_RETURN_IF_ERROR(worker::BuildWorkerConfig(options_.db_path, "", flags));
+      return orchestrator::AddWorker(
+          store, opts,
+          {std::move(spec.args), std::move(spec.instructions), std::move(spec.workdir)});
+    }();
+    if (!added.ok()) {
+      if (added.error().code() == ErrorCode::kBackpressure) {
+        return ReplyError(res, 503, "no_capacity", added.error().message());
+      }
+      return ReplyError(res, added.error());
+    }
+    res.set_header("Location", "/api/workers/" + added->id);
+    Reply(res, 201, ToJson(*added, store.clock().NowMs()));
+  });
+
+  // Stops a worker: gracefully (it finishes its task), or with ?force=true now (its agent is
+  // stopped and its task released, the attempt not counted). A worker the running orchestrator
+  // supervises leaves the pool with its slot, instead of being replaced.
+  h.Delete(R"(/api/workers/([^/]+))", [with_store, &opts](const httplib::Request& req,
+                                                          httplib::Response& res) {
+    with_store(res, 202, [&](store::Store& store) -> Result<json> {
+      TX_RETURN_IF_ERROR(OnlyParams(req, {"force"}));
+      bool force = false;
+      if (req.has_param("force")) {
+        std::string v = req.get_param_value("force");
+        if (v != "true" && v != "false") {
+          return Error::InvalidArgument("parameter 'force' must be true or false");
+        }
+        force = v == "true";
+      }
+      service::WorkerService workers(store, store.clock(), opts);
+      TX_ASSIGN_OR_RETURN(Worker w, workers.Get(req.matches[1].str()));
+      if (!IsLive(w.status)) {
+        return Error::Conflict("worker " + w.id + " is " + std::string(ToString(w.status)));
+      }
+      TX_ASSIGN_OR_RETURN(OrchestratorState o,
+                          service::OrchestratorService(store, store.clock()).Get());
+      if (opts.orchestrator_alive(o, store.clock().NowMs()) && Supervised(w, o)) {
+        TX_RETURN_IF_ERROR(orchestrator::RetireSlot(store, opts, w.slot, force));
+      } else {
+        TX_RETURN_IF_ERROR(
+            workers.Request(w.id, force ? WorkerRequest::kStopNow : WorkerRequest::kStop));
+      }
+      TX_ASSIGN_OR_RETURN(Worker now, workers.Get(w.id));
+      return ToJson(now, store.clock().NowMs());
+    });
+  });
+
+  for (auto [action, request] :
+       {std::pair{"pause", WorkerRequest::kPause}, std::pair{"resume", WorkerRequest::kResume}}) {
+    h.Post(std::string(R"(/api/workers/([^/]+)/)") + action,
+           [with_store, &opts, request](const httplib::Request& req, httplib::Response& res) {
+             with_store(res, 200, [&](store::Store& store) -> Result<json> {
+               TX_RETURN_IF_ERROR(OnlyParams(req, {}));
+               TX_ASSIGN_OR_RETURN(Worker w, service::WorkerService(store, store.clock(), opts)
+                                                 .Request(req.matches[1].str(), request));
+               return ToJson(w, store.clock().NowMs());
+             });
+           });
+  }
+
+  h.Get("/api/sessions", [with_store, &opts](const httplib::Request& req, httplib::Response& res) {
+    with_store(res, 200, [&](store::Store& store) -> Result<json> {
+      TX_RETURN_IF_ERROR(OnlyParams(req, {}));
+      TX_ASSIGN_OR_RETURN(std::vector<service::Session> sessions,
+                          service::ClaimService(store, store.clock(), opts).ListSessions());
+      Millis now = store.clock().NowMs();
+      json out = {{"sessions", json::array()}};
+      for (const auto& s : sessions) out["sessions"].push_back(SessionJson(s, now));
+      return out;
+    });
+  });
+
+  // Stops one running agent: its attempt ends `cancelled` and the task goes back to the queue.
+  h.Delete(R"(/api/sessions/([^/]+))",
+           [with_store, &opts](const httplib::Request& req, httplib::Response& res) {
+             with_store(res, 200, [&](store::Store& store) -> Result<json> {
+               TX_RETURN_IF_ERROR(OnlyParams(req, {}));
+               TX_ASSIGN_OR_RETURN(std::int64_t token, SessionToken(req.matches[1].str()));
+               TX_ASSIGN_OR_RETURN(Task t, service::ClaimService(store, store.clock(), opts)
+                                               .EndSession(token, "ended over the HTTP API"));
+               TX_ASSIGN_OR_RETURN(service::TaskDetail d,
+                                   service::TaskService(store, store.clock(), opts).Show(t.id));
+               return ToJson(d.task, d.attempts);
+             });
+           });
+}
+
+}  // namespace tx::api

@@ -1,0 +1,115 @@
+#include "orchestrator/control.h"
+
+#include <chrono>
+#include <functional>
+#include <random>
+#include <thread>
+
+#include "service/orchestrator_service.h"
+#include "service/worker_service.h"
+
+namespace tx::orchestrator {
+namespace {
+
+// Beyond the capacity timeout: how long an answer may take to come back.
+constexpr Millis kAnswerMarginMs = 30'000;
+
+std::string NewRequestId(const char* kind, Millis now) {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  return std::string(kind) + "-" + std::to_string(rng() % 1'000'000'000) + "-" +
+         std::to_string(now);
+}
+
+// The running orchestrator's row, or conflict.
+Result<OrchestratorState> Running(store::Store& store, const service::ServiceOptions& options) {
+  service::OrchestratorService row(store, store.clock());
+  TX_ASSIGN_OR_RETURN(OrchestratorState o, row.Get());
+  if (!options.orchestrator_alive(o, store.clock().NowMs())) {
+    return Error::Conflict("no orchestrator is running on this store");
+  }
+  if (o.status == "stopping") return Error::Conflict("the orchestrator is stopping");
+  return o;
+}
+
+// Polls the row until the orchestrator has answered request `id`, and returns the answer.
+Result<nlohmann::json> AwaitAnswer(store::Store& store, const service::ServiceOptions& options,
+                                   const std::string& id, Millis timeout_ms) {
+  service::OrchestratorService row(store, store.clock());
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    TX_ASSIGN_OR_RETURN(OrchestratorState o, row.Get());
+    if (o.pool.contains("results") && o.pool["results"].contains(id)) {
+      nlohmann::json answer = o.pool["results"][id];
+      if (answer.value("ok", false)) return answer;
+      std::string message = answer.value("message", std::string("refused"));
+      if (message.starts_with("no capacity")) return Error::Backpressure(message);
+      if (answer.value("code", std::string()) == "not_found") return Error::NotFound(message);
+      return Error::Conflict(message);
+    }
+    if (!options.orchestrator_alive(o, store.clock().NowMs())) {
+      return Error::Unavailable("the orchestrator (pid " + std::to_string(o.pid) + " on " +
+                                o.hostname + ") is not running; the next start reconciles");
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return Error::Unavailable("timed out waiting for the orchestrator (pid " +
+                                std::to_string(o.pid) + ", " + o.status + ")");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+Millis AnswerTimeout(const OrchestratorState& o) {
+  return o.config.value("capacity_timeout_ms", Millis{30'000}) + kAnswerMarginMs;
+}
+
+}  // namespace
+
+Result<nlohmann::json> ScalePool(store::Store& store, const service::ServiceOptions& given, int n) {
+  service::ServiceOptions options = service::WithDefaults(given);
+  TX_ASSIGN_OR_RETURN(OrchestratorState o, Running(store, options));
+  std::string id = NewRequestId("scale", store.clock().NowMs());
+  TX_RETURN_IF_ERROR(service::OrchestratorService(store, store.clock()).RequestScale(n, id));
+  return AwaitAnswer(store, options, id, AnswerTimeout(o));
+}
+
+Result<Worker> AddWorker(store::Store& store, const service::ServiceOptions& given,
+                         const WorkerSpec& spec) {
+  service::ServiceOptions options = service::WithDefaults(given);
+  TX_ASSIGN_OR_RETURN(OrchestratorState o, Running(store, options));
+  std::string id = NewRequestId("create", store.clock().NowMs());
+  TX_RETURN_IF_ERROR(service::OrchestratorService(store, store.clock())
+                         .RequestCreate(id, {{"args", spec.args},
+                                             {"instructions", spec.instructions},
+                                             {"workdir", spec.workdir}}));
+  TX_ASSIGN_OR_RETURN(nlohmann::json answer, AwaitAnswer(store, options, id, AnswerTimeout(o)));
+  std::string slot = answer.value("slot", std::string());
+  std::int64_t pid = answer.value("pid", std::int64_t{0});
+  service::WorkerService workers(store, store.clock(), options);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kAnswerMarginMs);
+  for (;;) {
+    TX_ASSIGN_OR_RETURN(std::vector<Worker> live, workers.List(LiveWorkerStatuses()));
+    for (auto& w : live) {
+      if (w.slot == slot && w.pid == pid && w.hostname == o.hostname) return std::move(w);
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return Error::Unavailable(slot + " started (pid " + std::to_string(pid) +
+                                ") but its worker did not register; see its log in "
+                                "logs/workers/" +
+                                slot + ".log");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+Status RetireSlot(store::Store& store, const service::ServiceOptions& given,
+                  const std::string& slot, bool force) {
+  service::ServiceOptions options = service::WithDefaults(given);
+  TX_RETURN_IF_ERROR(Running(store, options));
+  std::string id = NewRequestId("retire", store.clock().NowMs());
+  TX_RETURN_IF_ERROR(
+      service::OrchestratorService(store, store.clock()).RequestRetire(id, slot, force));
+  TX_RETURN_IF_ERROR(AwaitAnswer(store, options, id, kAnswerMarginMs));
+  return Ok();
+}
+
+}  // namespace tx::orchestrator
