@@ -105,24 +105,6 @@ export class Pool {
     return text ? JSON.parse(text) : null;
   }
 
-  // Whether the server knows a route (an unknown one is a 404 "no route …").
-  async hasRoute(method, path) {
-    const res = await fetch(this.url + path, {method, headers: {Authorization: 'Bearer ' + this.token}});
-    const text = await res.text();
-    return !(res.status === 404 && text.includes('no route'));
-  }
-
-  // Whether PATCH /api/tasks/ID takes `status` (an unknown status is a 400; an unknown task then
-  // is a 404).
-  async acceptsStatus(status) {
-    const res = await fetch(this.url + '/api/tasks/task-none', {
-      method: 'PATCH',
-      headers: {Authorization: 'Bearer ' + this.token, 'Content-Type': 'application/json'},
-      body: JSON.stringify({status}),
-    });
-    return res.status === 404;
-  }
-
   async addTask(title, command, extra = {}) {
     return this.api('POST', '/api/tasks', Object.assign({title, command}, extra));
   }

@@ -162,9 +162,7 @@ function sampleDepth(counts) {
 }
 function localStats() {
   const to = Date.now();
-  const depth = local.depth.slice();
-  if (depth.length) depth.push(Object.assign({}, depth[depth.length - 1], {at: to}));
-  return {bucket_ms: BUCKET, from: to - HOUR, to, throughput: [...local.finished.values()], depth};
+  return {bucket_ms: BUCKET, from: to - HOUR, to, throughput: [...local.finished.values()], depth: local.depth};
 }
 
 let lastStats = null;

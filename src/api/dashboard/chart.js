@@ -35,6 +35,8 @@ export function drawChart(canvas, stats) {
   const x = (t) => pad.l + ((t - from) / span) * pw;
   const throughput = (stats.throughput || []).filter((b) => b.at + stats.bucket_ms > from && b.at <= to);
   const depth = (stats.depth || []).filter((d) => d.at >= from && d.at <= to);
+  // The depth holds from its last sample until now.
+  if (depth.length) depth.push(Object.assign({}, depth[depth.length - 1], {at: to}));
   const maxT = niceCeil(Math.max(0, ...throughput.map((b) => (b.done || 0) + (b.failed || 0))));
   const maxD = niceCeil(Math.max(0, ...depth.map((d) => Math.max(d.ready || 0, d.running || 0))));
   const yT = (v) => pad.t + ph - (v / maxT) * ph;
