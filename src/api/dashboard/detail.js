@@ -49,13 +49,14 @@ export function createDetail({changed, onSelect}) {
     $('#detail-fields').replaceChildren(
         ...field('', facts),
         ...field('', times),
+        ...field('result', t.result),
+        ...field('error', t.error, 'error'));
+    $('#detail-more').replaceChildren(
         ...field('command', command, 'mono'),
         ...field('agent', t.agent),
         ...field('owner', t.owner),
         ...field('requires', t.requires),
         ...field('after', t.after),
-        ...field('result', t.result),
-        ...field('error', t.error, 'error'),
         ...field('description', t.description));
     const active = activeAttempt();
     const show = {

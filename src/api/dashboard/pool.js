@@ -57,7 +57,8 @@ export function createPool({selectTask, act}) {
               ageMs === null || ageMs === undefined ? '–' : fmtAge(ageMs));
   }
 
-  function actionButtons(w, small) {
+  // Pause or resume, and (in the table, not on the cards) stop.
+  function actionButtons(w, small, stop = true) {
     if (!w || !LIVE.has(w.status) || w.status === 'stopping') return [];
     const cls = small ? 'small' : '';
     const out = [];
@@ -66,7 +67,7 @@ export function createPool({selectTask, act}) {
     } else if (w.status === 'idle' || w.status === 'busy') {
       out.push(el('button', {type: 'button', class: cls, dataset: {act: 'pause', worker: w.id}}, 'Pause'));
     }
-    out.push(el('button', {type: 'button', class: cls + ' danger', dataset: {act: 'stop', worker: w.id}}, 'Stop'));
+    if (stop) out.push(el('button', {type: 'button', class: cls + ' danger', dataset: {act: 'stop', worker: w.id}}, 'Stop'));
     return out;
   }
 
@@ -87,11 +88,11 @@ export function createPool({selectTask, act}) {
       status, worker: s.worker_id, pid: s.pid, taskId, title: titles.get(taskId), restarts: s.restarts, late,
       cpu: md.cpu_percent, rss: md.rss_mb, failure: s.failure, exit: s.last_exit,
       prev: prev && [prev.id, prevWorker && prevWorker.status, prevWorker && prevWorker.reason],
-      acts: actionButtons(w).map((b) => b.dataset.act).join(),
+      acts: actionButtons(w, true, false).map((b) => b.dataset.act).join(),
     };
     return {view, build: () => [
       el('div', {class: 'slot-head'}, el('span', {class: 'slot-name'}, s.slot), pill(status),
-         el('span', {class: 'spacer'}), actionButtons(w, true)),
+         el('span', {class: 'spacer'}), actionButtons(w, true, false)),
       el('div', {class: 'line mono'}, s.worker_id ? el('strong', {}, s.worker_id) : 'no worker',
          s.pid ? ' · pid ' + s.pid : ''),
       el('div', {class: 'line task-line'}, taskId ? ['task ', taskLink(taskId), titleOf(taskId)] : 'no task'),
