@@ -80,7 +80,7 @@ export function createTasks({selectTask, changed}) {
     patchList(tbody, list, (t) => ({
       key: t.id,
       view: [t.status, t.title, t.attempt, t.max_attempts, t.updated_at, t.id === selected],
-      attrs: () => el('tr', {class: t.id === selected ? 'selected' : '', dataset: {key: t.id, taskId: t.id, status: t.status}}),
+      attrs: () => el('tr', {class: t.id === selected ? 'selected' : '', tabindex: 0, dataset: {key: t.id, taskId: t.id, status: t.status}}),
       build: () => [
         el('td', {title: t.title}, el('span', {class: 'task-title'}, t.title || '(untitled)'), el('span', {class: 'task-id'}, t.id)),
         el('td', {}, pill(t.status)),
@@ -98,6 +98,13 @@ export function createTasks({selectTask, changed}) {
   tbody.addEventListener('click', (ev) => {
     const tr = ev.target.closest('tr[data-task-id]');
     if (tr) selectTask(tr.dataset.taskId);
+  });
+  tbody.addEventListener('keydown', (ev) => {
+    const tr = ev.target.closest('tr[data-task-id]');
+    if (tr && (ev.key === 'Enter' || ev.key === ' ')) {
+      ev.preventDefault();
+      selectTask(tr.dataset.taskId);
+    }
   });
 
   // The form: a command is sent as the string typed (the server splits it like a shell, without
