@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "api/dashboard.h"
 #include "api/http_util.h"
 #include "api/requests.h"
 #include "core/json.h"
@@ -314,6 +315,8 @@ void ApiServer::Routes() {
       return HeartbeatDocument(all, titles);
     });
   });
+
+  ServeDashboard(h);
 }
 
 }  // namespace tx::api

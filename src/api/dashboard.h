@@ -1,0 +1,32 @@
+#pragma once
+// The dashboard (README, "Dashboard"): one page of plain HTML, CSS and JavaScript that reads the
+// HTTP API and follows its event stream. Its files live in src/api/dashboard/ and are compiled
+// into the binary at build time (dashboard/embed_assets.cmake), so serving it needs nothing on
+// disk and nothing from the network.
+
+#include <span>
+#include <string_view>
+
+namespace httplib {
+class Server;
+}
+
+namespace tx::api {
+
+struct EmbeddedAsset {
+  std::string_view name;  // "app.js": served at /assets/app.js (index.html also at /)
+  std::string_view content_type;
+  std::string_view etag;  // a quoted hash of the body
+  std::string_view body;
+};
+
+// Every file of the dashboard, as compiled in (the generated dashboard_assets.cc).
+std::span<const EmbeddedAsset> DashboardAssets();
+
+// Registers GET / (index.html) and GET /assets/NAME. Each answer carries its ETag and
+// `Cache-Control: no-cache`, so a browser revalidates (304 when unchanged) and a new binary's page
+// is never mixed with an old script. An unknown asset is a 404 in the API's error shape. The
+// server's auth rules apply as to every route.
+void ServeDashboard(httplib::Server& server);
+
+}  // namespace tx::api

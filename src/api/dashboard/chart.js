@@ -1,0 +1,104 @@
+// The last hour on a canvas: tasks finished per bucket as bars (done green, failed red, left
+// axis) and the queue's depth as lines (ready, running; right axis). Data is GET /api/stats's
+// shape: {bucket_ms, from, to, throughput: [{at, done, failed}], depth: [{at, ready, running}]}.
+
+function niceCeil(v) {
+  if (v <= 1) return 1;
+  const p = Math.pow(10, Math.floor(Math.log10(v)));
+  for (const m of [1, 2, 2.5, 5, 10]) if (m * p >= v) return m * p;
+  return 10 * p;
+}
+
+function colors() {
+  const css = getComputedStyle(document.documentElement);
+  const v = (name) => css.getPropertyValue(name).trim();
+  return {fg: v('--muted'), line: v('--line'), done: v('--green'), failed: v('--red'), ready: v('--teal'), running: v('--blue')};
+}
+
+export function drawChart(canvas, stats) {
+  const dpr = window.devicePixelRatio || 1;
+  const w = canvas.clientWidth;
+  const h = canvas.clientHeight;
+  if (!w || !h) return;
+  canvas.width = Math.round(w * dpr);
+  canvas.height = Math.round(h * dpr);
+  const ctx = canvas.getContext('2d');
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  ctx.clearRect(0, 0, w, h);
+  const c = colors();
+  const pad = {l: 28, r: 28, t: 8, b: 18};
+  const pw = w - pad.l - pad.r;
+  const ph = h - pad.t - pad.b;
+  const from = stats.from;
+  const to = stats.to;
+  const span = Math.max(1, to - from);
+  const x = (t) => pad.l + ((t - from) / span) * pw;
+  const throughput = (stats.throughput || []).filter((b) => b.at + stats.bucket_ms > from && b.at <= to);
+  const depth = (stats.depth || []).filter((d) => d.at >= from && d.at <= to);
+  // The depth holds from its last sample until now.
+  if (depth.length) depth.push(Object.assign({}, depth[depth.length - 1], {at: to}));
+  const maxT = niceCeil(Math.max(0, ...throughput.map((b) => (b.done || 0) + (b.failed || 0))));
+  const maxD = niceCeil(Math.max(0, ...depth.map((d) => Math.max(d.ready || 0, d.running || 0))));
+  const yT = (v) => pad.t + ph - (v / maxT) * ph;
+  const yD = (v) => pad.t + ph - (v / maxD) * ph;
+
+  ctx.font = '10.5px system-ui, sans-serif';
+  ctx.lineWidth = 1;
+  ctx.strokeStyle = c.line;
+  ctx.fillStyle = c.fg;
+  for (let i = 0; i <= 2; i++) {
+    const y = Math.round(pad.t + (ph * i) / 2) + 0.5;
+    ctx.beginPath();
+    ctx.moveTo(pad.l, y);
+    ctx.lineTo(pad.l + pw, y);
+    ctx.stroke();
+  }
+  ctx.textAlign = 'right';
+  ctx.textBaseline = 'middle';
+  ctx.fillText(String(maxT), pad.l - 4, pad.t + 4);
+  ctx.fillText('0', pad.l - 4, pad.t + ph);
+  ctx.textAlign = 'left';
+  ctx.fillText(String(maxD), pad.l + pw + 4, pad.t + 4);
+  ctx.fillText('0', pad.l + pw + 4, pad.t + ph);
+  ctx.textAlign = 'center';
+  ctx.textBaseline = 'top';
+  const minutes = Math.round(span / 60000);
+  for (let i = 0; i <= 4; i++) {
+    const t = from + (span * i) / 4;
+    const label = i === 4 ? 'now' : '-' + Math.round(minutes - (minutes * i) / 4) + 'm';
+    ctx.fillText(label, Math.min(Math.max(x(t), pad.l + 10), pad.l + pw - 10), pad.t + ph + 4);
+  }
+
+  let points = 0;
+  const bw = Math.max(1, (stats.bucket_ms / span) * pw - 1);
+  for (const b of throughput) {
+    const done = b.done || 0;
+    const failed = b.failed || 0;
+    if (!done && !failed) continue;
+    points++;
+    const left = Math.max(pad.l, x(b.at));
+    const width = Math.min(bw, pad.l + pw - left);
+    ctx.fillStyle = c.done;
+    ctx.fillRect(left, yT(done), width, pad.t + ph - yT(done));
+    ctx.fillStyle = c.failed;
+    ctx.fillRect(left, yT(done + failed), width, yT(done) - yT(done + failed));
+  }
+  ctx.lineWidth = 1.75;
+  ctx.lineJoin = 'round';
+  for (const key of ['ready', 'running']) {
+    if (!depth.length) continue;
+    ctx.strokeStyle = c[key];
+    ctx.beginPath();
+    depth.forEach((d, i) => {
+      const px = x(d.at);
+      const py = yD(d[key] || 0);
+      if (i === 0) ctx.moveTo(px, py);
+      else ctx.lineTo(px, py);
+      if (d[key]) points++;
+    });
+    ctx.stroke();
+  }
+  canvas.dataset.points = String(points);
+  canvas.dataset.done = String(throughput.reduce((n, b) => n + (b.done || 0), 0));
+  canvas.dataset.maxThroughput = String(maxT);
+}

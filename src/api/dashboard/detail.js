@@ -1,0 +1,263 @@
+// The selected task: its fields, its attempts, the actions its status allows (cancel, retry,
+// approve, request changes, kill the agent) and a live tail of an attempt's log.
+
+import {$, armed, el, fmtAge, stamp, toMs, toast} from './dom.js';
+import {ApiError, getJson, request, send, seg} from './api.js';
+
+const LOG_TAIL = 32 * 1024;  // bytes asked for when a log is opened
+const LOG_KEEP = 256 * 1024;  // characters kept on screen
+const LOG_POLL_MS = 1000;  // how often the tail is read while the followed stream is silent
+const CANCELLABLE = new Set(['ready', 'blocked', 'running', 'review', 'approved']);
+const RETRYABLE = new Set(['failed', 'cancelled']);
+
+export function createDetail({changed, onSelect}) {
+  let task = null;  // the task as last read
+  let id = null;
+  let pinned = null;  // an attempt number the user picked, else the latest is followed
+  let log = {key: '', ctrl: null, ended: false, missing: false};
+  let sessionsSupported = true;
+
+  const body = $('#detail-body');
+  const logBox = $('#log');
+  const logState = $('#log-state');
+
+  function field(name, value, cls) {
+    if (value === undefined || value === null || value === '' || (Array.isArray(value) && !value.length)) return [];
+    const text = Array.isArray(value) ? value.join(', ') : String(value);
+    if (!name) return [el('dd', {class: 'wide muted'}, text)];
+    return [el('dt', {}, name), el('dd', {class: cls || ''}, text)];
+  }
+
+  function render() {
+    const t = task;
+    $('#detail-empty').hidden = !!t;
+    body.hidden = !t;
+    $('#detail-close').hidden = !t;
+    $('#detail-id').textContent = t ? t.id : '';
+    if (!t) return;
+    body.dataset.taskId = t.id;
+    body.dataset.status = t.status;
+    const st = $('#detail-status');
+    st.dataset.status = t.status;
+    st.textContent = t.status;
+    $('#detail-title').textContent = t.title || '(untitled)';
+    const command = Array.isArray(t.command) ? t.command.map((a) => (/\s/.test(a) ? JSON.stringify(a) : a)).join(' ') : t.command;
+    const facts = [`attempt ${t.attempt} of ${t.max_attempts}`, `priority ${t.priority}`, `queue ${t.queue}`,
+                   `timeout ${t.timeout}`].concat(t.review ? ['review'] : []).join(' · ');
+    const times = [['created', t.created_at], ['started', t.started_at], ['finished', t.finished_at]]
+        .filter(([, v]) => v).map(([k, v]) => k + ' ' + stamp(v)).join(' · ');
+    $('#detail-fields').replaceChildren(
+        ...field('', facts),
+        ...field('', times),
+        ...field('result', t.result),
+        ...field('error', t.error, 'error'));
+    $('#detail-more').replaceChildren(
+        ...field('command', command, 'mono'),
+        ...field('agent', t.agent),
+        ...field('owner', t.owner),
+        ...field('requires', t.requires),
+        ...field('after', t.after),
+        ...field('description', t.description));
+    const active = activeAttempt();
+    const show = {
+      cancel: CANCELLABLE.has(t.status),
+      retry: RETRYABLE.has(t.status),
+      approve: t.status === 'review',
+      changes: t.status === 'review',
+      kill: t.status === 'running' && !!active && sessionsSupported,
+    };
+    for (const b of $('#detail-actions').querySelectorAll('button[data-act]')) b.hidden = !show[b.dataset.act];
+    $('#detail-note').hidden = !Object.values(show).some(Boolean);
+
+    const attempts = t.attempts || [];
+    const shown = shownAttempt();
+    $('#attempts-table tbody').replaceChildren(...attempts.slice().reverse().map((a) => {
+      const started = toMs(a.started_at);
+      const ended = toMs(a.ended_at);
+      const took = started ? fmtAge((ended || Date.now()) - started) : '–';
+      const end = a.end_reason ? a.end_reason + (a.exit_code !== null && a.exit_code !== undefined ? ' (' + a.exit_code + ')' : '') : a.status;
+      return el('tr', {class: a.n === shown ? 'selected' : '', dataset: {attempt: a.n, status: a.status}, title: 'show this attempt\'s log'},
+                el('td', {}, String(a.n)), el('td', {class: 'mono'}, a.worker_id || '–'),
+                el('td', {class: 'hide-sm'}, stamp(a.started_at)), el('td', {}, took), el('td', {}, end || '–'));
+    }));
+    if (!attempts.length) {
+      $('#attempts-table tbody').replaceChildren(el('tr', {}, el('td', {colspan: 5, class: 'muted'}, 'not run yet')));
+    }
+  }
+
+  function activeAttempt() {
+    return task && (task.attempts || []).find((a) => a.status === 'active');
+  }
+
+  function shownAttempt() {
+    const attempts = (task && task.attempts) || [];
+    if (pinned && attempts.some((a) => a.n === pinned)) return pinned;
+    return attempts.length ? attempts[attempts.length - 1].n : null;
+  }
+
+  // Opens (or keeps) the log of the shown attempt: its tail, then what it writes until it ends.
+  function syncLog() {
+    const n = shownAttempt();
+    const key = id && n ? id + '#' + n : '';
+    if (key === log.key && !(log.ended && activeAttempt() && activeAttempt().n === n)) return;
+    if (log.ctrl) log.ctrl.abort();
+    logBox.textContent = '';
+    log = {key, ctrl: null, ended: false, missing: false};
+    if (!key) {
+      logState.textContent = id ? '· no attempt yet' : '';
+      return;
+    }
+    followLog(id, n, log);
+  }
+
+  // The log is followed with ?follow=true. Until that stream has delivered something, the tail is
+  // also read every second: a server that compresses the stream (gzip buffers it) or a proxy that
+  // buffers it still shows a live tail. Once the stream speaks, what it sent is the log.
+  async function followLog(taskId, n, current) {
+    const ctrl = new AbortController();
+    current.ctrl = ctrl;
+    const path = `/api/tasks/${seg(taskId)}/log?attempt=${n}&tail=${LOG_TAIL}`;
+    let streamed = '';
+    let streaming = false;
+    let finished = false;
+    logState.textContent = '· attempt ' + n + ' · following';
+    logBox.dataset.state = 'following';
+    const poll = async () => {
+      while (!streaming && !finished && log === current) {
+        await new Promise((r) => setTimeout(r, LOG_POLL_MS));
+        if (streaming || finished || log !== current) return;
+        try {
+          const text = await (await request('GET', path, {signal: ctrl.signal})).text();
+          if (!streaming && !finished && log === current) show(text);
+        } catch (_) {
+          // the stream's own outcome is reported below
+        }
+      }
+    };
+    poll();
+    try {
+      const res = await request('GET', path + '&follow=true', {signal: ctrl.signal});
+      const reader = res.body.getReader();
+      const decoder = new TextDecoder();
+      for (;;) {
+        const {value, done} = await reader.read();
+        if (done) break;
+        streaming = true;
+        streamed += decoder.decode(value, {stream: true});
+        if (streamed.length > LOG_KEEP * 2) streamed = streamed.slice(-LOG_KEEP);
+        if (log === current) show(streamed);
+      }
+      finished = true;
+      if (log !== current) return;
+      current.ended = true;
+      logState.textContent = '· attempt ' + n + ' · ended';
+      logBox.dataset.state = 'ended';
+      if (!streamed) show('(no output)');
+    } catch (e) {
+      finished = true;
+      if (e.name === 'AbortError' || log !== current) return;
+      current.ended = true;
+      current.missing = e instanceof ApiError && e.status === 404;
+      logState.textContent = '· attempt ' + n + (current.missing ? ' · no output yet' : ' · ' + e.message);
+      logBox.dataset.state = 'ended';
+    }
+  }
+
+  // Shows `text` (the end of it), keeping the view at the bottom when it was there.
+  function show(text) {
+    const atBottom = logBox.scrollTop + logBox.clientHeight >= logBox.scrollHeight - 8;
+    logBox.textContent = text.length > LOG_KEEP ? text.slice(-LOG_KEEP) : text;
+    if (atBottom) logBox.scrollTop = logBox.scrollHeight;
+  }
+
+  async function load() {
+    if (!id) return;
+    const want = id;
+    try {
+      const t = await getJson('/api/tasks/' + seg(want));
+      if (want !== id) return;
+      task = t;
+      render();
+      syncLog();
+    } catch (e) {
+      if (want !== id) return;
+      if (e.status === 404) {
+        toast(e.message, 'error');
+        select(null);
+      }
+      throw e;
+    }
+  }
+
+  function select(newId) {
+    if (newId === id) return load();
+    id = newId;
+    task = null;
+    pinned = null;
+    if (log.ctrl) log.ctrl.abort();
+    log = {key: '', ctrl: null, ended: false, missing: false};
+    logBox.textContent = '';
+    onSelect(id);
+    render();
+    return load().catch(() => {});
+  }
+
+  async function act(action) {
+    if (!task) return;
+    const note = $('#detail-note').value.trim();
+    const withNote = (o) => (note ? Object.assign(o, {note}) : o);
+    const path = '/api/tasks/' + seg(task.id);
+    try {
+      if (action === 'cancel') await send('PATCH', path, withNote({status: 'cancelled'}));
+      else if (action === 'retry') await send('PATCH', path, withNote({status: 'ready'}));
+      else if (action === 'approve') await send('PATCH', path, withNote({status: 'approved'}));
+      else if (action === 'changes') await send('PATCH', path, withNote({status: 'ready'}));
+      else if (action === 'kill') {
+        const a = activeAttempt();
+        if (!a) return;
+        await send('DELETE', '/api/sessions/' + seg(a.token));
+      }
+      $('#detail-note').value = '';
+      const done = {cancel: 'Cancelled', retry: 'Queued again:', approve: 'Approved', changes: 'Changes requested for', kill: 'Killed the agent of'};
+      toast(done[action] + ' ' + task.id);
+    } catch (e) {
+      if (action === 'kill' && e.noRoute) {
+        sessionsSupported = false;
+        render();
+      }
+      toast(`Could not ${action === 'changes' ? 'request changes on' : action} ${task.id}: ${e.message}`, 'error');
+    }
+    changed();
+    load().catch(() => {});
+  }
+
+  $('#detail-actions').addEventListener('click', (ev) => {
+    const b = ev.target.closest('button[data-act]');
+    if (!b) return;
+    if ((b.dataset.act === 'cancel' || b.dataset.act === 'kill') && !armed(b)) return;
+    act(b.dataset.act);
+  });
+  $('#attempts-table tbody').addEventListener('click', (ev) => {
+    const tr = ev.target.closest('tr[data-attempt]');
+    if (!tr) return;
+    const attempts = task.attempts || [];
+    const n = Number(tr.dataset.attempt);
+    pinned = n === attempts[attempts.length - 1].n ? null : n;
+    render();
+    syncLog();
+  });
+  $('#detail-close').addEventListener('click', () => select(null));
+
+  return {
+    select,
+    // Without GET /api/sessions (an older server) there is no agent to kill from here.
+    noSessions() {
+      sessionsSupported = false;
+      render();
+    },
+    load,
+    get id() {
+      return id;
+    },
+  };
+}
