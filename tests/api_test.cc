@@ -355,6 +355,20 @@ TEST_F(ApiTest, ListingFiltersAndPagesWithACursor) {
     cursor = r.body["next_cursor"];
   }
   EXPECT_EQ(seen, ids) << "every task once, in the order added";
+  // Newest first, paged the other way.
+  std::vector<std::string> back;
+  cursor.clear();
+  for (int page = 0; page < 5; ++page) {
+    std::string path = "/api/tasks?order=desc&limit=2";
+    if (!cursor.empty()) path.append("&cursor").append("=").append(cursor);
+    Reply r = Get(path);
+    ASSERT_EQ(r.status, 200) << r.body.dump();
+    for (const auto& t : r.body["tasks"]) back.push_back(t["id"]);
+    if (r.body["next_cursor"].is_null()) break;
+    cursor = r.body["next_cursor"];
+  }
+  EXPECT_EQ(back, std::vector<std::string>(ids.rbegin(), ids.rend()));
+  EXPECT_EQ(Get("/api/tasks?order=newest").status, 400);
   TxJson({"claim", ids[2]});
   Reply running = Get("/api/tasks?status=in-progress");
   ASSERT_EQ(running.body["tasks"].size(), 1u);
@@ -372,7 +386,10 @@ TEST_F(ApiTest, WorkersHeartbeatsAndEventsAreReadable) {
   Reply one = Get("/api/workers/by-hand");
   ASSERT_EQ(one.status, 200) << one.body.dump();
   EXPECT_EQ(one.body["id"], claim["worker_id"]);
-  EXPECT_EQ(one.body, TxJson({"worker", "status", "by-hand"}));
+  json cli = TxJson({"worker", "status", "by-hand"});
+  EXPECT_TRUE(one.body["heartbeat_age_ms"].is_number()) << one.body.dump();
+  for (json* j : {&one.body, &cli}) j->erase("heartbeat_age_ms");  // read a moment apart
+  EXPECT_EQ(one.body, cli);
   EXPECT_EQ(Get("/api/workers/worker-zzzzzzzz").status, 404);
   EXPECT_EQ(Get("/api/workers?status=sleeping").status, 400);
   Reply beats = Get("/api/heartbeats");
@@ -388,6 +405,14 @@ TEST_F(ApiTest, WorkersHeartbeatsAndEventsAreReadable) {
   Reply after = Get("/api/events?after=" + std::to_string(first) + "&limit=1");
   ASSERT_EQ(after.body["events"].size(), 1u);
   EXPECT_EQ(after.body["events"][0]["type"], "worker.registered");
+
+  // Several statuses, and the newest few.
+  TxJson({"claim", AddOverHttp("b"), "--worker", "other-hand"});
+  EXPECT_EQ(Get("/api/workers?status=idle,busy").body["workers"].size(), 2u);
+  EXPECT_EQ(Get("/api/workers?status=idle,stopped").body["workers"].size(), 0u);
+  Reply newest = Get("/api/workers?limit=1");
+  ASSERT_EQ(newest.body["workers"].size(), 1u);
+  EXPECT_EQ(newest.body["workers"][0]["name"], "other-hand");
 }
 
 TEST_F(ApiTest, ScopedTokensMayDoOnlyWhatTheirScopeAllows) {
@@ -404,6 +429,11 @@ TEST_F(ApiTest, ScopedTokensMayDoOnlyWhatTheirScopeAllows) {
 
 TEST_F(ApiTest, OffLoopbackEveryRequestNeedsAToken) {
   Serve("0.0.0.0");
+  // Only the dashboard's page and assets, which hold no data, are open to a browser.
+  auto page = Client().Get("/");
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 200);
+  EXPECT_NE(page->body.find("<html"), std::string::npos);
   EXPECT_EQ(Get("/healthz").status, 401);
   EXPECT_EQ(Get("/api/tasks").status, 401);
   EXPECT_EQ(Get("/api/tasks", token_).status, 200);

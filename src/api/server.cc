@@ -15,6 +15,7 @@
 #include "api/http_util.h"
 #include "api/requests.h"
 #include "core/json.h"
+#include "core/validation.h"
 #include "service/claim_service.h"
 #include "service/task_service.h"
 #include "service/worker_service.h"
@@ -148,6 +149,12 @@ void ApiServer::Routes() {
       }
       bearer = from_query;
     }
+    // The dashboard's page and assets hold no data (it reads everything through the API, with
+    // the token it is given), and a browser opening it cannot send a token.
+    if (req.method == "GET" && !req.has_header("Authorization") &&
+        (req.path == "/" || req.path.starts_with("/assets/"))) {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
     Verdict v = Authorize(tokens_, loopback_, Mutating(req.method), NeedOf(req), bearer);
     if (v.http_status != 0) {
       ReplyError(res, v.http_status, CodeOfStatus(v.http_status), v.message);
@@ -197,7 +204,7 @@ void ApiServer::Routes() {
 
   h.Get("/api/tasks", [with_store, &opts](const httplib::Request& req, httplib::Response& res) {
     with_store(res, 200, [&](store::Store& store) -> Result<json> {
-      TX_RETURN_IF_ERROR(OnlyParams(req, {"status", "queue", "owner", "limit", "cursor"}));
+      TX_RETURN_IF_ERROR(OnlyParams(req, {"status", "queue", "owner", "limit", "cursor", "order"}));
       store::TaskFilter f;
       if (req.has_param("status")) {
         TX_ASSIGN_OR_RETURN(f.status, ParseTaskStatus(req.get_param_value("status")));
@@ -205,7 +212,12 @@ void ApiServer::Routes() {
       if (req.has_param("queue")) f.queue = req.get_param_value("queue");
       if (req.has_param("owner")) f.owner = req.get_param_value("owner");
       TX_ASSIGN_OR_RETURN(f.limit, CountParam(req, "limit", kDefaultPageSize, 1, kMaxPageSize));
-      TX_ASSIGN_OR_RETURN(f.after_seq, CursorParam(req, "cursor"));
+      TX_ASSIGN_OR_RETURN(f.cursor, CursorParam(req, "cursor"));
+      std::string order = req.has_param("order") ? req.get_param_value("order") : "asc";
+      if (order != "asc" && order != "desc") {
+        return Error::InvalidArgument("parameter 'order' must be asc or desc");
+      }
+      f.newest_first = order == "desc";
       TX_ASSIGN_OR_RETURN(std::vector<Task> list,
                           service::TaskService(store, store.clock(), opts).List(f));
       json out = {{"tasks", json::array()}, {"next_cursor", nullptr}};
@@ -282,14 +294,18 @@ void ApiServer::Routes() {
 
   h.Get("/api/workers", [with_store, &opts](const httplib::Request& req, httplib::Response& res) {
     with_store(res, 200, [&](store::Store& store) -> Result<json> {
-      TX_RETURN_IF_ERROR(OnlyParams(req, {"status"}));
+      TX_RETURN_IF_ERROR(OnlyParams(req, {"status", "limit"}));
       std::vector<WorkerStatus> statuses;
       if (req.has_param("status")) {
-        TX_ASSIGN_OR_RETURN(WorkerStatus s, ParseWorkerStatus(req.get_param_value("status")));
-        statuses.push_back(s);
+        for (const auto& name : SplitCommas({req.get_param_value("status")})) {
+          TX_ASSIGN_OR_RETURN(WorkerStatus s, ParseWorkerStatus(name));
+          statuses.push_back(s);
+        }
       }
+      TX_ASSIGN_OR_RETURN(int limit, CountParam(req, "limit", 0, 1, 100'000));
       TX_ASSIGN_OR_RETURN(std::vector<Worker> all,
                           service::WorkerService(store, store.clock(), opts).List(statuses));
+      if (limit > 0 && static_cast<int>(all.size()) > limit) all.resize(limit);  // newest first
       Millis now = store.clock().NowMs();
       json out = {{"workers", json::array()}};
       for (const auto& w : all) out["workers"].push_back(ToJson(w, now));

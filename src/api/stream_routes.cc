@@ -183,8 +183,10 @@ void ApiServer::StreamRoutes() {
     }
     auto offset = std::make_shared<std::int64_t>(from);
     std::int64_t token = attempt->token;
+    // Not text/plain: the library gzips text for clients that accept it, and a gzipped chunked
+    // reply reaches a browser only when it ends, which defeats following.
     res.set_chunked_content_provider(
-        "text/plain; charset=utf-8",
+        "application/octet-stream",
         [this, path, offset, token, id, &opts](std::size_t, httplib::DataSink& sink) {
           for (int polls = 0;; ++polls) {
             std::int64_t size = FileSize(path);

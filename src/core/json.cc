@@ -80,6 +80,9 @@ nlohmann::json ToJson(const Worker& w, Millis now) {
       {"heartbeat_interval", FormatDuration(w.heartbeat_interval_ms)},
       {"registered_at", Time(w.registered_at)},
       {"last_heartbeat_at", Time(w.last_heartbeat_at)},
+      {"heartbeat_age_ms", w.last_heartbeat_at > 0 && now > 0
+                               ? nlohmann::json(now - w.last_heartbeat_at)
+                               : nlohmann::json()},
       {"current_task_id",
        w.current_task_id.empty() ? nlohmann::json() : nlohmann::json(w.current_task_id)},
       {"reason", w.reason},

@@ -32,8 +32,11 @@ struct TaskFilter {
   std::optional<TaskStatus> status;
   std::optional<std::string> queue;
   std::optional<std::string> owner;
-  int limit = 0;            // 0 = no limit
-  std::int64_t after_seq = 0;  // only tasks added after this one (paging: the last seq seen)
+  int limit = 0;  // 0 = no limit
+  // Paging by insertion order: oldest first, after `cursor` (the last seq seen); or, with
+  // newest_first, newest first, before `cursor` (0: from the newest).
+  bool newest_first = false;
+  std::int64_t cursor = 0;
 };
 
 // What a worker can take: used to pick the best eligible ready task.

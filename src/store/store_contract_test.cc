@@ -150,10 +150,17 @@ TEST_P(StoreContract, ListTasksFiltersAndPagesInInsertionOrder) {
   page.limit = 2;
   auto [first, first_tasks] = list(page);
   EXPECT_EQ(first, (std::vector<std::string>{"task-00000000", "task-00000001"}));
-  page.after_seq = first_tasks.back().seq;
+  page.cursor = first_tasks.back().seq;
   EXPECT_EQ(list(page).first, (std::vector<std::string>{"task-00000002", "task-00000003"}));
   page.queue = "even";
   EXPECT_EQ(list(page).first, (std::vector<std::string>{"task-00000002", "task-00000004"}));
+  TaskFilter newest;
+  newest.newest_first = true;
+  newest.limit = 2;
+  auto [latest, latest_tasks] = list(newest);
+  EXPECT_EQ(latest, (std::vector<std::string>{"task-00000004", "task-00000003"}));
+  newest.cursor = latest_tasks.back().seq;
+  EXPECT_EQ(list(newest).first, (std::vector<std::string>{"task-00000002", "task-00000001"}));
 }
 
 // Plain strings take a fast path in the SQLite store; the rest go through a JSON library.

@@ -258,16 +258,23 @@ class SqliteTxn final : public Txn {
   }
 
   Result<std::vector<Task>> ListTasks(const TaskFilter& f) override {
-    TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("SELECT " TASK_COLS " FROM tasks "
-                                            "WHERE (?1 = '' OR status = ?1) "
-                                            "AND (?2 = '' OR queue = ?2) "
-                                            "AND (?3 = '' OR owner = ?3) "
-                                            "AND seq > ?5 ORDER BY seq LIMIT ?4"));
+    // Two statements, so that each pages along the rowid in its own direction.
+    TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare(f.newest_first ? "SELECT " TASK_COLS " FROM tasks "
+                                                             "WHERE (?1 = '' OR status = ?1) "
+                                                             "AND (?2 = '' OR queue = ?2) "
+                                                             "AND (?3 = '' OR owner = ?3) "
+                                                             "AND (?5 = 0 OR seq < ?5) "
+                                                             "ORDER BY seq DESC LIMIT ?4"
+                                                           : "SELECT " TASK_COLS " FROM tasks "
+                                                             "WHERE (?1 = '' OR status = ?1) "
+                                                             "AND (?2 = '' OR queue = ?2) "
+                                                             "AND (?3 = '' OR owner = ?3) "
+                                                             "AND seq > ?5 ORDER BY seq LIMIT ?4"));
     s.Bind(1, f.status ? ToString(*f.status) : std::string_view())
         .Bind(2, f.queue.value_or(""))
         .Bind(3, f.owner.value_or(""))
         .Bind(4, f.limit > 0 ? std::int64_t{f.limit} : std::int64_t{-1})
-        .Bind(5, f.after_seq);
+        .Bind(5, f.cursor);
     return ReadAll<Task>(s, ReadTask);
   }
 
