@@ -13,6 +13,8 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "http_client.h"
 #include "orchestrator_fixture.h"
@@ -199,6 +201,39 @@ TEST_F(RemoteWorkerTest, TheProtocolIsFencedByTheClaimTokenAndByTheTokenScope) {
   ASSERT_EQ(bye.status, 200);
   EXPECT_EQ(bye.body["worker"]["status"], "stopped");
   EXPECT_EQ(worker.Post("/api/worker/heartbeat", {{"worker_id", wid}}).status, 409);
+}
+
+TEST_F(RemoteWorkerTest, PastHalfTheServersThreadsAClaimDoesNotWaitAndSaysWhenToComeBack) {
+  StartServer({"--http-threads", "4"});  // at most 2 claims wait at once
+  ApiClient worker(port_, "w-secret");
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) {
+    std::string name = "w";  // (not "w" + to_string: GCC 12 warns falsely of an overlap there)
+    name += std::to_string(i);
+    HttpReply reg =
+        worker.Post("/api/worker/register", {{"name", name}, {"hostname", "elsewhere"}});
+    ASSERT_EQ(reg.status, 201);
+    ids.push_back(reg.body["worker"]["id"]);
+  }
+  std::vector<std::thread> waiting;
+  for (int i = 0; i < 2; ++i) {
+    waiting.emplace_back([&, i] {
+      worker.Post("/api/worker/claim", {{"worker_id", ids[i]}, {"wait_ms", 3000}});
+    });
+  }
+  std::this_thread::sleep_for(500ms);  // let both waits begin
+  auto third =
+      worker.Raw().Post("/api/worker/claim", json{{"worker_id", ids[2]}, {"wait_ms", 30000}}.dump(),
+                        "application/json");
+  ASSERT_TRUE(third);
+  EXPECT_EQ(third->status, 204);
+  EXPECT_EQ(third->get_header_value("Retry-After"), "1");
+  for (auto& t : waiting) t.join();
+  // With the waits over, a claim waits again (and a task added meanwhile reaches it).
+  std::string id = AddShellTask("true");
+  HttpReply got = worker.Post("/api/worker/claim", {{"worker_id", ids[2]}, {"wait_ms", 3000}});
+  EXPECT_EQ(got.status, 200);
+  EXPECT_EQ(got.body["task"]["id"], id);
 }
 
 TEST_F(RemoteWorkerTest, BadFlagsAreRefusedBeforeAnythingRuns) {

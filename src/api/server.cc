@@ -124,6 +124,9 @@ void ApiServer::Routes() {
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
   });
   h.set_keep_alive_max_count(1000);
+  // An idle keep-alive connection holds one of the server's threads: let it go after 2 s, so that
+  // a fleet of remote workers heartbeating now and then does not pin a thread each.
+  h.set_keep_alive_timeout(2);
   // The library's pool has 8 threads by default, and every open event stream holds one. (It
   // takes a raw pointer and owns it.)
   h.new_task_queue = [n = options_.threads] { return new httplib::ThreadPool(n); };

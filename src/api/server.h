@@ -7,6 +7,7 @@
 // Thread safety: Start and Stop from one thread; requests are served on the server's threads,
 // each with a store of its own from a StorePool.
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -32,8 +33,9 @@ struct ServerOptions {
   // How often the event hub looks for new events (the streams' and the dashboard's latency).
   std::chrono::milliseconds event_poll{50};
   // Threads serving requests: each open event stream, log follow and waiting claim of a remote
-  // worker holds one.
-  int threads = 128;
+  // worker holds one while it lasts. At most half of them hold waiting claims; past that a claim
+  // does not wait and its worker is told to come back in a second (Retry-After).
+  int threads = 256;
   service::ServiceOptions service;
 };
 
@@ -65,6 +67,7 @@ class ApiServer {
   bool loopback_;
   StorePool stores_;
   std::unique_ptr<EventHub> hub_;
+  std::atomic<int> waiting_claims_{0};
   std::unique_ptr<httplib::Server> http_;
   std::thread thread_;
   int port_ = 0;

@@ -135,6 +135,16 @@ void ApiServer::WorkerRoutes() {
       if (held) return ClaimJson(*held);
       service::ClaimService claims(store, store.clock(), opts);
       service::WorkerService workers(store, store.clock(), opts);
+      // Waiting claims hold server threads: past half of them, a claim does not wait, and its
+      // worker is told when to come back instead.
+      struct Waiting {
+        std::atomic<int>& n;
+        ~Waiting() { --n; }
+      } waiting{waiting_claims_};
+      if (++waiting_claims_ > options_.threads / 2 && c.wait_ms > 0) {
+        c.wait_ms = 0;
+        res.set_header("Retry-After", "1");
+      }
       auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(c.wait_ms);
       for (;;) {
         std::uint64_t seen = hub_->ready_generation();

@@ -50,7 +50,7 @@ Status RefuseIfRunning(store::Store& store) {
 Handler SetupOrchestratorStart(CLI::App& cmd) {
   struct Args {
     std::string workers, max_workers, reconcile, shutdown, config, max_restarts, restart_window,
-        max_backoff, capacity_timeout, max_queue_depth, heartbeat_file, http;
+        max_backoff, capacity_timeout, max_queue_depth, heartbeat_file, http, http_threads;
     worker::WorkerFlags worker;  // what every worker is started with
     bool daemon = false;
   };
@@ -87,6 +87,7 @@ Handler SetupOrchestratorStart(CLI::App& cmd) {
       "Mirror the pool's heartbeat document to this file (rewritten atomically)", "PATH");
   opt("--http", a->http,
       "Also serve the HTTP API and dashboard on this address (e.g. 127.0.0.1:8787)", "HOST:PORT");
+  opt("--http-threads", a->http_threads, "Threads serving the HTTP API (default 256)", "N");
   opt("--stall-timeout", a->worker.stall, "Stop an agent silent for this long (default off)",
       "DUR");
   opt("--poll-interval", a->worker.poll, "Workers' fallback poll when idle (default 30s)", "DUR");
@@ -133,6 +134,10 @@ Handler SetupOrchestratorStart(CLI::App& cmd) {
     std::optional<std::pair<std::string, int>> http;
     if (!a->http.empty()) {
       TX_ASSIGN_OR_RETURN(http, api::ParseListenAddress(a->http));
+    }
+    int http_threads = api::ServerOptions{}.threads;
+    if (!a->http_threads.empty()) {
+      TX_ASSIGN_OR_RETURN(http_threads, ParseCount("--http-threads", a->http_threads));
     }
     c.policy.backoff_max_ms = std::max(c.policy.backoff_max_ms, c.policy.backoff_initial_ms);
 
@@ -210,6 +215,7 @@ Handler SetupOrchestratorStart(CLI::App& cmd) {
       so.host = http->first;
       so.port = http->second;
       so.service = ctx.options();
+      so.threads = http_threads;
       Result<std::unique_ptr<api::ApiServer>> started = api::ApiServer::Start(std::move(so));
       if (!started.ok()) {
         if (handshake) {

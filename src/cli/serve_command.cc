@@ -17,7 +17,11 @@ Handler SetupServe(CLI::App& cmd) {
   NonEmpty(cmd.add_option("--http", *http,
                           "Address to listen on (default 127.0.0.1:8787; port 0 = any free)")
                ->type_name("HOST:PORT"));
-  return [http](Context& ctx) -> Status {
+  auto threads = std::make_shared<std::string>();
+  NonEmpty(cmd.add_option("--http-threads", *threads,
+                          "Threads serving requests (default 256; see docs/api.md)")
+               ->type_name("N"));
+  return [http, threads](Context& ctx) -> Status {
     TX_ASSIGN_OR_RETURN(auto address, api::ParseListenAddress(*http));
     api::ServerOptions o;
     o.db_path = ctx.DbPath();
@@ -27,6 +31,9 @@ Handler SetupServe(CLI::App& cmd) {
     o.host = address.first;
     o.port = address.second;
     o.service = ctx.options();
+    if (!threads->empty()) {
+      TX_ASSIGN_OR_RETURN(o.threads, ParseCount("--http-threads", *threads));
+    }
     // Signals are taken by sigwait below; blocked first so the server's threads inherit the mask.
     sigset_t stop;
     sigemptyset(&stop);

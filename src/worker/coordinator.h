@@ -48,6 +48,9 @@ class Coordinator {
   // Whether ClaimNext can wait at the source. When it cannot, an idle worker sleeps on
   // watch_fd() and NextEligibleAt instead.
   virtual bool WaitsForClaims() const = 0;
+  // After a ClaimNext that came back empty: how long to wait before the next (a server too busy
+  // to hold the wait says so); 0 to claim again at once.
+  virtual Millis ClaimBackoffMs() const { return 0; }
   // Readable when a task may have become ready (store::ChangeWatch); -1 when there is none.
   virtual int watch_fd() = 0;
   // Consumes the watch's notifications; true if any may concern the store.

@@ -1,6 +1,8 @@
 #include "worker/http_coordinator.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 
 #include "core/json.h"
 
@@ -22,12 +24,12 @@ json ExitCodeJson(std::optional<int> code) { return code ? json(*code) : json();
 
 }  // namespace
 
-HttpCoordinator::HttpCoordinator(const std::string& url, const std::string& token)
+HttpCoordinator::HttpCoordinator(const std::string& url, const std::string& token, bool keep_alive)
     : url_(url), client_(url) {
   client_.set_connection_timeout(5, 0);
   client_.set_read_timeout(kRequestTimeoutMs / 1000, 0);
   client_.set_write_timeout(kRequestTimeoutMs / 1000, 0);
-  client_.set_keep_alive(true);
+  client_.set_keep_alive(keep_alive);
   if (!token.empty()) client_.set_bearer_token_auth(token);
 }
 
@@ -55,14 +57,8 @@ Result<json> HttpCoordinator::Decode(const httplib::Result& r, const std::string
   return Error(CodeOfHttpReply(r->status, code), what + ": " + message);
 }
 
-Result<json> HttpCoordinator::Post(const std::string& path, const json& body,
-                                   Millis read_timeout_ms) {
-  if (read_timeout_ms > 0) {
-    client_.set_read_timeout(std::chrono::milliseconds(read_timeout_ms));
-  }
-  httplib::Result r = client_.Post(path, body.dump(), "application/json");
-  if (read_timeout_ms > 0) client_.set_read_timeout(kRequestTimeoutMs / 1000, 0);
-  return Decode(r, "POST " + path);
+Result<json> HttpCoordinator::Post(const std::string& path, const json& body) {
+  return Decode(client_.Post(path, body.dump(), "application/json"), "POST " + path);
 }
 
 Result<json> HttpCoordinator::Get(const std::string& path) {
@@ -112,10 +108,17 @@ Result<Worker> HttpCoordinator::Deregister(std::string_view worker_id, const std
 Result<std::optional<service::ClaimResult>> HttpCoordinator::ClaimNext(std::string_view worker_id,
                                                                        Millis lease_ms,
                                                                        Millis wait_ms) {
-  TX_ASSIGN_OR_RETURN(json reply,
-                      Post("/api/worker/claim",
-                           {{"worker_id", worker_id}, {"lease_ms", lease_ms}, {"wait_ms", wait_ms}},
-                           wait_ms + kLongPollSlackMs));
+  client_.set_read_timeout(std::chrono::milliseconds(wait_ms + kLongPollSlackMs));
+  httplib::Result r = client_.Post(
+      "/api/worker/claim",
+      json{{"worker_id", worker_id}, {"lease_ms", lease_ms}, {"wait_ms", wait_ms}}.dump(),
+      "application/json");
+  client_.set_read_timeout(kRequestTimeoutMs / 1000, 0);
+  claim_backoff_ms_ = 0;
+  if (r && r->status == 204 && r->has_header("Retry-After")) {
+    claim_backoff_ms_ = 1000 * std::max(1, std::atoi(r->get_header_value("Retry-After").c_str()));
+  }
+  TX_ASSIGN_OR_RETURN(json reply, Decode(r, "POST /api/worker/claim"));
   if (!reply.is_object() || !reply.contains("claim")) return std::optional<service::ClaimResult>();
   service::ClaimResult out;
   TX_ASSIGN_OR_RETURN(out.claim, ClaimFromJson(reply["claim"]));

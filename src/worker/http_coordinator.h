@@ -22,8 +22,11 @@ namespace tx::worker {
 
 class HttpCoordinator : public Coordinator {
  public:
-  // `url` is http://HOST:PORT; `token` a worker (or admin) token of that server.
-  HttpCoordinator(const std::string& url, const std::string& token);
+  // `url` is http://HOST:PORT; `token` a worker (or admin) token of that server. With
+  // `keep_alive` the connection stays open between requests (the main loop's); without it each
+  // request has its own (the heartbeat thread's, which would otherwise hold one of the server's
+  // threads between beats).
+  HttpCoordinator(const std::string& url, const std::string& token, bool keep_alive = true);
 
   Millis NowMs() override;
   Result<Worker> Register(const service::Registration& r, std::vector<Worker>* replaced) override;
@@ -34,6 +37,7 @@ class HttpCoordinator : public Coordinator {
   Result<std::optional<service::ClaimResult>> ClaimNext(std::string_view worker_id, Millis lease_ms,
                                                         Millis wait_ms) override;
   bool WaitsForClaims() const override { return true; }
+  Millis ClaimBackoffMs() const override { return claim_backoff_ms_; }
   int watch_fd() override { return -1; }
   bool DrainWatch() override { return false; }
   Result<std::optional<Millis>> NextEligibleAt(std::string_view) override {
@@ -57,14 +61,14 @@ class HttpCoordinator : public Coordinator {
 
  private:
   // POSTs `body` to `path` and returns the reply's JSON (null for 204), or its error.
-  Result<nlohmann::json> Post(const std::string& path, const nlohmann::json& body,
-                              Millis read_timeout_ms = 0);
+  Result<nlohmann::json> Post(const std::string& path, const nlohmann::json& body);
   Result<nlohmann::json> Get(const std::string& path);
   Result<nlohmann::json> Decode(const httplib::Result& r, const std::string& what);
 
   std::string url_;
   httplib::Client client_;
   std::atomic<Millis> clock_offset_ms_{0};  // server's clock minus ours
+  Millis claim_backoff_ms_ = 0;             // the last empty claim's Retry-After
 };
 
 }  // namespace tx::worker

@@ -46,16 +46,17 @@ Millis MsUntil(SteadyClock::time_point t) {
 }
 
 // The fleet as this worker reaches it: the store, or (with --server) the HTTP API. The main loop's
-// watches the store for new tasks; the heartbeat thread's does not.
+// (`main`) watches the store for new tasks, or keeps its connection to the server open; the
+// heartbeat thread's does neither.
 Result<std::unique_ptr<Coordinator>> OpenCoordinator(const WorkerConfig& config,
                                                      const service::ServiceOptions& options,
-                                                     bool watch) {
+                                                     bool main) {
   if (!config.server_url.empty()) {
     return std::unique_ptr<Coordinator>(
-        std::make_unique<HttpCoordinator>(config.server_url, config.server_token));
+        std::make_unique<HttpCoordinator>(config.server_url, config.server_token, main));
   }
   TX_ASSIGN_OR_RETURN(std::unique_ptr<LocalCoordinator> local,
-                      LocalCoordinator::Open(config.db_path, options, watch));
+                      LocalCoordinator::Open(config.db_path, options, main));
   return std::unique_ptr<Coordinator>(std::move(local));
 }
 
@@ -290,8 +291,10 @@ Result<int> WorkerRuntime::Run() {
       continue;
     }
     if (fleet_->WaitsForClaims()) {
-      // The server waited for us and came back empty-handed: a request, or nothing to do yet.
+      // The server waited for us and came back empty-handed: a request, or nothing to do yet —
+      // or it was too busy to wait, and said how long to hold off.
       CheckRequests(nullptr);
+      if (Millis back = fleet_->ClaimBackoffMs(); back > 0) WaitIdle(back);
       continue;
     }
     // Idle: sleep until something may have changed, re-checking cheaply (a read) on each change.
