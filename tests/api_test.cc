@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
+#include <sqlite3.h>
 
 #include <algorithm>
 #include <chrono>
@@ -330,6 +331,22 @@ TEST_F(ApiTest, AReadMayCarryItsTokenInTheQueryButAChangeMayNot) {
   EXPECT_EQ(TaskCount(), 0u);
   EventStream stream(port_, "/api/events?after=0&access_token=r-token");
   ASSERT_TRUE(WaitFor([&] { return stream.status() == 200; }, 30s));
+}
+
+TEST_F(ApiTest, AStoreBusyPastItsTimeoutIs503AndWritesNothing) {
+  Serve();
+  // Another process holds the write lock longer than the server's busy timeout (10 s).
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir_.path() / ".tx" / "tx.db").c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
+  Reply busy = Post("/api/tasks", R"({"title": "while locked"})", token_);
+  EXPECT_EQ(busy.status, 503) << busy.body.dump();
+  EXPECT_EQ(ErrorCode(busy), "unavailable");
+  EXPECT_EQ(Get("/api/tasks").status, 200);  // reads go on meanwhile (WAL)
+  sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+  EXPECT_EQ(TaskCount(), 0u);
+  EXPECT_EQ(Post("/api/tasks", R"({"title": "after"})", token_).status, 201);
 }
 
 TEST_F(ApiTest, ListingFiltersAndPagesWithACursor) {

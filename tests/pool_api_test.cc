@@ -264,6 +264,17 @@ TEST_F(PoolApiTest, SessionsListTheRunningAgentsAndEndingOneRequeuesItsTask) {
   EXPECT_EQ(Show(id)["attempt"], 2);  // the ended attempt counted
 }
 
+TEST_F(PoolApiTest, AFullQueueRefusesANewTaskWith429AndWritesNothing) {
+  ApiClient api = StartServed({"--workers", "0", "--max-queue-depth", "1"});
+  ASSERT_EQ(api.Post("/api/tasks", {{"title", "first"}}).status, 201);
+  HttpReply full = api.Post("/api/tasks", {{"title", "second"}});
+  EXPECT_EQ(full.status, 429) << full.body.dump();
+  EXPECT_EQ(ErrorCodeOf(full), "backpressure");
+  EXPECT_NE(full.body["error"].value("message", "").find("queue full"), std::string::npos)
+      << full.body.dump();
+  EXPECT_EQ(Tasks().size(), 1u);
+}
+
 TEST_F(PoolApiTest, StopOverHttpStopsThePoolGracefully) {
   ApiClient api = StartServed({"--workers", "2"});
   ASSERT_TRUE(PoolIs({"slot-1", "slot-2"}));
