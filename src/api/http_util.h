@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "api/store_pool.h"
 #include "core/error.h"
 
 namespace tx::api {
@@ -26,6 +27,17 @@ void ReplyError(httplib::Response& res, int status, std::string_view code, std::
 void ReplyError(httplib::Response& res, const Error& e);
 // The error code name of a status the library or the auth rules set (401, 403, 404, 405, 413).
 std::string_view CodeOfStatus(int status);
+
+// Runs `fn(store)` with a store of `pool` and replies with the JSON it returns (`ok_status`), or
+// with its error.
+template <typename Fn>
+void ReplyWithStore(StorePool& pool, httplib::Response& res, int ok_status, Fn&& fn) {
+  Result<StorePool::Lease> s = pool.Acquire();
+  if (!s.ok()) return ReplyError(res, s.error());
+  Result<nlohmann::json> body = fn(**s);
+  if (!body.ok()) return ReplyError(res, body.error());
+  Reply(res, ok_status, *body);
+}
 
 // A query parameter as a count in [lo, hi], or `fallback` when absent.
 Result<int> CountParam(const httplib::Request& req, const char* name, int fallback, int lo, int hi);

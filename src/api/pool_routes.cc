@@ -78,11 +78,7 @@ void ApiServer::PoolRoutes() {
 
   // Runs `fn` with a store of its own and replies with its JSON, or with its error.
   auto with_store = [this](httplib::Response& res, int ok_status, auto fn) {
-    Result<StorePool::Lease> s = stores_.Acquire();
-    if (!s.ok()) return ReplyError(res, s.error());
-    Result<json> body = fn(**s);
-    if (!body.ok()) return ReplyError(res, body.error());
-    Reply(res, ok_status, *body);
+    ReplyWithStore(stores_, res, ok_status, fn);
   };
 
   h.Get("/api/orchestrator",
@@ -107,12 +103,7 @@ void ApiServer::PoolRoutes() {
            with_store(res, 202, [&](store::Store& store) -> Result<json> {
              TX_ASSIGN_OR_RETURN(json body, ParseObject(req.body.empty() ? "{}" : req.body));
              TX_ASSIGN_OR_RETURN(bool force, DecodeStop(body));
-             service::OrchestratorService row(store, store.clock());
-             TX_ASSIGN_OR_RETURN(OrchestratorState o, row.Get());
-             if (!opts.orchestrator_alive(o, store.clock().NowMs())) {
-               return Error::Conflict("no orchestrator is running on this store");
-             }
-             TX_RETURN_IF_ERROR(row.RequestStop(force));
+             TX_RETURN_IF_ERROR(orchestrator::StopOrchestrator(store, opts, force, false));
              return json{{"status", "stopping"}, {"force", force}};
            });
          });

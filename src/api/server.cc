@@ -189,11 +189,7 @@ void ApiServer::Routes() {
 
   // Runs `fn` with a store of its own and replies with its JSON, or with its error.
   auto with_store = [this](httplib::Response& res, int ok_status, auto fn) {
-    Result<StorePool::Lease> s = stores_.Acquire();
-    if (!s.ok()) return ReplyError(res, s.error());
-    Result<json> body = fn(**s);
-    if (!body.ok()) return ReplyError(res, body.error());
-    Reply(res, ok_status, *body);
+    ReplyWithStore(stores_, res, ok_status, fn);
   };
   const service::ServiceOptions& opts = options_.service;
 

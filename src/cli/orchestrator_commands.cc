@@ -252,29 +252,6 @@ Handler SetupOrchestratorStart(CLI::App& cmd) {
   };
 }
 
-namespace {
-
-Result<OrchestratorState> WaitFor(store::Store& store, Millis timeout_ms,
-                                  const std::function<bool(const OrchestratorState&)>& done) {
-  service::OrchestratorService row(store, store.clock());
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  for (;;) {
-    TX_ASSIGN_OR_RETURN(OrchestratorState o, row.Get());
-    if (done(o)) return o;
-    if (!OrchestratorAlive(o, store.clock().NowMs())) {
-      return Error::Unavailable("the orchestrator (pid " + std::to_string(o.pid) + " on " +
-                                o.hostname + ") is not running; the next start reconciles");
-    }
-    if (std::chrono::steady_clock::now() >= deadline) {
-      return Error::Unavailable("timed out waiting for the orchestrator (pid " +
-                                std::to_string(o.pid) + ", " + o.status + ")");
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-}
-
-}  // namespace
-
 Handler SetupOrchestratorStop(CLI::App& cmd) {
   struct Args {
     bool graceful = false, force = false, no_wait = false;
@@ -288,21 +265,8 @@ Handler SetupOrchestratorStop(CLI::App& cmd) {
   cmd.add_flag("--no-wait", a->no_wait, "Return once the stop is requested");
   return [a](Context& ctx) -> Status {
     TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
-    service::OrchestratorService row(*store, store->clock());
-    TX_ASSIGN_OR_RETURN(OrchestratorState o, row.Get());
-    if (!OrchestratorAlive(o, ctx.now())) {
-      return Error::Conflict(
-          o.status == "stopped" ? std::string("no orchestrator is running on this store")
-                                : "no orchestrator is running (pid " + std::to_string(o.pid) +
-                                      " on " + o.hostname + " is gone; the next start reconciles)");
-    }
-    TX_RETURN_IF_ERROR(row.RequestStop(a->force));
-    if (!a->no_wait) {
-      Millis timeout = o.config.value("shutdown_timeout_ms", Millis{300'000}) + 30'000;
-      TX_RETURN_IF_ERROR(WaitFor(*store, timeout, [&](const OrchestratorState& now) {
-        return now.status == "stopped" || now.pid != o.pid;
-      }));
-    }
+    TX_ASSIGN_OR_RETURN(OrchestratorState o, orchestrator::StopOrchestrator(*store, ctx.options(),
+                                                                            a->force, !a->no_wait));
     if (ctx.json()) {
       ctx.PrintJson({{"stopped", !a->no_wait}, {"pid", o.pid}, {"hostname", o.hostname}});
     } else {

@@ -20,32 +20,33 @@ std::string NewRequestId(const char* kind, Millis now) {
          std::to_string(now);
 }
 
-// The running orchestrator's row, or conflict.
-Result<OrchestratorState> Running(store::Store& store, const service::ServiceOptions& options) {
+// The running orchestrator's row, or conflict; a stopping one too when `stopping_ok`.
+Result<OrchestratorState> Running(store::Store& store, const service::ServiceOptions& options,
+                                  bool stopping_ok = false) {
   service::OrchestratorService row(store, store.clock());
   TX_ASSIGN_OR_RETURN(OrchestratorState o, row.Get());
   if (!options.orchestrator_alive(o, store.clock().NowMs())) {
-    return Error::Conflict("no orchestrator is running on this store");
+    return Error::Conflict(o.status == "stopped"
+                               ? std::string("no orchestrator is running on this store")
+                               : "no orchestrator is running (pid " + std::to_string(o.pid) +
+                                     " on " + o.hostname + " is gone; the next start reconciles)");
   }
-  if (o.status == "stopping") return Error::Conflict("the orchestrator is stopping");
+  if (o.status == "stopping" && !stopping_ok) {
+    return Error::Conflict("the orchestrator is stopping");
+  }
   return o;
 }
 
-// Polls the row until the orchestrator has answered request `id`, and returns the answer.
-Result<nlohmann::json> AwaitAnswer(store::Store& store, const service::ServiceOptions& options,
-                                   const std::string& id, Millis timeout_ms) {
+// Polls the row until `done` holds, and returns it; unavailable when the orchestrator dies or
+// `timeout_ms` passes first.
+Result<OrchestratorState> AwaitRow(store::Store& store, const service::ServiceOptions& options,
+                                   Millis timeout_ms,
+                                   const std::function<bool(const OrchestratorState&)>& done) {
   service::OrchestratorService row(store, store.clock());
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   for (;;) {
     TX_ASSIGN_OR_RETURN(OrchestratorState o, row.Get());
-    if (o.pool.contains("results") && o.pool["results"].contains(id)) {
-      nlohmann::json answer = o.pool["results"][id];
-      if (answer.value("ok", false)) return answer;
-      std::string message = answer.value("message", std::string("refused"));
-      if (message.starts_with("no capacity")) return Error::Backpressure(message);
-      if (answer.value("code", std::string()) == "not_found") return Error::NotFound(message);
-      return Error::Conflict(message);
-    }
+    if (done(o)) return o;
     if (!options.orchestrator_alive(o, store.clock().NowMs())) {
       return Error::Unavailable("the orchestrator (pid " + std::to_string(o.pid) + " on " +
                                 o.hostname + ") is not running; the next start reconciles");
@@ -56,6 +57,21 @@ Result<nlohmann::json> AwaitAnswer(store::Store& store, const service::ServiceOp
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
+}
+
+// The answer to request `id`, once the orchestrator has given it.
+Result<nlohmann::json> AwaitAnswer(store::Store& store, const service::ServiceOptions& options,
+                                   const std::string& id, Millis timeout_ms) {
+  TX_ASSIGN_OR_RETURN(OrchestratorState o,
+                      AwaitRow(store, options, timeout_ms, [&](const OrchestratorState& now) {
+                        return now.pool.contains("results") && now.pool["results"].contains(id);
+                      }));
+  nlohmann::json answer = o.pool["results"][id];
+  if (answer.value("ok", false)) return answer;
+  std::string message = answer.value("message", std::string("refused"));
+  if (message.starts_with("no capacity")) return Error::Backpressure(message);
+  if (answer.value("code", std::string()) == "not_found") return Error::NotFound(message);
+  return Error::Conflict(message);
 }
 
 Millis AnswerTimeout(const OrchestratorState& o) {
@@ -99,6 +115,21 @@ Result<Worker> AddWorker(store::Store& store, const service::ServiceOptions& giv
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+}
+
+Result<OrchestratorState> StopOrchestrator(store::Store& store,
+                                           const service::ServiceOptions& given, bool force,
+                                           bool wait) {
+  service::ServiceOptions options = service::WithDefaults(given);
+  TX_ASSIGN_OR_RETURN(OrchestratorState o, Running(store, options, true));
+  TX_RETURN_IF_ERROR(service::OrchestratorService(store, store.clock()).RequestStop(force));
+  if (wait) {
+    Millis timeout = o.config.value("shutdown_timeout_ms", Millis{300'000}) + kAnswerMarginMs;
+    TX_RETURN_IF_ERROR(AwaitRow(store, options, timeout, [&](const OrchestratorState& now) {
+      return now.status == "stopped" || now.pid != o.pid;
+    }));
+  }
+  return o;
 }
 
 Status RetireSlot(store::Store& store, const service::ServiceOptions& given,

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/orchestrator.h"
 #include "core/worker.h"
 #include "service/options.h"
 #include "store/store.h"
@@ -34,6 +35,13 @@ struct WorkerSpec {
 // worker's process started but did not register within 30 s (its log says why).
 Result<Worker> AddWorker(store::Store& store, const service::ServiceOptions& options,
                          const WorkerSpec& spec);
+
+// Asks the running orchestrator to stop (with `force`: killing its workers now, their tasks
+// released); with `wait`, returns once it has stopped. Returns its row as it was when asked. A
+// stopping orchestrator may be asked again (to force it).
+Result<OrchestratorState> StopOrchestrator(store::Store& store,
+                                           const service::ServiceOptions& options, bool force,
+                                           bool wait);
 
 // Takes `slot` out of the pool: its worker drains (or, with `force`, stops its agent now and
 // releases its task without counting the attempt) and is not replaced. not_found when the pool
