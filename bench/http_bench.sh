@@ -208,7 +208,7 @@ if [ "${SKIP_HEARTBEATS:-0}" != 1 ]; then
   echo
   f=$OUT_DIR/heartbeats.jsonl
   if [ -s "$f" ]; then
-    echo "Registration of the $HB_WORKERS workers over HTTP (one keep-alive client): p50 $(fmt "$(median "$f" .register.p50_ms)" 2) ms, p99 $(fmt "$(median "$f" .register.p99_ms)" 2) ms (medians of the runs)."
+    echo "Registration of the $HB_WORKERS workers over HTTP (a connection each, one at a time): p50 $(fmt "$(median "$f" .register.p50_ms)" 2) ms, p99 $(fmt "$(median "$f" .register.p99_ms)" 2) ms (medians of the runs)."
     echo
   fi
   for f in "$OUT_DIR"/heartbeats*.jsonl; do
