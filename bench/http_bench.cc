@@ -422,9 +422,16 @@ int Heartbeats(const Options& o) {
   const auto window_end = window_begin + std::chrono::milliseconds(o.seconds_ms);
   std::atomic<bool> stop{false};
   std::vector<BeatThread> results(static_cast<std::size_t>(threads_n));
-  // Per worker: the last accepted beat, and the longest gap between two within the window.
-  std::vector<Clock::time_point> last_ok(static_cast<std::size_t>(o.workers));
+  // Per worker: when its last beat was accepted (registration counts, as on the server), what
+  // beat is in flight since when (0: none), and the longest time it went without an accepted beat
+  // within the window: the staleness the server would have seen.
+  const std::int64_t registered_ns = Clock::now().time_since_epoch().count();
+  std::vector<std::atomic<std::int64_t>> last_ok_ns(static_cast<std::size_t>(o.workers));
+  std::vector<std::atomic<std::int64_t>> in_flight_ns(static_cast<std::size_t>(o.workers));
+  for (auto& v : last_ok_ns) v = registered_ns;
   std::vector<double> max_gap_s(static_cast<std::size_t>(o.workers), 0);
+  auto ns = [](Clock::time_point t) -> std::int64_t { return t.time_since_epoch().count(); };
+  auto at = [](std::int64_t ns) { return Clock::time_point(Clock::duration(ns)); };
 
   std::vector<std::thread> threads;
   for (int t = 0; t < threads_n; ++t) {
@@ -435,20 +442,24 @@ int Heartbeats(const Options& o) {
           auto due = start + round * interval + interval * i / o.workers;
           std::this_thread::sleep_until(due);
           auto t0 = Clock::now();
-          Result<Worker> hb = fleet[static_cast<std::size_t>(i)]->Heartbeat(
-              ids[static_cast<std::size_t>(i)], {std::nullopt, BeatMetadata(i)});
+          const auto w = static_cast<std::size_t>(i);
+          in_flight_ns[w] = ns(t0);
+          Result<Worker> hb = fleet[w]->Heartbeat(ids[w], {std::nullopt, BeatMetadata(i)});
           auto t1 = Clock::now();
-          if (due < window_begin || due >= window_end) continue;
+          in_flight_ns[w] = 0;
+          // Beats that start in the window are counted, however late they end.
+          if (t0 < window_begin || t0 >= window_end) {
+            if (hb.ok() && t1 < window_begin) last_ok_ns[w] = ns(t1);
+            continue;
+          }
           me.latency_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
           me.lag_us.push_back(std::chrono::duration<double, std::micro>(t0 - due).count());
-          auto& last = last_ok[static_cast<std::size_t>(i)];
           if (hb.ok()) {
             ++me.ok;
-            if (last != Clock::time_point{}) {
-              double& gap = max_gap_s[static_cast<std::size_t>(i)];
-              gap = std::max(gap, Seconds(t1 - last));
+            if (t1 <= window_end) {  // after it, the monitor has taken the trailing gap
+              max_gap_s[w] = std::max(max_gap_s[w], Seconds(t1 - at(last_ok_ns[w])));
+              last_ok_ns[w] = ns(t1);
             }
-            last = t1;
           } else {
             ++me.failed;
             ++me.errors[ShortError(hb.error().message())];
@@ -467,11 +478,16 @@ int Heartbeats(const Options& o) {
   double self1 = SelfCpuSeconds();
   auto measured_to = Clock::now();
   int server_threads = ProcessThreads(o.server_pid);
-  stop = true;
-  for (auto& t : threads) t.join();
-  double window_s = Seconds(measured_to - measured_from);
-
-  // The fleet as the server sees it at the end: workers whose heartbeat is now ≥ 2 intervals old.
+  // Each worker's time since its last accepted beat, now; and beats hanging for 2 intervals.
+  std::vector<double> trailing_gap_s(static_cast<std::size_t>(o.workers));
+  std::int64_t hung = 0;
+  for (std::size_t w = 0; w < trailing_gap_s.size(); ++w) {
+    trailing_gap_s[w] = Seconds(window_end - at(last_ok_ns[w]));
+    std::int64_t since = in_flight_ns[w];
+    if (since != 0 && window_end - at(since) >= 2 * interval) ++hung;
+  }
+  // The fleet as the server sees it at the end, beats still going: workers whose heartbeat is
+  // ≥ 2 intervals old (-1: the server did not answer).
   std::int64_t stale_at_end = -1;
   {
     worker::HttpCoordinator reader(o.server, o.token, /*keep_alive=*/false);
@@ -485,6 +501,9 @@ int Heartbeats(const Options& o) {
       }
     }
   }
+  stop = true;
+  for (auto& t : threads) t.join();
+  double window_s = Seconds(measured_to - measured_from);
 
   std::vector<double> latency_us, lag_us;
   std::int64_t ok = 0, failed = 0;
@@ -496,13 +515,10 @@ int Heartbeats(const Options& o) {
     failed += r.failed;
     for (const auto& [e, n] : r.errors) errors[e] += n;
   }
-  // A worker with no accepted beat in the window counts as having gone the whole window.
   std::int64_t would_be_stale = 0;
   double worst_gap_s = 0;
-  for (int i = 0; i < o.workers; ++i) {
-    double gap = last_ok[static_cast<std::size_t>(i)] == Clock::time_point{}
-                     ? window_s
-                     : max_gap_s[static_cast<std::size_t>(i)];
+  for (std::size_t w = 0; w < max_gap_s.size(); ++w) {
+    double gap = std::max(max_gap_s[w], trailing_gap_s[w]);
     worst_gap_s = std::max(worst_gap_s, gap);
     if (gap * 1000 >= 2 * static_cast<double>(o.interval_ms)) ++would_be_stale;
   }
@@ -519,6 +535,7 @@ int Heartbeats(const Options& o) {
               {"beats_expected", static_cast<std::int64_t>(expected)},
               {"beats_ok", ok},
               {"beats_failed", failed},
+              {"beats_hung_at_end", hung},
               {"beats_per_s", Round(static_cast<double>(ok) / window_s, 1)},
               {"latency", Percentiles(std::move(latency_us))},
               {"start_lag", Percentiles(std::move(lag_us))},
