@@ -24,7 +24,8 @@
 // --server` does (keep_alive=false); with --keep-alive each keeps one connection open. After a
 // warm-up, for `seconds`, it measures the server's CPU (utime + stime of --server-pid from
 // /proc/PID/stat) as % of one core, beat latency percentiles, failures, each worker's longest gap
-// between two accepted beats (≥ 2 × interval means the fleet would call it stale) and its own CPU.
+// between two accepted beats (≥ 2 × interval means the fleet would call it stale), connections the
+// system dropped for a full accept queue, and its own CPU.
 
 #include <sys/resource.h>
 #include <unistd.h>
@@ -175,6 +176,23 @@ int ProcessThreads(int pid) {
     if (line.starts_with("Threads:")) return std::atoi(line.c_str() + 8);
   }
   return 0;
+}
+
+// The system's count of connections dropped because a listening socket's accept queue was full
+// (TcpExt ListenOverflows in /proc/net/netstat; -1 when unknown). On this machine during a run,
+// those are the server's.
+std::int64_t ListenOverflows() {
+  std::ifstream in("/proc/net/netstat");
+  std::string names, values;
+  while (std::getline(in, names) && std::getline(in, values)) {
+    if (!names.starts_with("TcpExt:")) continue;
+    std::istringstream n(names), v(values);
+    std::string name, value;
+    while (n >> name && v >> value) {
+      if (name == "ListenOverflows") return std::atoll(value.c_str());
+    }
+  }
+  return -1;
 }
 
 double SelfCpuSeconds() {
@@ -472,10 +490,12 @@ int Heartbeats(const Options& o) {
   std::this_thread::sleep_until(window_begin);
   double server0 = ProcessCpuSeconds(o.server_pid);
   double self0 = SelfCpuSeconds();
+  std::int64_t overflows0 = ListenOverflows();
   auto measured_from = Clock::now();
   std::this_thread::sleep_until(window_end);
   double server1 = ProcessCpuSeconds(o.server_pid);
   double self1 = SelfCpuSeconds();
+  std::int64_t overflows1 = ListenOverflows();
   auto measured_to = Clock::now();
   int server_threads = ProcessThreads(o.server_pid);
   // Each worker's time since its last accepted beat, now; and beats hanging for 2 intervals.
@@ -543,6 +563,7 @@ int Heartbeats(const Options& o) {
               {"workers_with_gap_over_2_intervals", would_be_stale},
               {"stale_at_end", stale_at_end},
               {"server_threads", server_threads},
+              {"listen_overflows", overflows0 < 0 ? -1 : overflows1 - overflows0},
               {"register", Percentiles(std::move(register_us))},
               {"errors", errors}};
   std::printf("%s\n", out.dump().c_str());

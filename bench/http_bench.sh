@@ -193,15 +193,16 @@ if [ "${SKIP_HEARTBEATS:-0}" != 1 ]; then
   echo "the \`tx serve\` process over the measured window, in % of one core (target < 25 %). Gap = a"
   echo "worker's longest time between two accepted beats; ≥ 2 intervals is what makes a worker stale"
   echo "(the reconciler would declare it dead). Latency and failures are per beat; the client's CPU is"
-  echo "the load generator's own, on the same machine. Failed and hung are per run (\"failed+hung\")."
-
+  echo "the load generator's own, on the same machine. Failed and hung, gaps and dropped SYNs are per"
+  echo "run (\"failed+hung\"); a dropped SYN (the system's TcpExt ListenOverflows over the window) is"
+  echo "sent again after a second."
   echo
-  echo "| connections | server threads | median server CPU % | ± | runs | beats ok / s | failed · hung ≥ 2 intervals at the end | latency p50 / p99 ms | workers with a gap ≥ 2 intervals | client CPU % |"
-  echo "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|"
+  echo "| connections | server threads | median server CPU % | ± | runs | beats ok / s | failed · hung ≥ 2 intervals at the end | latency p50 / p99 ms | workers with a gap ≥ 2 intervals | SYNs dropped (accept queue full) | client CPU % |"
+  echo "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|"
   hb_row() {  # hb_row LABEL THREADS FILE
     local f=$3
     [ -s "$f" ] || return 0
-    echo "| $1 | $2 | **$(fmt "$(median "$f" .server_cpu_pct)" 1)** | $(spread "$f" .server_cpu_pct) | $(runs "$f" .server_cpu_pct 1) | $(fmt "$(median "$f" .beats_per_s)") | $(runs "$f" '"\(.beats_failed)+\(.beats_hung_at_end)"') | $(fmt "$(median "$f" '.latency.p50_ms // 0')" 2) / $(fmt "$(median "$f" '.latency.p99_ms // 0')" 1) | $(runs "$f" .workers_with_gap_over_2_intervals) | $(fmt "$(median "$f" .client_cpu_pct)" 1) |"
+    echo "| $1 | $2 | **$(fmt "$(median "$f" .server_cpu_pct)" 1)** | $(spread "$f" .server_cpu_pct) | $(runs "$f" .server_cpu_pct 1) | $(fmt "$(median "$f" .beats_per_s)") | $(runs "$f" '"\(.beats_failed)+\(.beats_hung_at_end)"') | $(fmt "$(median "$f" '.latency.p50_ms // 0')" 2) / $(fmt "$(median "$f" '.latency.p99_ms // 0')" 1) | $(runs "$f" .workers_with_gap_over_2_intervals) | $(runs "$f" .listen_overflows) | $(fmt "$(median "$f" .client_cpu_pct)" 1) |"
   }
   hb_row "a new connection per beat (\`tx worker start --server\`), $HB_CLIENT_THREADS client threads" 256 "$OUT_DIR/heartbeats.jsonl"
   hb_row "keep-alive, one per worker (a client thread each)" 256 "$OUT_DIR/heartbeats-keepalive.jsonl"
