@@ -14,8 +14,10 @@
 #
 # Environment: BUILD_DIR (default build/bench), TASKS (20000), WORKERS (16), RUNS (3),
 # HB_WORKERS (1000), HB_INTERVAL (1s), HB_SECONDS (60), HB_WARMUP (5s), HB_CLIENT_THREADS (8),
-# KA_HTTP_THREADS (1100), SKIP_DRAIN=1, SKIP_LOCAL=1, SKIP_HEARTBEATS=1,
-# SKIP_KEEPALIVE=1, OUT_DIR (raw JSON lines; default a temp dir). Needs jq.
+# KA_HTTP_THREADS (1100), SKIP_DRAIN=1, SKIP_LOCAL=1, SKIP_HEARTBEATS=1, SKIP_KEEPALIVE=1,
+# WAIT_IDLE (e.g. 0.5: before each run, wait until the 1-minute load average is below it, at most
+# WAIT_IDLE_MAX seconds, default 600), OUT_DIR (raw JSON lines, each with the load at its start;
+# default a temp dir). Needs jq.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -29,6 +31,8 @@ HB_SECONDS=${HB_SECONDS:-60}
 HB_WARMUP=${HB_WARMUP:-5s}
 HB_CLIENT_THREADS=${HB_CLIENT_THREADS:-8}
 KA_HTTP_THREADS=${KA_HTTP_THREADS:-1100}
+WAIT_IDLE=${WAIT_IDLE:-}
+WAIT_IDLE_MAX=${WAIT_IDLE_MAX:-600}
 OUT_DIR=${OUT_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/tx-http-bench-results-XXXXXX")}
 mkdir -p "$OUT_DIR"
 command -v jq >/dev/null || { echo "http_bench.sh needs jq" >&2; exit 1; }
@@ -79,6 +83,22 @@ start_server() {
   TOKEN=$(cat "$STORE_DIR/.tx/token")
 }
 
+# settle: with WAIT_IDLE, wait (up to WAIT_IDLE_MAX s) for the 1-minute load to fall below it.
+# Sets LOAD to the 1-minute load as the run starts.
+settle() {
+  local waited=0
+  if [ -n "$WAIT_IDLE" ]; then
+    while awk -v l="$(cut -d' ' -f1 /proc/loadavg)" -v m="$WAIT_IDLE" 'BEGIN { exit !(l >= m) }' &&
+      [ "$waited" -lt "$WAIT_IDLE_MAX" ]; do
+      sleep 5
+      waited=$((waited + 5))
+    done
+  fi
+  LOAD=$(cut -d' ' -f1 /proc/loadavg)
+}
+# record FILE: appends the JSON line on stdin to FILE with the run's load at start, and echoes it.
+record() { jq -c --argjson load "$LOAD" '. + {load_at_start: $load}' | tee -a "$1" >&2; }
+
 load_at_start=$(cut -d' ' -f1-3 /proc/loadavg)
 if awk -v l="${load_at_start%% *}" 'BEGIN { exit !(l > 0.5) }'; then
   echo "warning: load average $load_at_start at start; the figures are only as good as the machine is idle" >&2
@@ -111,17 +131,19 @@ LOCAL_RUNS=$OUT_DIR/drain-local.jsonl
 
 if [ "${SKIP_DRAIN:-0}" != 1 ]; then
   for r in $(seq "$RUNS"); do
-    echo "drain over HTTP, run $r/$RUNS: $WORKERS workers, $TASKS tasks (load $(cut -d' ' -f1 /proc/loadavg)) ..." >&2
     fresh_store
+    settle
+    echo "drain over HTTP, run $r/$RUNS: $WORKERS workers, $TASKS tasks (load $LOAD) ..." >&2
     start_server
     "$BENCH" drain --workers "$WORKERS" --tasks "$TASKS" --server "$URL" --token "$TOKEN" \
-      --db "$STORE_DIR/.tx/tx.db" --server-pid "$SERVER_PID" | tee -a "$HTTP_RUNS" >&2
+      --db "$STORE_DIR/.tx/tx.db" --server-pid "$SERVER_PID" | record "$HTTP_RUNS"
     stop_server
     if [ "${SKIP_LOCAL:-0}" != 1 ]; then
-      echo "drain on the local path, run $r/$RUNS (load $(cut -d' ' -f1 /proc/loadavg)) ..." >&2
       fresh_store
+      settle
+      echo "drain on the local path, run $r/$RUNS (load $LOAD) ..." >&2
       "$BENCH" drain-local --workers "$WORKERS" --tasks "$TASKS" --db "$STORE_DIR/.tx/tx.db" |
-        tee -a "$LOCAL_RUNS" >&2
+        record "$LOCAL_RUNS"
     fi
   done
   echo "## Drain: $WORKERS workers claim and complete $TASKS no-op tasks"
@@ -134,8 +156,8 @@ if [ "${SKIP_DRAIN:-0}" != 1 ]; then
   echo "tasks done, each claimed once, no active claim. Latencies: medians over the runs of each"
   echo "run's percentile; cpu = per task, the benchmark process (client) and the server process."
   echo
-  echo "| path | median tasks/s | ± | runs | claim p50 / p99 ms | report p50 / p99 ms | client cpu µs/task | server cpu µs/task |"
-  echo "|---|---:|---:|---|---:|---:|---:|---:|"
+  echo "| path | median tasks/s | ± | runs | claim p50 / p99 ms | report p50 / p99 ms | client cpu µs/task | server cpu µs/task | load at start |"
+  echo "|---|---:|---:|---|---:|---:|---:|---:|---|"
   row() {  # row LABEL FILE
     local f=$2
     [ -s "$f" ] || return 0
@@ -143,7 +165,7 @@ if [ "${SKIP_DRAIN:-0}" != 1 ]; then
     if jq -e 'has("server_cpu_us_per_task")' <(head -1 "$f") >/dev/null; then
       server=$(fmt "$(median "$f" .server_cpu_us_per_task)")
     fi
-    echo "| $1 | **$(fmt "$(median "$f" .tasks_per_s)")** | $(spread "$f" .tasks_per_s) | $(runs "$f" .tasks_per_s) | $(fmt "$(median "$f" .claim.p50_ms)" 2) / $(fmt "$(median "$f" .claim.p99_ms)" 2) | $(fmt "$(median "$f" .report.p50_ms)" 2) / $(fmt "$(median "$f" .report.p99_ms)" 2) | $(fmt "$(median "$f" .client_cpu_us_per_task)") | $server |"
+    echo "| $1 | **$(fmt "$(median "$f" .tasks_per_s)")** | $(spread "$f" .tasks_per_s) | $(runs "$f" .tasks_per_s) | $(fmt "$(median "$f" .claim.p50_ms)" 2) / $(fmt "$(median "$f" .claim.p99_ms)" 2) | $(fmt "$(median "$f" .report.p50_ms)" 2) / $(fmt "$(median "$f" .report.p99_ms)" 2) | $(fmt "$(median "$f" .client_cpu_us_per_task)") | $server | $(runs "$f" .load_at_start 2) |"
   }
   row "HTTP: $WORKERS remote workers (HttpCoordinator, keep-alive) → \`tx serve\`" "$HTTP_RUNS"
   row "local: $WORKERS LocalCoordinators (threads, a connection each)" "$LOCAL_RUNS"
@@ -166,12 +188,13 @@ heartbeat_runs() {
   shift 2
   : >"$file"
   for r in $(seq "$RUNS"); do
-    echo "heartbeats ($label), run $r/$RUNS: $HB_WORKERS workers every $HB_INTERVAL for ${HB_SECONDS}s (load $(cut -d' ' -f1 /proc/loadavg)) ..." >&2
     fresh_store
+    settle
+    echo "heartbeats ($label), run $r/$RUNS: $HB_WORKERS workers every $HB_INTERVAL for ${HB_SECONDS}s (load $LOAD) ..." >&2
     start_server "$@"
     "$BENCH" heartbeats --workers "$HB_WORKERS" --interval "$HB_INTERVAL" --seconds "$HB_SECONDS" \
       --warmup "$HB_WARMUP" --server "$URL" --token "$TOKEN" --server-pid "$SERVER_PID" \
-      "${HB_ARGS[@]}" | tee -a "$file" >&2
+      "${HB_ARGS[@]}" | record "$file"
     stop_server
   done
 }
@@ -197,12 +220,12 @@ if [ "${SKIP_HEARTBEATS:-0}" != 1 ]; then
   echo "run (\"failed+hung\"); a dropped SYN (the system's TcpExt ListenOverflows over the window) is"
   echo "sent again after a second."
   echo
-  echo "| connections | server threads | median server CPU % | ± | runs | beats ok / s | failed · hung ≥ 2 intervals at the end | latency p50 / p99 ms | workers with a gap ≥ 2 intervals | SYNs dropped (accept queue full) | client CPU % |"
-  echo "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|"
+  echo "| connections | server threads | median server CPU % | ± | runs | beats ok / s | failed · hung ≥ 2 intervals at the end | latency p50 / p99 ms | workers with a gap ≥ 2 intervals | SYNs dropped (accept queue full) | client CPU % | load at start |"
+  echo "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---|"
   hb_row() {  # hb_row LABEL THREADS FILE
     local f=$3
     [ -s "$f" ] || return 0
-    echo "| $1 | $2 | **$(fmt "$(median "$f" .server_cpu_pct)" 1)** | $(spread "$f" .server_cpu_pct) | $(runs "$f" .server_cpu_pct 1) | $(fmt "$(median "$f" .beats_per_s)") | $(runs "$f" '"\(.beats_failed)+\(.beats_hung_at_end)"') | $(fmt "$(median "$f" '.latency.p50_ms // 0')" 2) / $(fmt "$(median "$f" '.latency.p99_ms // 0')" 1) | $(runs "$f" .workers_with_gap_over_2_intervals) | $(runs "$f" .listen_overflows) | $(fmt "$(median "$f" .client_cpu_pct)" 1) |"
+    echo "| $1 | $2 | **$(fmt "$(median "$f" .server_cpu_pct)" 1)** | $(spread "$f" .server_cpu_pct) | $(runs "$f" .server_cpu_pct 1) | $(fmt "$(median "$f" .beats_per_s)") | $(runs "$f" '"\(.beats_failed)+\(.beats_hung_at_end)"') | $(fmt "$(median "$f" '.latency.p50_ms // 0')" 2) / $(fmt "$(median "$f" '.latency.p99_ms // 0')" 1) | $(runs "$f" .workers_with_gap_over_2_intervals) | $(runs "$f" .listen_overflows) | $(fmt "$(median "$f" .client_cpu_pct)" 1) | $(runs "$f" .load_at_start 2) |"
   }
   hb_row "a new connection per beat (\`tx worker start --server\`), $HB_CLIENT_THREADS client threads" 256 "$OUT_DIR/heartbeats.jsonl"
   hb_row "keep-alive, one per worker (a client thread each)" 256 "$OUT_DIR/heartbeats-keepalive.jsonl"
