@@ -99,6 +99,7 @@ settle() {
 # record FILE: appends the JSON line on stdin to FILE with the run's load at start, and echoes it.
 record() { jq -c --argjson load "$LOAD" '. + {load_at_start: $load}' | tee -a "$1" >&2; }
 
+settle
 load_at_start=$(cut -d' ' -f1-3 /proc/loadavg)
 if awk -v l="${load_at_start%% *}" 'BEGIN { exit !(l > 0.5) }'; then
   echo "warning: load average $load_at_start at start; the figures are only as good as the machine is idle" >&2
