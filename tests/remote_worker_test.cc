@@ -18,6 +18,7 @@
 
 #include "http_client.h"
 #include "orchestrator_fixture.h"
+#include "worker/http_coordinator.h"
 
 namespace {
 
@@ -234,6 +235,24 @@ TEST_F(RemoteWorkerTest, PastHalfTheServersThreadsAClaimDoesNotWaitAndSaysWhenTo
   HttpReply got = worker.Post("/api/worker/claim", {{"worker_id", ids[2]}, {"wait_ms", 3000}});
   EXPECT_EQ(got.status, 200);
   EXPECT_EQ(got.body["task"]["id"], id);
+}
+
+// Issue 5: cpp-httplib sends headers and body apart, and with Nagle's algorithm on, the second
+// send of every request and reply on a kept-alive connection waited for a delayed ACK (40 ms
+// each way): a remote worker's claim or report took 88 ms. Twenty calls now take milliseconds.
+TEST_F(RemoteWorkerTest, KeptAliveCallsDoNotWaitForDelayedAcksIssue5) {
+  StartServer();
+  tx::worker::HttpCoordinator fleet(url_, "w-secret", /*keep_alive=*/true);
+  tx::service::Registration r;
+  r.name = "quick";
+  r.hostname = "elsewhere";
+  tx::Result<tx::Worker> w = fleet.Register(r, nullptr);
+  ASSERT_TRUE(w.ok()) << w.error().message();
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_TRUE(fleet.Heartbeat(w->id, {}).ok());
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 400ms);  // it was 20 x 88 ms
 }
 
 TEST_F(RemoteWorkerTest, BadFlagsAreRefusedBeforeAnythingRuns) {

@@ -102,6 +102,11 @@ Result<std::unique_ptr<ApiServer>> ApiServer::Start(ServerOptions options) {
     return Error::Unavailable("cannot listen on " + host + ":" + std::to_string(s->options_.port) +
                               ": " + std::strerror(errno));
   }
+  // The library listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG, compiled into the packaged
+  // library): a burst of new connections — a fleet's heartbeats, each on a connection of its own
+  // — overflowed it, and a dropped SYN is sent again only after a second. On Linux, listening
+  // again on the bound socket raises the backlog and changes nothing else.
+  if (s->listen_fd_ >= 0) ::listen(s->listen_fd_, SOMAXCONN);
   httplib::Server* http = s->http_.get();
   s->thread_ = std::thread([http] { http->listen_after_bind(); });
   return s;
@@ -119,11 +124,15 @@ void ApiServer::Routes() {
   h.set_payload_max_length(options_.max_body_bytes);
   // SO_REUSEADDR only: the library's default adds SO_REUSEPORT, which would let a second server
   // share this port silently instead of being refused.
-  h.set_socket_options([](int sock) {
+  h.set_socket_options([this](int sock) {
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    listen_fd_ = sock;  // the listening socket (the only one the library passes here)
   });
   h.set_keep_alive_max_count(1000);
+  // A reply is written in pieces (headers, then body): with Nagle's algorithm on, the second
+  // waits for the client's delayed ACK, about 40 ms on every request of a kept-alive connection.
+  h.set_tcp_nodelay(true);
   // An idle keep-alive connection holds one of the server's threads: let it go after 2 s, so that
   // a fleet of remote workers heartbeating now and then does not pin a thread each.
   h.set_keep_alive_timeout(2);

@@ -71,6 +71,7 @@ class ApiServer {
   std::unique_ptr<httplib::Server> http_;
   std::thread thread_;
   int port_ = 0;
+  int listen_fd_ = -1;  // the listening socket, as the library created it (it owns it)
 };
 
 // Splits "HOST:PORT" ("127.0.0.1:8787", "[::1]:8787", ":8787" = loopback). Invalid argument
