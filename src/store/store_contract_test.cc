@@ -520,6 +520,8 @@ TEST(SqliteStore, ACommitThatMakesATaskReadyWakesTheWatch) {
   ASSERT_TRUE(writer.ok());
   Event e{0, "x", 1, "", "", {}};
   ASSERT_TRUE((*writer)->Write([&](Txn& txn) { return txn.AppendEvent(e); }).ok());
+  // Not even readable: a thousand heartbeats a second must not wake every watcher.
+  EXPECT_EQ(poll(&quiet, 1, 50), 0) << "the fd woke for a commit that made no task ready";
   EXPECT_FALSE((*watch)->Drain()) << "woken by a commit that made no task ready";
   Task t;
   t.id = "task-aaaaaaa1";
@@ -529,6 +531,20 @@ TEST(SqliteStore, ACommitThatMakesATaskReadyWakesTheWatch) {
   pollfd woken{(*watch)->fd(), POLLIN, 0};
   EXPECT_EQ(poll(&woken, 1, 5000), 1);
   EXPECT_TRUE((*watch)->Drain());
+
+  // The wake file removed (once no writer holds it open, the watch ends) and made again by the
+  // next notifier: the watch follows it.
+  writer->reset();
+  fs::remove(path + "-wake");
+  EXPECT_EQ(poll(&woken, 1, 5000), 1) << "the removal is not noticed";
+  EXPECT_TRUE((*watch)->Drain());
+  auto second = Open({path, false});
+  ASSERT_TRUE(second.ok());
+  t.id = "task-aaaaaaa2";
+  ASSERT_TRUE((*second)->Write([&](Txn& txn) { return txn.InsertTask(t); }).ok());
+  EXPECT_EQ(poll(&woken, 1, 5000), 1) << "not woken after the wake file was made again";
+  EXPECT_TRUE((*watch)->Drain());
+
   auto memory = Open({":memory:", true});
   ASSERT_TRUE(memory.ok());
   auto none = (*memory)->Watch();

@@ -1,9 +1,11 @@
 #pragma once
 // ChangeWatch for a SQLite file. A transaction that makes a task ready writes one byte to
-// <db>-wake after its commit (WakeNotifier); watchers wait for that with inotify on the
-// database's directory. Watching the write-ahead log instead would wake a reader while the
-// commit is being written, before it is visible: the reader would find nothing on its stale
-// snapshot and go back to sleep, and the wake-up would be lost.
+// <db>-wake after its commit (WakeNotifier); watchers wait for that with inotify on that file
+// alone (made by the first watcher if missing). Watching the write-ahead log instead would wake a
+// reader while the commit is being written, before it is visible: the reader would find nothing
+// on its stale snapshot and go back to sleep, and the wake-up would be lost. Watching the
+// directory woke every watcher at each commit's log write (a thousand heartbeats a second woke
+// the API server's event hub a thousand times).
 
 #include <memory>
 #include <string>
