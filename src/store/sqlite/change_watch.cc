@@ -15,7 +15,8 @@ namespace {
 // Watches <db>-wake for writes, first making it (as the first Notify would, 0600) if missing.
 Status WatchWakeFile(int inotify_fd, const std::string& wake_path) {
   if (inotify_add_watch(inotify_fd, wake_path.c_str(), IN_MODIFY) >= 0) return Ok();
-  if (errno != ENOENT) return Error::Unavailable("watch " + wake_path + ": " + std::strerror(errno));
+  if (errno != ENOENT)
+    return Error::Unavailable("watch " + wake_path + ": " + std::strerror(errno));
   int f = ::open(wake_path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
   if (f < 0) return Error::Unavailable("create " + wake_path + ": " + std::strerror(errno));
   ::close(f);
