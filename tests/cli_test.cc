@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -310,6 +311,34 @@ TEST_F(CliBeforeInit, VersionFlagPrintsTheVersion) {
   RunResult r = Tx({"--version"});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("tx "), std::string::npos) << r.out;
+}
+
+// tx carries no HTTP library and hands what may need one to the tx-http beside it
+// (cli/http_handoff.h); a tx copied somewhere alone says so in one line instead of failing later.
+TEST_F(Cli, ACommandThatNeedsHttpSaysSoWhenTxHttpIsMissing) {
+  std::string lone = dir_.str() + "/bin";
+  fs::create_directories(lone);
+  fs::copy_file(TX_BINARY, lone + "/tx");
+  for (const Args& args : {Args{"serve"}, Args{"worker", "start", "--server", "http://x:1"},
+                           Args{"orchestrator", "start", "--http=127.0.0.1:0"}}) {
+    RunResult r = tx::testing::RunProcess(lone + "/tx", args, {}, dir_.str());
+    EXPECT_EQ(r.exit_code, 1) << args[0] << ": " << r.err;
+    EXPECT_NE(r.err.find("needs tx-http"), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  RunResult remote = tx::testing::RunProcess(lone + "/tx", {"task", "show", "task-x"},
+                                             {{"TX_SERVER", "http://127.0.0.1:1"}}, dir_.str());
+  EXPECT_NE(remote.err.find("needs tx-http"), std::string::npos) << remote.err;
+  // What needs no HTTP runs as before.
+  RunResult list = tx::testing::RunProcess(lone + "/tx", {"task", "list"}, {}, dir_.str());
+  EXPECT_EQ(list.exit_code, 0) << list.err;
+}
+
+// With tx-http beside it, tx runs the same command lines as tx-http.
+TEST_F(Cli, ACommandThatNeedsHttpRunsAsTxHttp) {
+  RunResult r = Tx({"serve", "--http", "nonsense"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("invalid listen address 'nonsense'"), std::string::npos) << r.err;
 }
 
 TEST_F(Cli, UnknownCommandExitsTwoAndNamesIt) {

@@ -79,6 +79,32 @@ TEST_F(PoolApiTest, TheOrchestratorRouteAnswersWhatTheStatusCommandPrints) {
   EXPECT_EQ(api.Get("/api/orchestrator?verbose=1").status, 400);
 }
 
+// tx maps no HTTP library (cli/http_handoff.h): an orchestrator that serves the API runs as
+// tx-http, and the workers it starts, which speak only to the store, as tx without cpp-httplib or
+// the OpenSSL it brings.
+TEST_F(PoolApiTest, OnlyTheServingOrchestratorMapsTheHttpLibraries) {
+  StartServed({"--workers", "2"});
+  ASSERT_TRUE(PoolIs({"slot-1", "slot-2"}));
+  json st = Status();
+  auto exe = [](long pid) {
+    return std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/exe").filename();
+  };
+  auto maps = [](long pid) { return ReadFile("/proc/" + std::to_string(pid) + "/maps"); };
+  long orchestrator = st["pid"].get<long>();
+  EXPECT_EQ(exe(orchestrator), "tx-http");
+  EXPECT_NE(maps(orchestrator).find("libcpp-httplib"), std::string::npos);
+  ASSERT_EQ(st["slots"].size(), 2u);
+  for (const auto& slot : st["slots"]) {
+    long pid = slot["pid"].get<long>();
+    EXPECT_EQ(exe(pid), "tx") << slot.dump();
+    std::string m = maps(pid);
+    EXPECT_FALSE(m.empty());
+    for (const char* lib : {"libcpp-httplib", "libssl", "libcrypto"}) {
+      EXPECT_EQ(m.find(lib), std::string::npos) << slot["slot"] << " maps " << lib;
+    }
+  }
+}
+
 TEST_F(PoolApiTest, ScaleGrowsAndShrinksThePoolAndRefusesBadRequests) {
   ApiClient api = StartServed({"--workers", "1", "--max-workers", "3", "--capacity-timeout", "1s"});
   HttpReply up = api.Post("/api/orchestrator/scale", {{"workers", 3}});

@@ -37,27 +37,6 @@ Access NeedOf(const httplib::Request& req) {
 
 }  // namespace
 
-Result<std::pair<std::string, int>> ParseListenAddress(std::string_view text) {
-  auto bad = [&] {
-    return Error::InvalidArgument("invalid listen address '" + std::string(text) +
-                                  "': expected HOST:PORT, e.g. 127.0.0.1:8787");
-  };
-  auto colon = text.rfind(':');
-  if (colon == std::string_view::npos) return bad();
-  std::string host(text.substr(0, colon));
-  std::string_view port_text = text.substr(colon + 1);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  if (host.empty()) host = "127.0.0.1";
-  int port = -1;
-  auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-  if (ec != std::errc() || end != port_text.data() + port_text.size() || port < 0 || port > 65535) {
-    return bad();
-  }
-  return std::pair{host, port};
-}
-
 ApiServer::ApiServer(Key, ServerOptions options, Tokens tokens)
     : options_(std::move(options)),
       tokens_(std::move(tokens)),

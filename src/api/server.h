@@ -15,6 +15,7 @@
 
 #include "api/auth.h"
 #include "api/event_hub.h"
+#include "api/server_options.h"
 #include "api/store_pool.h"
 #include "core/error.h"
 #include "service/options.h"
@@ -24,20 +25,6 @@ class Server;
 }
 
 namespace tx::api {
-
-struct ServerOptions {
-  std::string db_path;  // the store
-  std::string host = "127.0.0.1";
-  int port = 8787;  // 0 = any free port (see ApiServer::port)
-  std::size_t max_body_bytes = 1 << 20;
-  // How often the event hub looks for new events (the streams' and the dashboard's latency).
-  std::chrono::milliseconds event_poll{50};
-  // Threads serving requests: each open event stream, log follow and waiting claim of a remote
-  // worker holds one while it lasts. At most half of them hold waiting claims; past that a claim
-  // does not wait and its worker is told to come back in a second (Retry-After).
-  int threads = 256;
-  service::ServiceOptions service;
-};
 
 class ApiServer {
  public:
@@ -73,9 +60,5 @@ class ApiServer {
   int port_ = 0;
   int listen_fd_ = -1;  // the listening socket, as the library created it (it owns it)
 };
-
-// Splits "HOST:PORT" ("127.0.0.1:8787", "[::1]:8787", ":8787" = loopback). Invalid argument
-// naming the text otherwise.
-Result<std::pair<std::string, int>> ParseListenAddress(std::string_view text);
 
 }  // namespace tx::api

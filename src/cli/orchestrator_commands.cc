@@ -10,8 +10,9 @@
 #include <random>
 #include <thread>
 
-#include "api/server.h"
+#include "api/server_options.h"
 #include "cli/commands.h"
+#include "cli/http_api.h"
 #include "cli/orchestrator_alive.h"
 #include "cli/print.h"
 #include "cli/table.h"
@@ -133,7 +134,7 @@ Handler SetupOrchestratorStart(CLI::App& cmd) {
     if (!a->heartbeat_file.empty()) c.heartbeat_file = fs::absolute(a->heartbeat_file).string();
     std::optional<std::pair<std::string, int>> http;
     if (!a->http.empty()) {
-      TX_ASSIGN_OR_RETURN(http, api::ParseListenAddress(a->http));
+      TX_ASSIGN_OR_RETURN(http, ParseListenAddress(a->http));
     }
     int http_threads = api::ServerOptions{}.threads;
     if (!a->http_threads.empty()) {
@@ -207,7 +208,7 @@ Handler SetupOrchestratorStart(CLI::App& cmd) {
 
     // The API is served from the daemon (threads do not survive the fork), before the pool
     // starts; a port that cannot be bound still reaches the terminal through the handshake.
-    std::unique_ptr<api::ApiServer> server;
+    std::unique_ptr<HttpApi> server;
     if (http) {
       orchestrator::BlockOrchestratorSignals();  // the server's threads inherit the mask
       api::ServerOptions so;
@@ -216,7 +217,7 @@ Handler SetupOrchestratorStart(CLI::App& cmd) {
       so.port = http->second;
       so.service = ctx.options();
       so.threads = http_threads;
-      Result<std::unique_ptr<api::ApiServer>> started = api::ApiServer::Start(std::move(so));
+      Result<std::unique_ptr<HttpApi>> started = StartHttpApi(std::move(so));
       if (!started.ok()) {
         if (handshake) {
           handshake->Failed(ExitCode(started.error().code()), started.error().message());

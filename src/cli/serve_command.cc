@@ -6,8 +6,9 @@
 #include <iostream>
 #include <memory>
 
-#include "api/server.h"
+#include "api/server_options.h"
 #include "cli/commands.h"
+#include "cli/http_api.h"
 #include "cli/orchestrator_alive.h"
 
 namespace tx::cli {
@@ -22,7 +23,7 @@ Handler SetupServe(CLI::App& cmd) {
                           "Threads serving requests (default 256; see docs/api.md)")
                ->type_name("N"));
   return [http, threads](Context& ctx) -> Status {
-    TX_ASSIGN_OR_RETURN(auto address, api::ParseListenAddress(*http));
+    TX_ASSIGN_OR_RETURN(auto address, ParseListenAddress(*http));
     api::ServerOptions o;
     o.db_path = ctx.DbPath();
     if (!std::filesystem::exists(o.db_path)) {
@@ -40,7 +41,7 @@ Handler SetupServe(CLI::App& cmd) {
     sigaddset(&stop, SIGTERM);
     sigaddset(&stop, SIGINT);
     pthread_sigmask(SIG_BLOCK, &stop, nullptr);
-    TX_ASSIGN_OR_RETURN(std::unique_ptr<api::ApiServer> server, api::ApiServer::Start(o));
+    TX_ASSIGN_OR_RETURN(std::unique_ptr<HttpApi> server, StartHttpApi(o));
     std::string shown = o.host.find(':') == std::string::npos ? o.host : "[" + o.host + "]";
     if (ctx.json()) {
       ctx.PrintJson({{"listening", "http://" + shown + ":" + std::to_string(server->port())}});

@@ -11,7 +11,7 @@
 #include "core/validation.h"
 #include "service/claim_service.h"
 #include "service/task_service.h"
-#include "worker/http_coordinator.h"
+#include "worker/remote.h"
 
 namespace tx::cli {
 
@@ -34,7 +34,7 @@ Status ShowTask(Context& ctx, store::Store& store, const std::string& id) {
 }
 
 // The same, read from the server of a remote fleet.
-Status ShowRemoteTask(Context& ctx, worker::HttpCoordinator& fleet, const std::string& id) {
+Status ShowRemoteTask(Context& ctx, worker::RemoteCoordinator& fleet, const std::string& id) {
   TX_ASSIGN_OR_RETURN(nlohmann::json j, fleet.Fetch("/api/tasks/" + id));
   service::TaskDetail d;
   TX_ASSIGN_OR_RETURN(d.task, TaskFromJson(j));
@@ -185,8 +185,8 @@ Handler SetupTaskShow(CLI::App& cmd) {
   cmd.add_option("id", *id, "Task id")->type_name("")->required();
   return [id](Context& ctx) -> Status {
     if (std::optional<RemoteFleet> remote = ctx.Remote()) {
-      worker::HttpCoordinator fleet(remote->url, remote->token);
-      return ShowRemoteTask(ctx, fleet, *id);
+      TX_ASSIGN_OR_RETURN(auto fleet, worker::ConnectRemote(remote->url, remote->token));
+      return ShowRemoteTask(ctx, *fleet, *id);
     }
     TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
     return ShowTask(ctx, *store, *id);
@@ -259,9 +259,9 @@ Handler SetupOutcome(CLI::App& cmd, service::Outcome outcome, const char* name) 
       // An agent of a remote worker reports through the server, fenced by the same token.
       if (a->force) return Error::InvalidArgument("--force needs the store (pass --db)");
       TX_ASSIGN_OR_RETURN(std::int64_t token, ResolveToken(a->token, name));
-      worker::HttpCoordinator fleet(remote->url, remote->token);
-      TX_RETURN_IF_ERROR(fleet.Report(a->id, token, outcome, text, std::nullopt));
-      return ShowRemoteTask(ctx, fleet, a->id);
+      TX_ASSIGN_OR_RETURN(auto fleet, worker::ConnectRemote(remote->url, remote->token));
+      TX_RETURN_IF_ERROR(fleet->Report(a->id, token, outcome, text, std::nullopt));
+      return ShowRemoteTask(ctx, *fleet, a->id);
     }
     TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
     if (a->force) {

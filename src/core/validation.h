@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -28,6 +29,10 @@ Result<nlohmann::json> ParseJsonObject(std::string_view field, std::string_view 
 Result<std::int64_t> ParseInteger(std::string_view field, std::string_view text);
 // Parses a positive count such as --limit: 1 .. 1,000,000,000.
 Result<int> ParseCount(std::string_view field, std::string_view text);
+
+// Splits "HOST:PORT" ("127.0.0.1:8787", "[::1]:8787", ":8787" = loopback; port 0 = any free).
+// Invalid argument naming the text otherwise.
+Result<std::pair<std::string, int>> ParseListenAddress(std::string_view text);
 // Splits repeated and comma-separated values: {"a,b", "c"} → {a, b, c}; empty items are dropped.
 std::vector<std::string> SplitCommas(const std::vector<std::string>& values);
 // Resource limits a task asks for its agent, from metadata.limits: {"memory_mb", "cpu_percent",

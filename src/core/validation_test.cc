@@ -69,6 +69,21 @@ TEST(Validation, ParsesIntegersStrictly) {
   }
 }
 
+TEST(Validation, ParsesListenAddresses) {
+  using Address = std::pair<std::string, int>;
+  EXPECT_EQ(*ParseListenAddress("127.0.0.1:8787"), (Address{"127.0.0.1", 8787}));
+  EXPECT_EQ(*ParseListenAddress("[::1]:0"), (Address{"::1", 0}));
+  EXPECT_EQ(*ParseListenAddress(":9000"), (Address{"127.0.0.1", 9000}));
+  EXPECT_EQ(*ParseListenAddress("0.0.0.0:65535"), (Address{"0.0.0.0", 65535}));
+  for (const char* bad : {"", "8787", "host:", "host:port", "host:65536", "host:-1", "h:1x"}) {
+    Result<Address> r = ParseListenAddress(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error().code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(r.error().message().find(std::string("'") + bad + "'"), std::string::npos)
+        << r.error().message();
+  }
+}
+
 TEST(ErrorCodes, MapToTheDocumentedExitCodesAndHttpStatuses) {
   EXPECT_EQ(ExitCode(ErrorCode::kInvalidArgument), 2);
   EXPECT_EQ(ExitCode(ErrorCode::kNotFound), 3);

@@ -36,6 +36,11 @@ HttpCoordinator::HttpCoordinator(const std::string& url, const std::string& toke
   if (!token.empty()) client_.set_bearer_token_auth(token);
 }
 
+std::unique_ptr<RemoteCoordinator> ConnectHttp(const std::string& url, const std::string& token,
+                                               bool keep_alive) {
+  return std::make_unique<HttpCoordinator>(url, token, keep_alive);
+}
+
 Millis HttpCoordinator::NowMs() { return LocalNowMs() + clock_offset_ms_.load(); }
 
 void HttpCoordinator::Interrupt() { client_.stop(); }

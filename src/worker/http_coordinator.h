@@ -16,11 +16,11 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "worker/coordinator.h"
+#include "worker/remote.h"
 
 namespace tx::worker {
 
-class HttpCoordinator : public Coordinator {
+class HttpCoordinator : public RemoteCoordinator {
  public:
   // `url` is http://HOST:PORT; `token` a worker (or admin) token of that server. With
   // `keep_alive` the connection stays open between requests (the main loop's); without it each
@@ -56,8 +56,7 @@ class HttpCoordinator : public Coordinator {
                  std::string_view data) override;
   bool ShipsLogs() const override { return true; }
 
-  // GET `path` of the API (a read), as JSON.
-  Result<nlohmann::json> Fetch(const std::string& path) { return Get(path); }
+  Result<nlohmann::json> Fetch(const std::string& path) override { return Get(path); }
 
  private:
   // POSTs `body` to `path` and returns the reply's JSON (null for 204), or its error.
@@ -70,5 +69,9 @@ class HttpCoordinator : public Coordinator {
   std::atomic<Millis> clock_offset_ms_{0};  // server's clock minus ours
   Millis claim_backoff_ms_ = 0;             // the last empty claim's Retry-After
 };
+
+// The RemoteConnector of tx-http (worker/remote.h).
+std::unique_ptr<RemoteCoordinator> ConnectHttp(const std::string& url, const std::string& token,
+                                               bool keep_alive);
 
 }  // namespace tx::worker

@@ -21,8 +21,8 @@
 #include "core/duration.h"
 #include "exec/process_info.h"
 #include "exec/unique_fd.h"
-#include "worker/http_coordinator.h"
 #include "worker/local_coordinator.h"
+#include "worker/remote.h"
 #include "worker/spawn_plan.h"
 
 namespace tx::worker {
@@ -52,8 +52,9 @@ Result<std::unique_ptr<Coordinator>> OpenCoordinator(const WorkerConfig& config,
                                                      const service::ServiceOptions& options,
                                                      bool main) {
   if (!config.server_url.empty()) {
-    return std::unique_ptr<Coordinator>(
-        std::make_unique<HttpCoordinator>(config.server_url, config.server_token, main));
+    TX_ASSIGN_OR_RETURN(std::unique_ptr<RemoteCoordinator> remote,
+                        ConnectRemote(config.server_url, config.server_token, main));
+    return std::unique_ptr<Coordinator>(std::move(remote));
   }
   TX_ASSIGN_OR_RETURN(std::unique_ptr<LocalCoordinator> local,
                       LocalCoordinator::Open(config.db_path, options, main));

@@ -1,0 +1,27 @@
+#pragma once
+// What the HTTP API is started with. Apart from server.h so that the CLI can fill it in without
+// linking the server (which tx-http alone carries; cli/http_api.h).
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+
+#include "service/options.h"
+
+namespace tx::api {
+
+struct ServerOptions {
+  std::string db_path;  // the store
+  std::string host = "127.0.0.1";
+  int port = 8787;  // 0 = any free port (see ApiServer::port)
+  std::size_t max_body_bytes = 1 << 20;
+  // How often the event hub looks for new events (the streams' and the dashboard's latency).
+  std::chrono::milliseconds event_poll{50};
+  // Threads serving requests: each open event stream, log follow and waiting claim of a remote
+  // worker holds one while it lasts. At most half of them hold waiting claims; past that a claim
+  // does not wait and its worker is told to come back in a second (Retry-After).
+  int threads = 256;
+  service::ServiceOptions service;
+};
+
+}  // namespace tx::api

@@ -1,0 +1,47 @@
+#include "cli/http_handoff.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <string_view>
+
+#include "core/error.h"
+
+namespace tx::cli {
+
+bool MayNeedHttp(int argc, char** argv) {
+  if (const char* server = std::getenv("TX_SERVER"); server != nullptr && *server != '\0') {
+    return true;
+  }
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a = argv[i];
+    if (a == "serve" || a == "--http" || a.starts_with("--http=") || a == "--server" ||
+        a.starts_with("--server=")) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string SiblingExe(const std::string& name) {
+  std::error_code ec;
+  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  return (self.parent_path() / name).string();
+}
+
+int RunHttpBinary(char** argv) {
+  std::string http = SiblingExe("tx-http");
+  if (!http.empty()) ::execv(http.c_str(), argv);
+  int e = errno;
+  std::cerr << "tx: this command needs tx-http, which is built and installed beside tx ("
+            << (http.empty() ? "/proc/self/exe unreadable" : http) << ": " << std::strerror(e)
+            << ")\n";
+  return ExitCode(ErrorCode::kUnavailable);
+}
+
+}  // namespace tx::cli
