@@ -360,30 +360,24 @@ TEST_F(ApiTest, ListingFiltersAndPagesWithACursor) {
   ASSERT_EQ(even.status, 200);
   ASSERT_EQ(even.body["tasks"].size(), 3u);
   EXPECT_TRUE(even.body["next_cursor"].is_null());
-  std::vector<std::string> seen;
-  std::string cursor;
-  for (int page = 0; page < 5; ++page) {
-    std::string path = "/api/tasks?limit=2";
-    if (!cursor.empty()) path.append("&cursor").append("=").append(cursor);
-    Reply r = Get(path);
-    ASSERT_EQ(r.status, 200) << r.body.dump();
-    for (const auto& t : r.body["tasks"]) seen.push_back(t["id"]);
-    if (r.body["next_cursor"].is_null()) break;
-    cursor = r.body["next_cursor"];
-  }
-  EXPECT_EQ(seen, ids) << "every task once, in the order added";
+  // Every id, two a page, following next_cursor until it is null.
+  auto page_through = [&](const std::string& query) {
+    std::vector<std::string> seen;
+    std::string cursor;
+    for (int page = 0; page < 5; ++page) {
+      std::string path = "/api/tasks?" + query + "limit=2";
+      if (!cursor.empty()) path.append("&cursor").append("=").append(cursor);
+      Reply r = Get(path);
+      EXPECT_EQ(r.status, 200) << r.body.dump();
+      for (const auto& t : r.body["tasks"]) seen.push_back(t["id"]);
+      if (!r.body["next_cursor"].is_string()) break;
+      cursor = r.body["next_cursor"];
+    }
+    return seen;
+  };
+  EXPECT_EQ(page_through(""), ids) << "every task once, in the order added";
   // Newest first, paged the other way.
-  std::vector<std::string> back;
-  cursor.clear();
-  for (int page = 0; page < 5; ++page) {
-    std::string path = "/api/tasks?order=desc&limit=2";
-    if (!cursor.empty()) path.append("&cursor").append("=").append(cursor);
-    Reply r = Get(path);
-    ASSERT_EQ(r.status, 200) << r.body.dump();
-    for (const auto& t : r.body["tasks"]) back.push_back(t["id"]);
-    if (r.body["next_cursor"].is_null()) break;
-    cursor = r.body["next_cursor"];
-  }
+  std::vector<std::string> back = page_through("order=desc&");
   EXPECT_EQ(back, std::vector<std::string>(ids.rbegin(), ids.rend()));
   EXPECT_EQ(Get("/api/tasks?order=newest").status, 400);
   TxJson({"claim", ids[2]});

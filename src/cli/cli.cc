@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "cli/commands.h"
+#include "cli/http_handoff.h"
 #include "core/argv.h"
 #include "core/validation.h"
 
@@ -129,16 +130,14 @@ std::optional<std::string> UnknownCommand(const std::vector<std::string>& args) 
 std::span<const CommandSpec> Commands() { return kCommands; }
 
 std::string SelfExe() {
-  std::error_code ec;
-  std::filesystem::path p = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) return "";
+  std::string self = ThisExe();
   // tx-http starts its workers (and gives its agents) the tx beside it, which maps no HTTP
   // library (http_handoff.h); tx hands back to tx-http whatever needs it.
-  if (p.filename() == "tx-http") {
-    std::filesystem::path lite = p.parent_path() / "tx";
-    if (::access(lite.c_str(), X_OK) == 0) return lite.string();
+  if (std::filesystem::path(self).filename() == "tx-http") {
+    std::string lite = SiblingExe("tx");
+    if (::access(lite.c_str(), X_OK) == 0) return lite;
   }
-  return p.string();
+  return self;
 }
 
 CLI::Option* NonEmpty(CLI::Option* option) {

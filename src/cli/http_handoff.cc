@@ -27,11 +27,15 @@ bool MayNeedHttp(int argc, char** argv) {
   return false;
 }
 
-std::string SiblingExe(const std::string& name) {
+std::string ThisExe() {
   std::error_code ec;
   std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) return "";
-  return (self.parent_path() / name).string();
+  return ec ? std::string() : self.string();
+}
+
+std::string SiblingExe(const std::string& name) {
+  std::string self = ThisExe();
+  return self.empty() ? "" : (std::filesystem::path(self).parent_path() / name).string();
 }
 
 int RunHttpBinary(char** argv) {

@@ -13,7 +13,10 @@ namespace tx::cli {
 // Whether this command line may need HTTP.
 bool MayNeedHttp(int argc, char** argv);
 
-// The binary of the given name beside this one's ("tx-http", "tx"); empty when this one's path
+// This executable's path (/proc/self/exe); empty when it cannot be read.
+std::string ThisExe();
+
+// The binary of the given name beside this one ("tx-http", "tx"); empty when this one's path
 // cannot be read.
 std::string SiblingExe(const std::string& name);
 
