@@ -1,6 +1,8 @@
 #include "bench_util.h"
 
+#include <libpq-fe.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -25,6 +27,57 @@ TempDir::TempDir() {
 TempDir::~TempDir() {
   std::error_code ec;
   std::filesystem::remove_all(path_, ec);
+}
+
+namespace {
+
+// Runs one statement on the server's admin database; exits with its message on failure.
+void AdminExec(const std::string& admin_url, const std::string& sql) {
+  PGconn* c = PQconnectdb(admin_url.c_str());
+  if (PQstatus(c) != CONNECTION_OK) {
+    std::fprintf(stderr, "connect to %s: %s", admin_url.c_str(), PQerrorMessage(c));
+    PQfinish(c);
+    std::exit(1);
+  }
+  PGresult* r = PQexec(c, sql.c_str());
+  bool ok = PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK;
+  if (!ok) std::fprintf(stderr, "%s: %s", sql.c_str(), PQerrorMessage(c));
+  PQclear(r);
+  PQfinish(c);
+  if (!ok) std::exit(1);
+}
+
+}  // namespace
+
+std::string WithDatabase(const std::string& server_url, const std::string& dbname) {
+  std::string rest;
+  std::size_t scheme = server_url.find("://");
+  if (scheme == std::string::npos) return "";
+  std::size_t base = server_url.find_first_of("/?", scheme + 3);
+  if (base == std::string::npos) base = server_url.size();
+  std::size_t query = server_url.find('?', base);
+  if (query == std::string::npos) query = server_url.size();
+  return server_url.substr(0, base) + "/" + dbname + server_url.substr(query);
+}
+
+ScratchStore::ScratchStore(const std::string& pg_server) : admin_url_(pg_server) {
+  if (admin_url_.empty()) {
+    dir_ = std::make_unique<TempDir>();
+    url_ = dir_->File("tx.db");
+    return;
+  }
+  static int counter = 0;
+  name_ = "tx_bench_" + std::to_string(getpid()) + "_" + std::to_string(counter++);
+  url_ = WithDatabase(admin_url_, name_);
+  if (url_.empty()) {
+    std::fprintf(stderr, "not a postgresql:// URL: %s\n", admin_url_.c_str());
+    std::exit(2);
+  }
+  AdminExec(admin_url_, "CREATE DATABASE " + name_);
+}
+
+ScratchStore::~ScratchStore() {
+  if (!name_.empty()) AdminExec(admin_url_, "DROP DATABASE IF EXISTS " + name_ + " WITH (FORCE)");
 }
 
 Result<std::unique_ptr<store::Store>> OpenStore(const std::string& path, const std::string& sync,

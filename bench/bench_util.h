@@ -30,6 +30,32 @@ class TempDir {
   std::string path_;
 };
 
+// Where one run keeps its store: a SQLite file in a fresh temp dir, or, given a PostgreSQL
+// server's URL, a fresh database on that server (tx_bench_<pid>_<n>), dropped on destruction
+// with any connections still open to it.
+class ScratchStore {
+ public:
+  // `pg_server`: empty for SQLite, else a postgresql:// URL of a server where the user may
+  // CREATE DATABASE. Exits with a message when the database cannot be made.
+  explicit ScratchStore(const std::string& pg_server);
+  ~ScratchStore();
+  ScratchStore(const ScratchStore&) = delete;
+  ScratchStore& operator=(const ScratchStore&) = delete;
+
+  // The store's location for store::Open: a file path or a postgresql:// URL.
+  const std::string& url() const { return url_; }
+  bool postgres() const { return !admin_url_.empty(); }
+
+ private:
+  std::unique_ptr<TempDir> dir_;
+  std::string admin_url_;
+  std::string name_;
+  std::string url_;
+};
+
+// `server_url` with its database replaced by `dbname` ("" when not a postgresql:// URL).
+std::string WithDatabase(const std::string& server_url, const std::string& dbname);
+
 // Opens (creating with `create`) the SQLite store at `path` with the given synchronous mode.
 Result<std::unique_ptr<store::Store>> OpenStore(const std::string& path, const std::string& sync,
                                                 bool create);

@@ -3,9 +3,10 @@
 // at a time, the way K `tx worker` processes would with an instant agent.
 //
 //   tx_drain --claimers K --tasks N [--runs R] [--sync NORMAL|FULL] [--queued Q] [--batch B]
-//            [--combined]
+//            [--combined] [--pg SERVER_URL]
 //
-// Each run: a fresh temp dir and store; N ready tasks seeded with TaskService::AddMany (B per
+// Each run: a fresh store — a SQLite file in a temp dir, or with --pg a fresh database on that
+// PostgreSQL server (dropped afterwards); N ready tasks seeded with TaskService::AddMany (B per
 // transaction), plus Q lower-priority tasks that stay queued (a backlog the claim path must not
 // notice); the store is closed; then K children are forked, each opening the store itself,
 // registering a worker and claiming until the queue is empty (with a backlog: until N claims in
@@ -53,6 +54,7 @@ struct Options {
   std::int64_t queued = 0;
   std::int64_t batch = 10'000;
   bool combined = false;  // ReportAndClaimNext: one transaction per task instead of two
+  std::string pg;         // a PostgreSQL server's URL: each run's store is a database there
 };
 
 // Shared between the parent and its forked claimers (MAP_SHARED | MAP_ANONYMOUS).
@@ -72,7 +74,7 @@ std::int64_t MonoNs() {
 [[noreturn]] void Usage(const char* msg) {
   std::fprintf(stderr,
                "tx_drain: %s\nusage: tx_drain [--claimers K] [--tasks N] [--runs R] "
-               "[--sync NORMAL|FULL] [--queued Q] [--batch B] [--combined]\n",
+               "[--sync NORMAL|FULL] [--queued Q] [--batch B] [--combined] [--pg URL]\n",
                msg);
   std::exit(2);
 }
@@ -109,6 +111,8 @@ Options ParseArgs(int argc, char** argv) {
       o.queued = ParseInt("--queued", value(), 0);
     } else if (a == "--batch") {
       o.batch = ParseInt("--batch", value(), 1);
+    } else if (a == "--pg") {
+      o.pg = value();
     } else if (a == "--combined") {
       o.combined = true;
     } else if (a == "-h" || a == "--help") {
@@ -198,8 +202,8 @@ struct RunResult {
 };
 
 RunResult OneRun(const Options& o, Shared* shared) {
-  TempDir dir;
-  std::string path = dir.File("tx.db");
+  ScratchStore scratch(o.pg);
+  const std::string& path = scratch.url();
   RealClock clock;
   {
     auto store = CheckOk(OpenStore(path, o.sync, /*create=*/true), "create store");
@@ -309,10 +313,10 @@ std::string Json(const Options& o, const std::vector<RunResult>& results, const 
       "{\"bench\":\"drain\",\"claimers\":%d,\"tasks\":%lld,\"queued\":%lld,"
       "\"sync\":\"%s\",\"combined\":%s,\"runs\":[%s],\"median\":%.1f,\"min\":%.1f,\"max\":%.1f,"
       "\"spread_pct\":%.1f,\"after_ready_median\":%.1f,\"cpu_us_per_task\":%.1f,"
-      "\"sqlite\":\"%s\"}",
+      "\"store\":\"%s\",\"sqlite\":\"%s\"}",
       o.claimers, static_cast<long long>(o.tasks), static_cast<long long>(o.queued), o.sync.c_str(),
       o.combined ? "true" : "false", runs.c_str(), s.median, s.min, s.max, s.spread_pct,
-      ready.median, cpu.median, sqlite3_libversion());
+      ready.median, cpu.median, o.pg.empty() ? "sqlite" : "postgres", sqlite3_libversion());
   return buf;
 }
 
@@ -327,9 +331,10 @@ int Main(int argc, char** argv) {
   auto* shared = new (mem) Shared();
 
   std::printf(
-      "drain: %d claimers, %lld tasks + %lld queued backlog, sync %s, %s, %d runs "
+      "drain: %d claimers, %lld tasks + %lld queued backlog, %s, %s, %d runs "
       "(sqlite %s, %ld cpus)\n",
-      o.claimers, static_cast<long long>(o.tasks), static_cast<long long>(o.queued), o.sync.c_str(),
+      o.claimers, static_cast<long long>(o.tasks), static_cast<long long>(o.queued),
+      o.pg.empty() ? ("sync " + o.sync).c_str() : "PostgreSQL",
       o.combined ? "ReportAndClaimNext" : "ClaimNext + Report", o.runs, sqlite3_libversion(),
       sysconf(_SC_NPROCESSORS_ONLN));
   std::vector<RunResult> results;

@@ -40,6 +40,8 @@ class FaultyStore final : public store::Store {
   Result<std::unique_ptr<store::ChangeWatch>> Watch() override { return inner_.Watch(); }
   std::string Describe() const override { return "faulty " + inner_.Describe(); }
   const Clock& clock() const override { return inner_.clock(); }
+  Result<std::unique_ptr<store::Leadership>> TryLead() override { return inner_.TryLead(); }
+  bool SharedByHosts() const override { return inner_.SharedByHosts(); }
 
   bool fired() const { return fired_; }
 

@@ -122,18 +122,19 @@ std::string Metrics::Render(const MetricsSnapshot& now) const {
     out += fmt::format("tx_workers{{status=\"{}\"}} {}\n", ToString(s),
                        it == now.workers.end() ? 0 : it->second);
   }
-  Header(out, "tx_orchestrator_up", "gauge", "1 while an orchestrator runs on this store.");
-  out += fmt::format("tx_orchestrator_up {}\n", now.orchestrator_up ? 1 : 0);
+  Header(out, "tx_orchestrator_up", "gauge",
+         "Orchestrators running on this store (one at most on SQLite).");
+  out += fmt::format("tx_orchestrator_up {}\n", now.orchestrators_up);
 
-  // Reconcile runs are counted in the orchestrator's row (one event per run would flood the
-  // log); repairs are counted from their events.
+  // Reconcile runs are counted in the store's reconciler record (one event per run would flood
+  // the log); repairs are counted from their events.
   Header(out, "tx_reconcile_runs_total", "counter", "Reconcile passes run on this store.");
   out += fmt::format("tx_reconcile_runs_total {}\n",
-                     now.orchestrator.last_report.value("runs", std::int64_t{0}));
+                     now.reconciler.last_report.value("runs", std::int64_t{0}));
   Header(out, "tx_reconcile_last_run_timestamp_seconds", "gauge",
          "When the last reconcile pass ran (0 = never).");
   out += fmt::format("tx_reconcile_last_run_timestamp_seconds {:.3f}\n",
-                     static_cast<double>(now.orchestrator.last_reconcile_at) / 1000.0);
+                     static_cast<double>(now.reconciler.last_reconcile_at) / 1000.0);
   LabelledCounter(out, "tx_reconcile_repairs_total", "kind", repaired_,
                   "What reconcile passes repaired, by kind.");
 

@@ -24,8 +24,8 @@ namespace tx::api {
 struct MetricsSnapshot {
   std::vector<store::StatusCount> tasks;  // per status and queue
   std::map<WorkerStatus, std::int64_t> workers;
-  OrchestratorState orchestrator;
-  bool orchestrator_up = false;
+  ReconcilerRecord reconciler;
+  int orchestrators_up = 0;  // running on this store (PostgreSQL: maybe several)
   std::int64_t last_event_id = 0;
 };
 

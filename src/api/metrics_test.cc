@@ -68,9 +68,9 @@ TEST(MetricsTest, GaugesShowEveryStatusOfEveryQueueSoSeriesDoNotVanish) {
   MetricsSnapshot s;
   s.tasks = {{TaskStatus::kReady, "default", 3}, {TaskStatus::kDone, "gpu \"big\"", 2}};
   s.workers[WorkerStatus::kIdle] = 4;
-  s.orchestrator_up = true;
-  s.orchestrator.last_report = {{"runs", 7}};
-  s.orchestrator.last_reconcile_at = 1'500;
+  s.orchestrators_up = 1;
+  s.reconciler.last_report = {{"runs", 7}};
+  s.reconciler.last_reconcile_at = 1'500;
   s.last_event_id = 42;
   std::string text = m.Render(s);
   EXPECT_EQ(Sample(text, R"(tx_tasks{queue="default",status="ready"})"), 3);

@@ -54,7 +54,7 @@ json SessionJson(const service::Session& s, Millis now) {
 
 // Whether `w` is the process the running orchestrator supervises in w's slot.
 bool Supervised(const Worker& w, const OrchestratorState& o) {
-  if (w.slot.empty() || w.hostname != o.hostname || !o.pool.contains("slots")) return false;
+  if (w.slot.empty() || w.pool != o.id || !o.pool.contains("slots")) return false;
   for (const auto& s : o.pool["slots"]) {
     if (s.value("slot", "") == w.slot && s.value("pid", std::int64_t{0}) == w.pid) return true;
   }
@@ -81,75 +81,92 @@ void ApiServer::PoolRoutes() {
     ReplyWithStore(stores_, res, ok_status, fn);
   };
 
+  // The orchestrator a request means: ?id= if given, else this directory's, else the only one
+  // running (orchestrator::TargetOrchestrator).
+  const std::string& local = options_.local_pool;
+  auto target = [&opts, &local](store::Store& store,
+                                const httplib::Request& req) -> Result<std::string> {
+    return orchestrator::TargetOrchestrator(
+        store, opts, req.has_param("id") ? req.get_param_value("id") : "", local);
+  };
+
   h.Get("/api/orchestrator",
-        [with_store, &opts](const httplib::Request& req, httplib::Response& res) {
+        [with_store, &opts, &local](const httplib::Request& req, httplib::Response& res) {
           with_store(res, 200, [&](store::Store& store) -> Result<json> {
-            TX_RETURN_IF_ERROR(OnlyParams(req, {}));
-            return service::PoolStatus(store, opts, store.clock().NowMs());
+            TX_RETURN_IF_ERROR(OnlyParams(req, {"id"}));
+            return service::PoolStatus(store, opts, store.clock().NowMs(),
+                                       req.has_param("id") ? req.get_param_value("id") : "", local);
           });
         });
 
   h.Post("/api/orchestrator/scale",
-         [with_store, &opts](const httplib::Request& req, httplib::Response& res) {
+         [with_store, &opts, target](const httplib::Request& req, httplib::Response& res) {
            with_store(res, 200, [&](store::Store& store) -> Result<json> {
+             TX_RETURN_IF_ERROR(OnlyParams(req, {"id"}));
              TX_ASSIGN_OR_RETURN(json body, ParseObject(req.body));
              TX_ASSIGN_OR_RETURN(int n, DecodeScale(body));
-             return orchestrator::ScalePool(store, opts, n);
+             TX_ASSIGN_OR_RETURN(std::string id, target(store, req));
+             return orchestrator::ScalePool(store, opts, id, n);
            });
          });
 
   h.Post("/api/orchestrator/stop",
-         [with_store, &opts](const httplib::Request& req, httplib::Response& res) {
+         [with_store, &opts, target](const httplib::Request& req, httplib::Response& res) {
            with_store(res, 202, [&](store::Store& store) -> Result<json> {
+             TX_RETURN_IF_ERROR(OnlyParams(req, {"id"}));
              TX_ASSIGN_OR_RETURN(json body, ParseObject(req.body.empty() ? "{}" : req.body));
              TX_ASSIGN_OR_RETURN(bool force, DecodeStop(body));
-             TX_RETURN_IF_ERROR(orchestrator::StopOrchestrator(store, opts, force, false));
-             return json{{"status", "stopping"}, {"force", force}};
+             TX_ASSIGN_OR_RETURN(std::string id, target(store, req));
+             TX_RETURN_IF_ERROR(orchestrator::StopOrchestrator(store, opts, id, force, false));
+             return json{{"status", "stopping"}, {"force", force}, {"id", id}};
            });
          });
 
   // A supervised worker made to order. No capacity under max-workers within the capacity
   // timeout is a 503, as the issue of capacity is the server's, not the request's.
-  h.Post("/api/workers", [this, &opts](const httplib::Request& req, httplib::Response& res) {
-    Result<StorePool::Lease> s = stores_.Acquire();
-    if (!s.ok()) return ReplyError(res, s.error());
-    store::Store& store = **s;
-    Result<Worker> added = [&]() -> Result<Worker> {
-      TX_ASSIGN_OR_RETURN(json body, ParseObject(req.body));
-      TX_ASSIGN_OR_RETURN(NewWorker spec, DecodeNewWorker(body));
-      TX_ASSIGN_OR_RETURN(OrchestratorState o,
-                          service::OrchestratorService(store, store.clock()).Get());
-      if (!opts.orchestrator_alive(o, store.clock().NowMs())) {
-        return Error::Conflict(
-            "no orchestrator is running on this store: a created worker is supervised by it");
-      }
-      if (!spec.workdir.empty() && !std::filesystem::path(spec.workdir).is_absolute()) {
-        return Error::InvalidArgument("field 'workdir' must be an absolute path");
-      }
-      // Checked as the worker will check its flags: the pool's own, then this worker's.
-      std::vector<std::string> all;
-      if (o.config.contains("worker_args") && o.config["worker_args"].is_array()) {
-        for (const auto& a : o.config["worker_args"]) {
-          if (a.is_string()) all.push_back(a.get<std::string>());
+  h.Post(
+      "/api/workers", [this, &opts, target](const httplib::Request& req, httplib::Response& res) {
+        Result<StorePool::Lease> s = stores_.Acquire();
+        if (!s.ok()) return ReplyError(res, s.error());
+        store::Store& store = **s;
+        Result<Worker> added = [&]() -> Result<Worker> {
+          TX_ASSIGN_OR_RETURN(json body, ParseObject(req.body));
+          TX_ASSIGN_OR_RETURN(NewWorker spec, DecodeNewWorker(body));
+          Result<std::string> id = target(store, req);
+          if (!id.ok() && id.error().message() == "no orchestrator is running on this store") {
+            return Error::Conflict(
+                "no orchestrator is running on this store: a created worker is supervised by it");
+          }
+          TX_RETURN_IF_ERROR(id);
+          TX_ASSIGN_OR_RETURN(OrchestratorState o,
+                              service::OrchestratorService(store, store.clock()).Get(*id));
+          if (!spec.workdir.empty() && !std::filesystem::path(spec.workdir).is_absolute()) {
+            return Error::InvalidArgument("field 'workdir' must be an absolute path");
+          }
+          // Checked as the worker will check its flags: the pool's own, then this worker's.
+          std::vector<std::string> all;
+          if (o.config.contains("worker_args") && o.config["worker_args"].is_array()) {
+            for (const auto& a : o.config["worker_args"]) {
+              if (a.is_string()) all.push_back(a.get<std::string>());
+            }
+          }
+          all.insert(all.end(), spec.args.begin(), spec.args.end());
+          worker::WorkerFlags flags;
+          TX_RETURN_IF_ERROR(worker::ApplyWorkerArgs(all, flags));
+          TX_RETURN_IF_ERROR(worker::BuildWorkerConfig(options_.db_path, "", flags));
+          return orchestrator::AddWorker(
+              store, opts, *id,
+              {std::move(spec.args), std::move(spec.instructions), std::move(spec.workdir)});
+        }();
+        if (!added.ok()) {
+          if (added.error().code() == ErrorCode::kBackpressure) {
+            return ReplyError(res, 503, "no_capacity", added.error().message());
+          }
+          return ReplyError(res, added.error());
         }
-      }
-      all.insert(all.end(), spec.args.begin(), spec.args.end());
-      worker::WorkerFlags flags;
-      TX_RETURN_IF_ERROR(worker::ApplyWorkerArgs(all, flags));
-      TX_RETURN_IF_ERROR(worker::BuildWorkerConfig(options_.db_path, "", flags));
-      return orchestrator::AddWorker(
-          store, opts,
-          {std::move(spec.args), std::move(spec.instructions), std::move(spec.workdir)});
-    }();
-    if (!added.ok()) {
-      if (added.error().code() == ErrorCode::kBackpressure) {
-        return ReplyError(res, 503, "no_capacity", added.error().message());
-      }
-      return ReplyError(res, added.error());
-    }
-    res.set_header("Location", "/api/workers/" + added->id);
-    Reply(res, 201, ToJson(*added, store.clock().NowMs()));
-  });
+        res.set_header("Location", "/api/workers/" + added->id);
+        Reply(res, 201, ToJson(*added, store.clock().NowMs()));
+      });
 
   // Stops a worker: gracefully (it finishes its task), or with ?force=true now (its agent is
   // stopped and its task released, the attempt not counted). A worker the running orchestrator
@@ -171,10 +188,12 @@ void ApiServer::PoolRoutes() {
       if (!IsLive(w.status)) {
         return Error::Conflict("worker " + w.id + " is " + std::string(ToString(w.status)));
       }
+      // The worker's own orchestrator, whichever it is.
       TX_ASSIGN_OR_RETURN(OrchestratorState o,
-                          service::OrchestratorService(store, store.clock()).Get());
-      if (opts.orchestrator_alive(o, store.clock().NowMs()) && Supervised(w, o)) {
-        TX_RETURN_IF_ERROR(orchestrator::RetireSlot(store, opts, w.slot, force));
+                          service::OrchestratorService(store, store.clock()).Get(w.pool));
+      if (o.status != "stopped" && opts.orchestrator_alive(o, store.clock().NowMs()) &&
+          Supervised(w, o)) {
+        TX_RETURN_IF_ERROR(orchestrator::RetireSlot(store, opts, o.id, w.slot, force));
       } else {
         TX_RETURN_IF_ERROR(
             workers.Request(w.id, force ? WorkerRequest::kStopNow : WorkerRequest::kStop));

@@ -19,6 +19,7 @@
 #include "service/claim_service.h"
 #include "service/task_service.h"
 #include "service/worker_service.h"
+#include "store/location.h"
 
 namespace tx::api {
 
@@ -49,9 +50,8 @@ ApiServer::ApiServer(Key, ServerOptions options, Tokens tokens)
 ApiServer::~ApiServer() { Stop(); }
 
 Result<std::unique_ptr<ApiServer>> ApiServer::Start(ServerOptions options) {
-  std::filesystem::path db = std::filesystem::absolute(options.db_path);
-  options.db_path = db.string();
-  TX_ASSIGN_OR_RETURN(Tokens tokens, LoadTokens(db.parent_path().string()));
+  options.db_path = store::AbsoluteLocation(options.db_path);
+  TX_ASSIGN_OR_RETURN(Tokens tokens, LoadTokens(store::LocalDir(options.db_path)));
   if (!IsLoopbackHost(options.host) && tokens.by_token.empty()) {
     return Error::InvalidArgument("refusing to listen on " + options.host +
                                   " without a token: run tx init, which writes .tx/token");

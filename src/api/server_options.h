@@ -12,6 +12,9 @@ namespace tx::api {
 
 struct ServerOptions {
   std::string db_path;  // the store
+  // The pool (PoolId) of this machine's directory for the store: the orchestrator the pool
+  // routes speak to unless a request names another (?id=), as the CLI's commands do.
+  std::string local_pool;
   std::string host = "127.0.0.1";
   int port = 8787;  // 0 = any free port (see ApiServer::port)
   std::size_t max_body_bytes = 1 << 20;

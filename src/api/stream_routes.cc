@@ -15,6 +15,7 @@
 #include "service/event_log.h"
 #include "service/task_service.h"
 #include "service/worker_service.h"
+#include "store/location.h"
 #include "worker/spawn_plan.h"
 
 namespace tx::api {
@@ -167,7 +168,7 @@ void ApiServer::StreamRoutes() {
                         Error::NotFound("task " + id + " has no attempt " + std::to_string(n)));
     }
     std::string path = worker::AttemptLogPath(
-        (std::filesystem::path(options_.db_path).parent_path() / "logs").string(), id, n);
+        (std::filesystem::path(store::LocalDir(options_.db_path)) / "logs").string(), id, n);
     std::int64_t size = FileSize(path);
     bool running = attempt->status == ClaimStatus::kActive;
     if (size < 0 && !running) {
@@ -242,11 +243,16 @@ void ApiServer::StreamRoutes() {
       TX_ASSIGN_OR_RETURN(snap.tasks, txn.CountTasks());
       TX_ASSIGN_OR_RETURN(std::vector<Worker> workers, txn.ListWorkers({}));
       for (const auto& w : workers) ++snap.workers[w.status];
-      TX_ASSIGN_OR_RETURN(snap.orchestrator, txn.GetOrchestrator());
+      TX_ASSIGN_OR_RETURN(snap.reconciler, txn.GetReconcilerRecord());
+      TX_ASSIGN_OR_RETURN(std::vector<OrchestratorState> rows, txn.ListOrchestrators());
+      for (const auto& o : rows) {
+        if (o.status != "stopped" && opts.orchestrator_alive(o, store.clock().NowMs())) {
+          ++snap.orchestrators_up;
+        }
+      }
       return Ok();
     });
     if (!read.ok()) return ReplyError(res, read.error());
-    snap.orchestrator_up = opts.orchestrator_alive(snap.orchestrator, store.clock().NowMs());
     snap.last_event_id = hub_->last_id();
     res.status = 200;
     res.set_content(hub_->RenderMetrics(snap), "text/plain; version=0.0.4; charset=utf-8");

@@ -52,6 +52,7 @@ Result<service::Registration> DecodeRegistration(const json& body) {
   service::Registration r;
   TX_RETURN_IF_ERROR(ReadString(body, "name", r.name));
   TX_RETURN_IF_ERROR(ReadString(body, "slot", r.slot));
+  TX_RETURN_IF_ERROR(ReadString(body, "pool", r.pool));
   TX_RETURN_IF_ERROR(ReadString(body, "hostname", r.hostname));
   TX_RETURN_IF_ERROR(ReadInteger(body, "pid", r.pid));
   TX_RETURN_IF_ERROR(ReadStrings(body, "capabilities", r.capabilities));

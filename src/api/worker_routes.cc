@@ -16,6 +16,7 @@
 #include "core/json.h"
 #include "service/claim_service.h"
 #include "service/worker_service.h"
+#include "store/location.h"
 #include "worker/spawn_plan.h"
 
 namespace tx::api {
@@ -239,7 +240,7 @@ void ApiServer::WorkerRoutes() {
                                    std::to_string(kMaxShippedLogBytes >> 20) + " MiB");
       }
       std::filesystem::path path = worker::AttemptLogPath(
-          (std::filesystem::path(options_.db_path).parent_path() / "logs").string(), task_id,
+          (std::filesystem::path(store::LocalDir(options_.db_path)) / "logs").string(), task_id,
           static_cast<int>(attempt));
       std::error_code ec;
       std::filesystem::create_directories(path.parent_path(), ec);

@@ -2,13 +2,20 @@
 
 #include <cstdlib>
 
-#include "cli/orchestrator_alive.h"
+#include "core/orchestrator.h"
 #include "core/validation.h"
+#include "exec/process_info.h"
+#include "orchestrator/alive.h"
+#include "store/location.h"
 
 namespace tx::cli {
 
 Context::Context(GlobalFlags flags, std::ostream& out) : flags_(std::move(flags)), out_(out) {
-  options_.orchestrator_alive = OrchestratorAlive;
+  options_.orchestrator_alive = orchestrator::OrchestratorAlive;
+}
+
+std::string Context::LocalPool() const {
+  return PoolId(exec::Hostname(), store::LocalDir(DbPath()));
 }
 
 std::string Context::DbPath() const {

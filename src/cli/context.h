@@ -40,6 +40,9 @@ class Context {
 
   // The store path or URL this invocation uses.
   std::string DbPath() const;
+  // The pool of this machine's directory for the store (PoolId): the orchestrator an operator's
+  // command here means, unless it names another (--id).
+  std::string LocalPool() const;
   // Opens the store (once); `create` is for tx init. Over a remote fleet (Remote()), an invalid
   // argument saying which commands work there.
   Result<store::Store*> Store(bool create = false);

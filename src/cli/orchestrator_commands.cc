@@ -13,12 +13,12 @@
 #include "api/server_options.h"
 #include "cli/commands.h"
 #include "cli/http_api.h"
-#include "cli/orchestrator_alive.h"
 #include "cli/print.h"
 #include "cli/table.h"
 #include "core/duration.h"
 #include "core/json.h"
 #include "exec/process_info.h"
+#include "orchestrator/alive.h"
 #include "orchestrator/config.h"
 #include "orchestrator/control.h"
 #include "orchestrator/daemon.h"
@@ -28,6 +28,7 @@
 #include "service/pool_status.h"
 #include "service/task_service.h"
 #include "service/worker_service.h"
+#include "store/location.h"
 #include "worker/flags.h"
 
 namespace tx::cli {
@@ -36,14 +37,28 @@ namespace fs = std::filesystem;
 
 namespace {
 
-Status RefuseIfRunning(store::Store& store) {
-  service::OrchestratorService row(store, store.clock());
-  TX_ASSIGN_OR_RETURN(OrchestratorState o, row.Get());
-  if (OrchestratorAlive(o, store.clock().NowMs()) && o.pid != ::getpid()) {
-    return Error::Conflict("an orchestrator is already running on this store (pid " +
-                           std::to_string(o.pid) + " on " + o.hostname + ", " + o.status + ")");
+// Before detaching, the refusal OrchestratorService::Acquire would make later: another live
+// orchestrator of this pool, or, on a store hosts do not share (SQLite), any other one.
+Status RefuseIfRunning(store::Store& store, const std::string& id) {
+  service::OrchestratorService rows(store, store.clock());
+  TX_ASSIGN_OR_RETURN(std::vector<OrchestratorState> all, rows.List());
+  for (const auto& o : all) {
+    if (o.id != id && store.SharedByHosts()) continue;
+    if (orchestrator::OrchestratorAlive(o, store.clock().NowMs()) && o.pid != ::getpid()) {
+      return Error::Conflict("an orchestrator is already running on this store (pid " +
+                             std::to_string(o.pid) + " on " + o.hostname + ", " + o.status + ")");
+    }
   }
   return Ok();
+}
+
+// --id ID: the orchestrator a command addresses (default: this directory's, else the only one).
+CLI::Option* AddIdOption(CLI::App& cmd, std::string& into) {
+  return NonEmpty(
+      cmd.add_option("--id", into,
+                     "The orchestrator to address, as tx orchestrator status lists them "
+                     "(default: this directory's, else the only one running)")
+          ->type_name("ID"));
 }
 
 }  // namespace
@@ -96,16 +111,15 @@ Handler SetupOrchestratorStart(CLI::App& cmd) {
   opt("--cpu-percent", a->worker.cpu_percent, "Agent CPU limit (100 = one core)", "N");
   return [a](Context& ctx) -> Status {
     orchestrator::OrchestratorConfig c;
-    fs::path db = fs::absolute(ctx.DbPath());
-    c.db_path = db.string();
-    c.store_dir = db.parent_path().string();
+    c.db_path = store::AbsoluteLocation(ctx.DbPath());
+    c.store_dir = store::LocalDir(c.db_path);
     c.tx_binary = SelfExe();
     if (!a->config.empty() && !fs::exists(a->config)) {
       return Error::InvalidArgument("no config file at " + a->config);
     }
     if (!a->config.empty()) c.config_path = fs::absolute(a->config).string();
     TX_RETURN_IF_ERROR(orchestrator::ApplyOrchestratorFile(
-        a->config.empty() ? (db.parent_path() / "config.toml").string() : a->config, c));
+        a->config.empty() ? (fs::path(c.store_dir) / "config.toml").string() : a->config, c));
 
     auto count = [](std::string_view flag, const std::string& text, int lo, auto& out) -> Status {
       if (text.empty()) return Ok();
@@ -178,7 +192,7 @@ Handler SetupOrchestratorStart(CLI::App& cmd) {
                         orchestrator::PidFileLock::Acquire(c.pid_path()));
     {
       TX_ASSIGN_OR_RETURN(std::unique_ptr<store::Store> store, store::Open({c.db_path, false}));
-      TX_RETURN_IF_ERROR(RefuseIfRunning(*store));
+      TX_RETURN_IF_ERROR(RefuseIfRunning(*store, PoolId(exec::Hostname(), c.store_dir)));
     }  // closed before a fork: an SQLite connection must not cross one
 
     std::optional<orchestrator::DaemonHandshake> handshake;
@@ -213,6 +227,7 @@ Handler SetupOrchestratorStart(CLI::App& cmd) {
       orchestrator::BlockOrchestratorSignals();  // the server's threads inherit the mask
       api::ServerOptions so;
       so.db_path = c.db_path;
+      so.local_pool = PoolId(exec::Hostname(), c.store_dir);
       so.host = http->first;
       so.port = http->second;
       so.service = ctx.options();
@@ -256,6 +271,7 @@ Handler SetupOrchestratorStart(CLI::App& cmd) {
 Handler SetupOrchestratorStop(CLI::App& cmd) {
   struct Args {
     bool graceful = false, force = false, no_wait = false;
+    std::string id;
   };
   auto a = std::make_shared<Args>();
   auto* g = cmd.add_flag("--graceful", a->graceful,
@@ -264,12 +280,16 @@ Handler SetupOrchestratorStop(CLI::App& cmd) {
                "Kill the workers and their agents now; their tasks are released")
       ->excludes(g);
   cmd.add_flag("--no-wait", a->no_wait, "Return once the stop is requested");
+  AddIdOption(cmd, a->id);
   return [a](Context& ctx) -> Status {
     TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
-    TX_ASSIGN_OR_RETURN(OrchestratorState o, orchestrator::StopOrchestrator(*store, ctx.options(),
-                                                                            a->force, !a->no_wait));
+    TX_ASSIGN_OR_RETURN(std::string id, orchestrator::TargetOrchestrator(*store, ctx.options(),
+                                                                         a->id, ctx.LocalPool()));
+    TX_ASSIGN_OR_RETURN(OrchestratorState o, orchestrator::StopOrchestrator(
+                                                 *store, ctx.options(), id, a->force, !a->no_wait));
     if (ctx.json()) {
-      ctx.PrintJson({{"stopped", !a->no_wait}, {"pid", o.pid}, {"hostname", o.hostname}});
+      ctx.PrintJson(
+          {{"stopped", !a->no_wait}, {"id", o.id}, {"pid", o.pid}, {"hostname", o.hostname}});
     } else {
       ctx.out() << "orchestrator pid " << o.pid << (a->no_wait ? " asked to stop" : " stopped")
                 << '\n';
@@ -280,15 +300,19 @@ Handler SetupOrchestratorStop(CLI::App& cmd) {
 
 Handler SetupOrchestratorScale(CLI::App& cmd) {
   auto n = std::make_shared<std::string>();
+  auto id = std::make_shared<std::string>();
   cmd.add_option("n", *n, "Number of workers")->type_name("N")->required();
-  return [n](Context& ctx) -> Status {
+  AddIdOption(cmd, *id);
+  return [n, id](Context& ctx) -> Status {
     int want = 0;
     if (*n != "0") {
       TX_ASSIGN_OR_RETURN(want, ParseCount("N", *n));
     }
     TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
+    TX_ASSIGN_OR_RETURN(std::string target, orchestrator::TargetOrchestrator(*store, ctx.options(),
+                                                                             *id, ctx.LocalPool()));
     TX_ASSIGN_OR_RETURN(nlohmann::json answer,
-                        orchestrator::ScalePool(*store, ctx.options(), want));
+                        orchestrator::ScalePool(*store, ctx.options(), target, want));
     if (ctx.json()) {
       ctx.PrintJson(answer);
     } else {
@@ -298,11 +322,14 @@ Handler SetupOrchestratorScale(CLI::App& cmd) {
   };
 }
 
-Handler SetupOrchestratorStatus(CLI::App&) {
-  return [](Context& ctx) -> Status {
+Handler SetupOrchestratorStatus(CLI::App& cmd) {
+  auto id = std::make_shared<std::string>();
+  AddIdOption(cmd, *id);
+  return [id](Context& ctx) -> Status {
     TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
     Millis now = ctx.now();
-    TX_ASSIGN_OR_RETURN(nlohmann::json st, service::PoolStatus(*store, ctx.options(), now));
+    TX_ASSIGN_OR_RETURN(nlohmann::json st,
+                        service::PoolStatus(*store, ctx.options(), now, *id, ctx.LocalPool()));
     if (ctx.json()) {
       ctx.PrintJson(st);
       return Ok();
@@ -319,6 +346,29 @@ Handler SetupOrchestratorStatus(CLI::App&) {
     }
     if (pid > 0) out << ")";
     out << '\n';
+    // Who leads the reconciler, and the other orchestrators of a shared store.
+    const std::string leader = st["leader"];
+    const nlohmann::json& all = st["orchestrators"];
+    if (all.size() > 1 || store->SharedByHosts()) {
+      out << "id: " << st["id"].get<std::string>() << '\n';
+      out << "reconciler: "
+          << (leader.empty() ? std::string("no orchestrator leads it")
+              : st["leads"].get<bool>()
+                  ? "led by this orchestrator (taken " + Age(st["leader_since"], now) + ")"
+                  : "led by " + leader + " (taken " + Age(st["leader_since"], now) + ")")
+          << '\n';
+    }
+    if (all.size() > 1) {
+      Table t({"ID", "STATUS", "PID", "LEADS", "SEEN"});
+      for (const auto& o : all) {
+        Millis seen = o["seen_at"];
+        t.Add({o["id"], o["status"], std::to_string(o["pid"].get<std::int64_t>()),
+               o["leads"].get<bool>() && !leader.empty() ? "yes" : "-",
+               seen > 0 ? Age(seen, now) : std::string("-")});
+      }
+      out << "orchestrators on this store:\n";
+      t.Print(out);
+    }
     const nlohmann::json& config = st["config"];
     if (alive && config.is_object() && !config.value("http", std::string()).empty()) {
       out << "http: " << config.value("http", std::string()) << '\n';

@@ -24,12 +24,25 @@
 #include "service/reconciler.h"
 #include "service/task_service.h"
 #include "service/worker_service.h"
+#include "store/location.h"
 
 namespace tx::cli {
 
 namespace fs = std::filesystem;
 
 namespace {
+
+// Whether a store already holds anything: a task or an event.
+Result<bool> HasHistory(store::Store& store) {
+  bool any = false;
+  TX_RETURN_IF_ERROR(store.Read([&](store::Txn& txn) -> Status {
+    TX_ASSIGN_OR_RETURN(std::int64_t last, txn.LastEventId());
+    TX_ASSIGN_OR_RETURN(std::vector<store::StatusCount> counts, txn.CountTasks());
+    any = last > 0 || !counts.empty();
+    return Ok();
+  }));
+  return any;
+}
 // Writes the API token beside the store, readable by its owner only. Kept if it exists.
 Status WriteToken(const fs::path& path) {
   std::error_code ec;
@@ -54,27 +67,31 @@ Status WriteToken(const fs::path& path) {
 
 Handler SetupInit(CLI::App&) {
   return [](Context& ctx) -> Status {
-    fs::path db = ctx.DbPath();
+    std::string db = ctx.DbPath();
+    bool url = store::IsPostgresUrl(db);
+    // This machine's directory: beside a SQLite file, or .tx/ here for a PostgreSQL store.
+    fs::path dir = url ? fs::path(".tx") : fs::path(db).parent_path();
     std::error_code ec;
-    bool existed = fs::exists(db, ec);
-    if (db.has_parent_path() && !fs::exists(db.parent_path(), ec)) {
-      fs::create_directories(db.parent_path(), ec);
-      if (ec) {
-        return Error::Unavailable("cannot create " + db.parent_path().string() + ": " +
-                                  ec.message());
-      }
+    if (!dir.empty() && !fs::exists(dir, ec)) {
+      fs::create_directories(dir, ec);
+      if (ec) return Error::Unavailable("cannot create " + dir.string() + ": " + ec.message());
     }
-    TX_RETURN_IF_ERROR(ctx.Store(/*create=*/true));
-    fs::path token = (db.has_parent_path() ? db.parent_path() : fs::path(".")) / "token";
+    // A SQLite store existed if its file did; a PostgreSQL one if it has a history.
+    bool existed = !url && fs::exists(db, ec);
+    TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store(/*create=*/true));
+    if (url) {
+      TX_ASSIGN_OR_RETURN(existed, HasHistory(*store));
+    }
+    fs::path token = (dir.empty() ? fs::path(".") : dir) / "token";
     TX_RETURN_IF_ERROR(WriteToken(token));
     if (ctx.json()) {
-      ctx.PrintJson({{"db", db.string()},
+      ctx.PrintJson({{"db", store->Describe()},
                      {"token_file", token.string()},
                      {"schema_version", store::SchemaVersion()},
                      {"created", !existed}});
     } else {
       ctx.out() << (existed ? "store already initialised at " : "initialised store at ")
-                << db.string() << " (schema v" << store::SchemaVersion() << "); API token in "
+                << store->Describe() << " (schema v" << store::SchemaVersion() << "); API token in "
                 << token.string() << '\n';
     }
     return Ok();
@@ -238,8 +255,7 @@ Handler SetupOrchestratorReconcile(CLI::App&) {
     } else {
       PrintReport(ctx.out(), report);
       if (agents_killed > 0) {
-        ctx.out() << "killed the agents of " << agents_killed
-                  << " stale workers on this host\n";
+        ctx.out() << "killed the agents of " << agents_killed << " stale workers on this host\n";
       }
     }
     return Ok();

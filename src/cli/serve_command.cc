@@ -9,7 +9,8 @@
 #include "api/server_options.h"
 #include "cli/commands.h"
 #include "cli/http_api.h"
-#include "cli/orchestrator_alive.h"
+#include "orchestrator/alive.h"
+#include "store/location.h"
 
 namespace tx::cli {
 
@@ -26,9 +27,10 @@ Handler SetupServe(CLI::App& cmd) {
     TX_ASSIGN_OR_RETURN(auto address, ParseListenAddress(*http));
     api::ServerOptions o;
     o.db_path = ctx.DbPath();
-    if (!std::filesystem::exists(o.db_path)) {
+    if (!store::IsPostgresUrl(o.db_path) && !std::filesystem::exists(o.db_path)) {
       return Error::NotFound("no store at " + o.db_path + " (run tx init)");
     }
+    o.local_pool = ctx.LocalPool();
     o.host = address.first;
     o.port = address.second;
     o.service = ctx.options();

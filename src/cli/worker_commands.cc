@@ -17,6 +17,7 @@
 #include "core/json.h"
 #include "service/task_service.h"
 #include "service/worker_service.h"
+#include "store/location.h"
 #include "worker/config.h"
 #include "worker/flags.h"
 #include "worker/runtime.h"
@@ -29,7 +30,7 @@ namespace fs = std::filesystem;
 namespace {
 
 // The directory holding the store (.tx): its config.toml and logs/ live there.
-fs::path StoreDir(const Context& ctx) { return fs::absolute(ctx.DbPath()).parent_path(); }
+fs::path StoreDir(const Context& ctx) { return store::LocalDir(ctx.DbPath()); }
 
 }  // namespace
 

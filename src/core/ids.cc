@@ -1,5 +1,7 @@
 #include "core/ids.h"
 
+#include <unistd.h>
+
 #include <random>
 
 namespace tx {
@@ -7,8 +9,15 @@ namespace tx {
 namespace {
 constexpr std::string_view kBase32 = "abcdefghijklmnopqrstuvwxyz234567";
 
+// Seeded again in a forked child: a child copies its parent's generator, and two children
+// drawing the same ids would clash (or, for API tokens, share one).
 std::mt19937_64& Rng() {
   thread_local std::mt19937_64 rng{std::random_device{}()};
+  thread_local pid_t seeded_in = ::getpid();
+  if (pid_t pid = ::getpid(); pid != seeded_in) {
+    rng.seed(std::random_device{}());
+    seeded_in = pid;
+  }
   return rng;
 }
 

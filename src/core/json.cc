@@ -71,6 +71,7 @@ nlohmann::json ToJson(const Worker& w, Millis now) {
       {"id", w.id},
       {"name", w.name},
       {"slot", w.slot},
+      {"pool", w.pool},
       {"hostname", w.hostname},
       {"pid", w.pid},
       {"status", ToString(w.status)},
@@ -316,6 +317,7 @@ Result<Worker> WorkerFromJson(const nlohmann::json& j) {
   r.Str("id", w.id);
   r.Str("name", w.name);
   r.Str("slot", w.slot);
+  r.Str("pool", w.pool);
   r.Str("hostname", w.hostname);
   r.Int("pid", w.pid);
   r.Enum("status", w.status, ParseWorkerStatus);

@@ -1,5 +1,6 @@
 #pragma once
-// The orchestrator's singleton record and the reconciler's report.
+// The orchestrators' records (one per pool), the store's reconciler record, and the reconciler's
+// report.
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -21,13 +22,22 @@ struct ReconcileReport {
   }
 };
 
+// A pool: one orchestrator's workers on one host, started from one .tx directory. Its id is
+// "<hostname>:<directory>", the same for every start of it, so that a restarted orchestrator takes
+// its own row back and its workers' slots are told apart from another pool's.
+inline std::string PoolId(const std::string& hostname, const std::string& dir) {
+  return hostname + ":" + dir;
+}
+
+// One orchestrator's row. A SQLite store has one running at a time; a PostgreSQL store any number
+// (one per host is usual), of which one leads the reconciler (ReconcilerRecord).
 struct OrchestratorState {
+  std::string id;                  // PoolId
+  std::string dir;                 // the .tx directory it was started from, on its host
   std::string status = "stopped";  // stopped, starting, running, stopping
   std::int64_t pid = 0;
   std::string hostname;
   Millis started_at = 0;
-  Millis last_reconcile_at = 0;
-  nlohmann::json last_report = nlohmann::json::object();
   nlohmann::json config = nlohmann::json::object();
   // What an operator asked (tx orchestrator scale|stop): {"workers": N, "scale_id": "…"} and/or
   // {"stop": "graceful"|"force"}. The orchestrator consumes it.
@@ -35,6 +45,15 @@ struct OrchestratorState {
   // The pool as the orchestrator last published it (slots, desired, scale outcomes).
   nlohmann::json pool = nlohmann::json::object();
   Millis seen_at = 0;  // the holder's last refresh of this row
+};
+
+// The store's reconciler: which orchestrator leads it now, and its last pass (whoever ran it: the
+// leader, or `tx orchestrator reconcile` by hand).
+struct ReconcilerRecord {
+  std::string leader;  // an orchestrator's id; empty when none has led yet
+  Millis leader_since = 0;
+  Millis last_reconcile_at = 0;
+  nlohmann::json last_report = nlohmann::json::object();  // ReconcileReport, plus "runs"
 };
 
 // A running orchestrator refreshes its row every few seconds; a row left unrefreshed this long

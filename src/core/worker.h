@@ -36,6 +36,7 @@ struct Worker {
   std::string id;
   std::string name;
   std::string slot;
+  std::string pool;  // the PoolId of the orchestrator that supervises (or would supervise) it
   std::string hostname;
   std::int64_t pid = 0;
   std::vector<std::string> capabilities;

@@ -20,11 +20,11 @@ std::string NewRequestId(const char* kind, Millis now) {
          std::to_string(now);
 }
 
-// The running orchestrator's row, or conflict; a stopping one too when `stopping_ok`.
+// Orchestrator `id`'s row if it runs, or conflict; a stopping one too when `stopping_ok`.
 Result<OrchestratorState> Running(store::Store& store, const service::ServiceOptions& options,
-                                  bool stopping_ok = false) {
+                                  const std::string& id, bool stopping_ok = false) {
   service::OrchestratorService row(store, store.clock());
-  TX_ASSIGN_OR_RETURN(OrchestratorState o, row.Get());
+  TX_ASSIGN_OR_RETURN(OrchestratorState o, row.Get(id));
   if (!options.orchestrator_alive(o, store.clock().NowMs())) {
     return Error::Conflict(o.status == "stopped"
                                ? std::string("no orchestrator is running on this store")
@@ -37,15 +37,15 @@ Result<OrchestratorState> Running(store::Store& store, const service::ServiceOpt
   return o;
 }
 
-// Polls the row until `done` holds, and returns it; unavailable when the orchestrator dies or
+// Polls row `id` until `done` holds, and returns it; unavailable when the orchestrator dies or
 // `timeout_ms` passes first.
 Result<OrchestratorState> AwaitRow(store::Store& store, const service::ServiceOptions& options,
-                                   Millis timeout_ms,
+                                   const std::string& id, Millis timeout_ms,
                                    const std::function<bool(const OrchestratorState&)>& done) {
   service::OrchestratorService row(store, store.clock());
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   for (;;) {
-    TX_ASSIGN_OR_RETURN(OrchestratorState o, row.Get());
+    TX_ASSIGN_OR_RETURN(OrchestratorState o, row.Get(id));
     if (done(o)) return o;
     if (!options.orchestrator_alive(o, store.clock().NowMs())) {
       return Error::Unavailable("the orchestrator (pid " + std::to_string(o.pid) + " on " +
@@ -61,11 +61,13 @@ Result<OrchestratorState> AwaitRow(store::Store& store, const service::ServiceOp
 
 // The answer to request `id`, once the orchestrator has given it.
 Result<nlohmann::json> AwaitAnswer(store::Store& store, const service::ServiceOptions& options,
-                                   const std::string& id, Millis timeout_ms) {
-  TX_ASSIGN_OR_RETURN(OrchestratorState o,
-                      AwaitRow(store, options, timeout_ms, [&](const OrchestratorState& now) {
-                        return now.pool.contains("results") && now.pool["results"].contains(id);
-                      }));
+                                   const std::string& orchestrator, const std::string& id,
+                                   Millis timeout_ms) {
+  TX_ASSIGN_OR_RETURN(
+      OrchestratorState o,
+      AwaitRow(store, options, orchestrator, timeout_ms, [&](const OrchestratorState& now) {
+        return now.pool.contains("results") && now.pool["results"].contains(id);
+      }));
   nlohmann::json answer = o.pool["results"][id];
   if (answer.value("ok", false)) return answer;
   std::string message = answer.value("message", std::string("refused"));
@@ -80,24 +82,42 @@ Millis AnswerTimeout(const OrchestratorState& o) {
 
 }  // namespace
 
-Result<nlohmann::json> ScalePool(store::Store& store, const service::ServiceOptions& given, int n) {
+Result<std::string> TargetOrchestrator(store::Store& store, const service::ServiceOptions& given,
+                                       const std::string& wanted, const std::string& local) {
   service::ServiceOptions options = service::WithDefaults(given);
-  TX_ASSIGN_OR_RETURN(OrchestratorState o, Running(store, options));
+  service::OrchestratorService rows(store, store.clock());
+  TX_ASSIGN_OR_RETURN(std::vector<OrchestratorState> all, rows.List());
+  TX_ASSIGN_OR_RETURN(ReconcilerRecord record, rows.Reconciler());
+  Millis now = store.clock().NowMs();
+  auto alive = [&](const OrchestratorState& o) { return options.orchestrator_alive(o, now); };
+  TX_ASSIGN_OR_RETURN(std::string id,
+                      service::ChooseOrchestrator(all, wanted, local, record.leader, alive, false));
+  if (id.empty()) return Error::Conflict("no orchestrator is running on this store");
+  return id;
+}
+
+Result<nlohmann::json> ScalePool(store::Store& store, const service::ServiceOptions& given,
+                                 const std::string& orchestrator, int n) {
+  service::ServiceOptions options = service::WithDefaults(given);
+  TX_ASSIGN_OR_RETURN(OrchestratorState o, Running(store, options, orchestrator));
   std::string id = NewRequestId("scale", store.clock().NowMs());
-  TX_RETURN_IF_ERROR(service::OrchestratorService(store, store.clock()).RequestScale(n, id));
-  return AwaitAnswer(store, options, id, AnswerTimeout(o));
+  TX_RETURN_IF_ERROR(
+      service::OrchestratorService(store, store.clock()).RequestScale(orchestrator, n, id));
+  return AwaitAnswer(store, options, orchestrator, id, AnswerTimeout(o));
 }
 
 Result<Worker> AddWorker(store::Store& store, const service::ServiceOptions& given,
-                         const WorkerSpec& spec) {
+                         const std::string& orchestrator, const WorkerSpec& spec) {
   service::ServiceOptions options = service::WithDefaults(given);
-  TX_ASSIGN_OR_RETURN(OrchestratorState o, Running(store, options));
+  TX_ASSIGN_OR_RETURN(OrchestratorState o, Running(store, options, orchestrator));
   std::string id = NewRequestId("create", store.clock().NowMs());
   TX_RETURN_IF_ERROR(service::OrchestratorService(store, store.clock())
-                         .RequestCreate(id, {{"args", spec.args},
-                                             {"instructions", spec.instructions},
-                                             {"workdir", spec.workdir}}));
-  TX_ASSIGN_OR_RETURN(nlohmann::json answer, AwaitAnswer(store, options, id, AnswerTimeout(o)));
+                         .RequestCreate(orchestrator, id,
+                                        {{"args", spec.args},
+                                         {"instructions", spec.instructions},
+                                         {"workdir", spec.workdir}}));
+  TX_ASSIGN_OR_RETURN(nlohmann::json answer,
+                      AwaitAnswer(store, options, orchestrator, id, AnswerTimeout(o)));
   std::string slot = answer.value("slot", std::string());
   std::int64_t pid = answer.value("pid", std::int64_t{0});
   service::WorkerService workers(store, store.clock(), options);
@@ -118,28 +138,29 @@ Result<Worker> AddWorker(store::Store& store, const service::ServiceOptions& giv
 }
 
 Result<OrchestratorState> StopOrchestrator(store::Store& store,
-                                           const service::ServiceOptions& given, bool force,
-                                           bool wait) {
+                                           const service::ServiceOptions& given,
+                                           const std::string& orchestrator, bool force, bool wait) {
   service::ServiceOptions options = service::WithDefaults(given);
-  TX_ASSIGN_OR_RETURN(OrchestratorState o, Running(store, options, true));
-  TX_RETURN_IF_ERROR(service::OrchestratorService(store, store.clock()).RequestStop(force));
+  TX_ASSIGN_OR_RETURN(OrchestratorState o, Running(store, options, orchestrator, true));
+  TX_RETURN_IF_ERROR(
+      service::OrchestratorService(store, store.clock()).RequestStop(orchestrator, force));
   if (wait) {
     Millis timeout = o.config.value("shutdown_timeout_ms", Millis{300'000}) + kAnswerMarginMs;
-    TX_RETURN_IF_ERROR(AwaitRow(store, options, timeout, [&](const OrchestratorState& now) {
-      return now.status == "stopped" || now.pid != o.pid;
-    }));
+    TX_RETURN_IF_ERROR(AwaitRow(
+        store, options, orchestrator, timeout,
+        [&](const OrchestratorState& now) { return now.status == "stopped" || now.pid != o.pid; }));
   }
   return o;
 }
 
 Status RetireSlot(store::Store& store, const service::ServiceOptions& given,
-                  const std::string& slot, bool force) {
+                  const std::string& orchestrator, const std::string& slot, bool force) {
   service::ServiceOptions options = service::WithDefaults(given);
-  TX_RETURN_IF_ERROR(Running(store, options));
+  TX_RETURN_IF_ERROR(Running(store, options, orchestrator));
   std::string id = NewRequestId("retire", store.clock().NowMs());
-  TX_RETURN_IF_ERROR(
-      service::OrchestratorService(store, store.clock()).RequestRetire(id, slot, force));
-  TX_RETURN_IF_ERROR(AwaitAnswer(store, options, id, kAnswerMarginMs));
+  TX_RETURN_IF_ERROR(service::OrchestratorService(store, store.clock())
+                         .RequestRetire(orchestrator, id, slot, force));
+  TX_RETURN_IF_ERROR(AwaitAnswer(store, options, orchestrator, id, kAnswerMarginMs));
   return Ok();
 }
 

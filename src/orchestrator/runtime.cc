@@ -17,6 +17,7 @@
 #include "core/json.h"
 #include "exec/process_info.h"
 #include "orchestrator/agent_cleanup.h"
+#include "orchestrator/alive.h"
 #include "orchestrator/atomic_file.h"
 #include "service/task_service.h"
 
@@ -30,6 +31,8 @@ constexpr Millis kMinReconcileGapMs = 50;
 // Nothing wakes the orchestrator when a worker registers or heartbeats elsewhere, so the next
 // deadline is looked up again at least this often (one read of the live workers and claims).
 constexpr Millis kMaxReconcileCheckGapMs = 1'000;
+// How often an orchestrator that does not lead asks for the lead (one try of an advisory lock).
+constexpr Millis kLeadRetryMs = 1'000;
 // After the shutdown timeout, how long SIGKILLed workers get to be reaped before giving up.
 constexpr Millis kKillGraceMs = 5'000;
 
@@ -74,19 +77,22 @@ nlohmann::json ExitJson(const exec::ExitOutcome& o) {
 
 // The orchestrator's environment for its workers: its own, without what an agent's environment
 // carries (a worker started from inside an agent must not pass as that agent), plus the marker a
-// later orchestrator uses to recognise a worker of this store's pool.
-std::vector<std::string> WorkerEnvironment(const std::string& db_path) {
+// later orchestrator uses to recognise a worker of this store's pool, and the directory of this
+// machine's files for the store (which, for a PostgreSQL store, is not beside it).
+std::vector<std::string> WorkerEnvironment(const std::string& db_path,
+                                           const std::string& store_dir) {
   std::vector<std::string> env;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
     std::string entry = *e;
     std::string name = entry.substr(0, entry.find('='));
     if (name == "TX_TASK_ID" || name == "TX_WORKER_ID" || name == "TX_CLAIM_TOKEN" ||
-        name == "TX_ATTEMPT" || name == "TX_POOL_DB" || name == "TX_DB") {
+        name == "TX_ATTEMPT" || name == "TX_POOL_DB" || name == "TX_DB" || name == "TX_DIR") {
       continue;
     }
     env.push_back(std::move(entry));
   }
   env.push_back("TX_POOL_DB=" + db_path);
+  env.push_back("TX_DIR=" + store_dir);
   return env;
 }
 
@@ -126,20 +132,26 @@ Status Orchestrator::Start() {
   row_ = std::make_unique<service::OrchestratorService>(*store_, store_->clock());
   reconciler_ = std::make_unique<service::Reconciler>(*store_);
 
+  id_ = PoolId(hostname_, config_.store_dir);
   Millis now = Now();
-  // On this host the holder is alive only if it still holds the pid-file lock, which we have
-  // just taken (orchestrator/singleton.h): so it is dead, whatever now runs under its old pid.
+  // Our own row's holder, on this host, is alive only if it still holds the pid-file lock, which
+  // we have just taken (orchestrator/singleton.h): so it is dead, whatever now runs under its
+  // old pid. Another row's is judged as anyone would.
   auto alive = [&](const OrchestratorState& o) {
-    return o.hostname != hostname_ && RecentlySeen(o, now);
+    if (o.id == id_) return o.hostname != hostname_ && RecentlySeen(o, now);
+    return OrchestratorAlive(o, now);
   };
-  TX_RETURN_IF_ERROR(row_->Acquire(pid_, hostname_, ConfigJson(config_), alive));
+  TX_RETURN_IF_ERROR(row_->Acquire(id_, config_.store_dir, pid_, hostname_, ConfigJson(config_),
+                                   alive, /*exclusive=*/!store_->SharedByHosts()));
 
   pool_ = std::make_unique<PoolSupervisor>(config_.policy, config_.workers, now);
   AdoptOrCleanUpLeftovers();
+  MaybeLead();
   MaybeReconcile(true);
-  TX_RETURN_IF_ERROR(row_->SetStatus(pid_, "running"));
-  spdlog::info("orchestrator running (pid {}, store {}, {} workers, max {})", pid_,
-               store_->Describe(), config_.workers, config_.policy.max_workers);
+  TX_RETURN_IF_ERROR(row_->SetStatus(id_, pid_, "running"));
+  spdlog::info("orchestrator {} running (pid {}, store {}, {} workers, max {}){}", id_, pid_,
+               store_->Describe(), config_.workers, config_.policy.max_workers,
+               lead_ ? "; it leads the reconciler" : "; another orchestrator leads the reconciler");
   return Ok();
 }
 
@@ -158,7 +170,8 @@ void Orchestrator::AdoptOrCleanUpLeftovers() {
     pid_t pid = static_cast<pid_t>(w.pid);
     if (exec::ProcessAlive(pid)) {
       int index = SlotIndex(w.slot);
-      bool ours = exec::ProcessHasEnvironmentEntry(pid, "TX_POOL_DB=" + config_.db_path);
+      bool ours =
+          w.pool == id_ && exec::ProcessHasEnvironmentEntry(pid, "TX_POOL_DB=" + config_.db_path);
       if (!ours || index < 1 || index > pool_->desired() || orphans_.count(w.slot)) continue;
       exec::UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
       if (!pidfd.valid()) continue;
@@ -196,7 +209,7 @@ void Orchestrator::SpawnWorker(const std::string& slot) {
   } else if (auto it = config_.slot_args.find(slot); it != config_.slot_args.end()) {
     spec.argv.insert(spec.argv.end(), it->second.begin(), it->second.end());
   }
-  spec.env = WorkerEnvironment(config_.db_path);
+  spec.env = WorkerEnvironment(config_.db_path, config_.store_dir);
   spec.log_path = config_.worker_log_path(slot);
   spec.parent_death_signal = SIGTERM;
   // Not through a pipe we read: an orphaned worker must still be able to log while it drains.
@@ -408,9 +421,46 @@ void Orchestrator::WorkerExited(const std::string& slot, pid_t pid, const nlohma
   if (!stopping_) MaybeReconcile(true);
 }
 
+void Orchestrator::MaybeLead() {
+  Millis now = Now();
+  if (lead_ && !lead_->Held()) {
+    lead_.reset();
+    spdlog::warn("lost the lead of the reconciler (its connection to the store ended)");
+    next_lead_try_ = now;
+  }
+  if (lead_ || stopping_ || now < next_lead_try_) return;
+  next_lead_try_ = now + kLeadRetryMs;
+  Result<std::unique_ptr<store::Leadership>> got = store_->TryLead();
+  if (!got.ok()) {
+    spdlog::warn("cannot ask for the lead of the reconciler: {}", got.error().message());
+    return;
+  }
+  if (!*got) return;
+  lead_ = std::move(*got);
+  Status s = row_->RecordLeader(id_);
+  if (!s.ok()) spdlog::warn("cannot record the lead: {}", s.error().message());
+  spdlog::info("leading the reconciler of {}", store_->Describe());
+  next_full_reconcile_ = now;  // a new leader reconciles at once: the old one may have died
+  next_reconcile_check_ = now;
+}
+
+void Orchestrator::KillStaleAgentsOfThisHost(Millis now) {
+  Result<std::vector<Worker>> live = workers_->List(LiveWorkerStatuses());
+  if (!live.ok()) return;
+  for (const auto& w : *live) {
+    if (w.hostname == hostname_ && IsStale(w, now)) KillAgentAndSay(w, hostname_);
+  }
+}
+
 void Orchestrator::MaybeReconcile(bool now_please) {
   Millis now = Now();
   if (!now_please && now < next_reconcile_check_) return;
+  if (!lead_) {
+    // Not ours to reconcile: look after this host's stale agents, and ask for the lead again.
+    KillStaleAgentsOfThisHost(now);
+    next_reconcile_check_ = now + kMaxReconcileCheckGapMs;
+    return;
+  }
   bool run = now_please || now >= next_full_reconcile_;
   if (!run) {
     Result<std::optional<Millis>> due = reconciler_->NextDueAt();
@@ -423,15 +473,15 @@ void Orchestrator::MaybeReconcile(bool now_please) {
       return;
     }
   }
+  // Still ours? (A leader whose connection dropped must not go on as if it led.)
+  if (!lead_->Held()) {
+    MaybeLead();
+    return;
+  }
   // Workers of this host about to be declared dead by missed heartbeats (started by hand, or a
   // hung one): their agents' groups go first, so that no grandchild of a dead worker's agent is
   // still editing files when the requeued task runs again elsewhere.
-  Result<std::vector<Worker>> live = workers_->List(LiveWorkerStatuses());
-  if (live.ok()) {
-    for (const auto& w : *live) {
-      if (w.hostname == hostname_ && IsStale(w, now)) KillAgentAndSay(w, hostname_);
-    }
-  }
+  KillStaleAgentsOfThisHost(now);
   Result<ReconcileReport> report = reconciler_->RunOnce(now);
   if (!report.ok()) {
     spdlog::warn("reconcile: {}", report.error().message());
@@ -466,7 +516,7 @@ void Orchestrator::Publish() {
                          {"slots", slots},
                          {"results", results_},
                          {"updated_at", now}};
-  Result<nlohmann::json> request = row_->Publish(pid_, pool);
+  Result<nlohmann::json> request = row_->Publish(id_, pid_, pool);
   last_publish_ = now;
   pool_dirty_ = false;
   if (!request.ok()) {
@@ -505,7 +555,7 @@ void Orchestrator::WriteHeartbeatFile() {
   if (!all.ok()) return;
   std::vector<Worker> ours;
   for (const auto& w : *all) {
-    if (w.hostname == hostname_ && SlotIndex(w.slot) > 0) ours.push_back(w);
+    if (w.pool == id_ && SlotIndex(w.slot) > 0) ours.push_back(w);
   }
   Result<std::map<std::string, std::string>> titles =
       service::TaskService(*store_, store_->clock()).CurrentTitles(ours);
@@ -525,7 +575,7 @@ void Orchestrator::BeginShutdown(bool force) {
   if (!stopping_) {
     stopping_ = true;
     shutdown_deadline_ = Now() + config_.shutdown_timeout_ms;
-    Status s = row_->SetStatus(pid_, "stopping");
+    Status s = row_->SetStatus(id_, pid_, "stopping");
     if (!s.ok()) spdlog::warn("cannot record stopping: {}", s.error().message());
     spdlog::info("stopping: draining {} workers (up to {})", pool_->live(),
                  FormatDuration(config_.shutdown_timeout_ms));
@@ -637,7 +687,7 @@ void Orchestrator::Poll(Millis timeout_ms) {
         break;
       case Kind::kWatch:
         if (watch_->Drain()) {
-          Result<bool> has = row_->HasRequest();
+          Result<bool> has = row_->HasRequest(id_);
           if (has.ok() && *has) Publish();
         }
         break;
@@ -676,12 +726,15 @@ void Orchestrator::Loop() {
       spdlog::error("workers did not exit after SIGKILL; giving up on them");
       break;
     }
-    if (!stopping_) MaybeReconcile(false);
+    if (!stopping_) {
+      MaybeLead();
+      MaybeReconcile(false);
+    }
     if (pool_dirty_ || now - last_publish_ >= config_.publish_interval_ms) Publish();
 
     now = Now();
     Millis wake = last_publish_ + config_.publish_interval_ms;
-    if (!stopping_) wake = std::min(wake, next_reconcile_check_);
+    if (!stopping_) wake = std::min({wake, next_reconcile_check_, lead_ ? wake : next_lead_try_});
     if (std::optional<Millis> d = pool_->NextDeadline()) wake = std::min(wake, *d);
     if (stopping_) {
       wake = std::min(wake, forced_ ? shutdown_deadline_ + kKillGraceMs : shutdown_deadline_);
@@ -701,13 +754,19 @@ Result<int> Orchestrator::Run(const std::function<void(const std::string&)>& on_
                "/logs/workers");
   }
   Loop();
-  // Nothing of ours runs now; leave the store as clean as we can.
-  Result<ReconcileReport> report = reconciler_->RunOnce(Now());
-  if (report.ok() && report->Total() > 0) {
-    spdlog::info("final reconcile repaired: {}", ToJson(*report).dump());
+  // Nothing of ours runs now; a leader leaves the store as clean as it can, then lets another
+  // orchestrator lead.
+  if (lead_ && lead_->Held()) {
+    Result<ReconcileReport> report = reconciler_->RunOnce(Now());
+    if (report.ok() && report->Total() > 0) {
+      spdlog::info("final reconcile repaired: {}", ToJson(*report).dump());
+    }
+    Status cleared = row_->ClearLeader(id_);
+    if (!cleared.ok()) spdlog::warn("cannot clear the lead: {}", cleared.error().message());
   }
+  lead_.reset();
   Publish();
-  Status s = row_->SetStatus(pid_, "stopped");
+  Status s = row_->SetStatus(id_, pid_, "stopped");
   if (!s.ok()) spdlog::warn("cannot record stopped: {}", s.error().message());
   spdlog::info("orchestrator stopped");
   return 0;

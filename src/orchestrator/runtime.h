@@ -1,7 +1,15 @@
 #pragma once
-// Orchestrator: the `tx orchestrator start` process (docs/orchestrator.md). It holds the store's
-// orchestrator row, keeps a pool of `tx worker start --slot slot-K` children alive under a
-// PoolSupervisor, and runs the reconciler for the whole store.
+// Orchestrator: the `tx orchestrator start` process (docs/orchestrator.md). It holds its pool's
+// orchestrator row (PoolId: this host and its .tx directory), keeps a pool of `tx worker start
+// --slot slot-K` children alive under a PoolSupervisor, and, while it leads, runs the reconciler
+// for the whole store.
+//
+// Leading: a PostgreSQL store may be shared by orchestrators on many hosts; exactly one of them
+// reconciles, the one holding Store::TryLead's advisory lock. The others ask for it every second,
+// so one of them takes over within a second of the leader's death (its lock goes with its
+// connection). On SQLite the one orchestrator always leads. Leading is not what keeps the store
+// safe — every repair re-checks its rows in its own transaction — only what keeps the work from
+// being done N times.
 //
 // One thread, one wait: a poll over a signalfd, each worker's pidfd and output pipe, the pidfds
 // of orphans it adopted, and the store's ChangeWatch (operator requests). Everything it decides
@@ -90,6 +98,13 @@ class Orchestrator {
                     const std::string& how);
   void BeginShutdown(bool force);
   void KillRemaining();
+  // Takes the reconciler's lead when nobody holds it (at most once a second), and notices when
+  // it was lost.
+  void MaybeLead();
+  // Kills the agent groups of this host's workers that have gone stale, so that none of a dead
+  // worker's agents still edits files when its task runs again elsewhere. Every orchestrator
+  // does this for its host; only the leader declares the workers dead.
+  void KillStaleAgentsOfThisHost(Millis now);
   void MaybeReconcile(bool now_please);
   void Publish();
   // Answers the requests that waited on the pool (scale, create) once it has settled.
@@ -110,11 +125,14 @@ class Orchestrator {
   std::unique_ptr<service::WorkerService> workers_;
   std::unique_ptr<service::OrchestratorService> row_;
   std::unique_ptr<service::Reconciler> reconciler_;
+  std::unique_ptr<store::Leadership> lead_;  // null while another orchestrator leads
+  Millis next_lead_try_ = 0;
   std::unique_ptr<PoolSupervisor> pool_;
   std::map<std::string, exec::Child> children_;  // by slot
   std::map<std::string, Orphan> orphans_;        // by slot
   exec::UniqueFd signal_fd_;
   std::string hostname_;
+  std::string id_;  // PoolId(hostname_, store dir): this orchestrator's row
   std::int64_t pid_ = 0;
 
   bool stopping_ = false;

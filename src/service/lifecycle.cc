@@ -7,8 +7,9 @@ namespace tx::service::detail {
 
 Status Emit(Txn& txn, Millis now, std::string type, const std::string& task_id,
             const std::string& worker_id, nlohmann::json data) {
-  Event e{0, std::move(type), now, task_id, worker_id, std::move(data)};
-  return txn.AppendEvent(e);
+  // The event's number is not needed here, and not asking for it lets a backend send the
+  // insert with the transaction's next statement (store/postgres).
+  return txn.AppendEventData(type, now, task_id, worker_id, data.dump());
 }
 
 Status EmitData(Txn& txn, Millis now, const std::string& type, const std::string& task_id,
@@ -151,6 +152,7 @@ Result<Worker> InsertWorker(Txn& txn, const Registration& r, Millis now, Millis 
   }
   w.name = !r.name.empty() ? r.name : !r.slot.empty() ? r.slot : w.id;
   w.slot = r.slot;
+  w.pool = r.pool;
   w.hostname = r.hostname;
   w.pid = r.pid;
   w.capabilities = r.capabilities;
@@ -164,6 +166,7 @@ Result<Worker> InsertWorker(Txn& txn, const Registration& r, Millis now, Millis 
   TX_RETURN_IF_ERROR(Emit(txn, now, "worker.registered", "", w.id,
                           {{"name", w.name},
                            {"slot", w.slot},
+                           {"pool", w.pool},
                            {"hostname", w.hostname},
                            {"pid", w.pid},
                            {"heartbeat_interval", FormatDuration(w.heartbeat_interval_ms)}}));

@@ -1,17 +1,21 @@
 #pragma once
-// OrchestratorService: the orchestrator's singleton row in the store — who holds it, its state
-// (stopped → starting → running → stopping → stopped), what an operator asked of it, and the pool
-// it publishes for `tx orchestrator status`. Every method is one store transaction.
+// OrchestratorService: the orchestrators' rows in the store — one per pool (OrchestratorState::id,
+// "<host>:<.tx directory>"): who holds it, its state (stopped → starting → running → stopping →
+// stopped), what an operator asked of it, and the pool it publishes for `tx orchestrator
+// status`; and the store's reconciler record (which orchestrator leads, the last pass). Every
+// method is one store transaction.
 //
-// Holding: one orchestrator per store (design.md §5). Acquire takes the row unless it names a
-// holder that is still alive; whether a holder is alive is the caller's judgement (same host: is
-// its pid a running tx orchestrator; another host: has it refreshed seen_at lately), passed in as
-// a predicate, so this layer does no OS calls. On SQLite a pid-file lock (orchestrator/singleton.h)
-// is taken first and the row is the second line of defence; on PostgreSQL an advisory lock will be.
+// Holding: a row is held by one process at a time. Acquire takes it unless it names a holder that
+// is still alive; whether a holder is alive is the caller's judgement (same host: is its pid a
+// running tx orchestrator; another host: has it refreshed seen_at lately), passed in as a
+// predicate, so this layer does no OS calls. On a store that hosts do not share (SQLite) one
+// orchestrator runs at all (design.md §5), so Acquire refuses while any other row is held by a
+// live process; the pid-file lock (orchestrator/singleton.h) is the first guard, on this host.
 
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/clock.h"
 #include "core/orchestrator.h"
@@ -19,52 +23,81 @@
 
 namespace tx::service {
 
+// Which orchestrator an operator's command means, among the store's rows:
+//   - `wanted` when given (not_found when the store has no such row);
+//   - else this directory's own pool, `local`, while its orchestrator runs;
+//   - else the only one running;
+//   - with several running and none of them local: conflict naming them, unless `any` (status),
+//     which takes the leader's (or the first);
+//   - with none running: `local`'s row if there is one, else the one seen last; "" when the store
+//     has none. (The caller then says nothing runs, or shows the stopped one.)
+// `alive` judges each row's holder (ServiceOptions::orchestrator_alive).
+Result<std::string> ChooseOrchestrator(const std::vector<OrchestratorState>& rows,
+                                       const std::string& wanted, const std::string& local,
+                                       const std::string& leader,
+                                       const std::function<bool(const OrchestratorState&)>& alive,
+                                       bool any);
+
 class OrchestratorService {
  public:
   OrchestratorService(store::Store& store, const Clock& clock);
 
   using HolderAlive = std::function<bool(const OrchestratorState&)>;
 
-  // Takes the row for process `pid` on `hostname` with `config` (status starting, started_at and
-  // seen_at now, request and pool cleared; event orchestrator.starting). conflict, naming the
-  // holder's pid and host, when the row is held (status not stopped) by another process that
-  // `alive` says still runs. A stale holder is taken over (event orchestrator.stale_reclaimed).
-  Result<OrchestratorState> Acquire(std::int64_t pid, const std::string& hostname,
-                                    const nlohmann::json& config, const HolderAlive& alive);
+  // Takes the row `id` for process `pid` on `hostname` (status starting, started_at and seen_at
+  // now, request and pool cleared; event orchestrator.starting). conflict, naming the holder's pid
+  // and host, when the row is held (status not stopped) by another process that `alive` says still
+  // runs — or, with `exclusive`, when any other orchestrator's row is. A stale holder is taken over
+  // (event orchestrator.stale_reclaimed).
+  Result<OrchestratorState> Acquire(const std::string& id, const std::string& dir, std::int64_t pid,
+                                    const std::string& hostname, const nlohmann::json& config,
+                                    const HolderAlive& alive, bool exclusive);
 
-  // Records `status` (running, stopping, stopped) if `pid` still holds the row, with an
+  // Records `status` (running, stopping, stopped) if `pid` still holds row `id`, with an
   // orchestrator.<status> event; conflict if another process holds it. Stopping also makes
-  // WorkerService::Register refuse new workers.
-  Status SetStatus(std::int64_t pid, const std::string& status);
+  // WorkerService::Register refuse new workers of its pool.
+  Status SetStatus(const std::string& id, std::int64_t pid, const std::string& status);
 
   // Publishes the pool (for status), refreshes seen_at, and takes the pending request (clearing
   // it). Returns the request taken (an empty object when there was none). conflict if `pid` no
   // longer holds the row.
-  Result<nlohmann::json> Publish(std::int64_t pid, const nlohmann::json& pool);
+  Result<nlohmann::json> Publish(const std::string& id, std::int64_t pid,
+                                 const nlohmann::json& pool);
+
+  // Records that orchestrator `id` leads the reconciler from now on (event orchestrator.leader,
+  // naming the one it took over from), unless the record already says so.
+  Status RecordLeader(const std::string& id);
+  // Clears the record's leader if it is still `id` (a leader that stops).
+  Status ClearLeader(const std::string& id);
+  Result<ReconcilerRecord> Reconciler();
 
   // Appends an event about the pool (slot.failed, pool.no_capacity, …) on behalf of the holder.
   Status RecordEvent(const std::string& type, const nlohmann::json& data,
                      const std::string& worker_id = "");
 
   // The pending request without taking it (a read): cheap enough for every wake-up.
-  Result<bool> HasRequest();
+  Result<bool> HasRequest(const std::string& id);
 
-  Result<OrchestratorState> Get();
+  // Row `id`; a stopped row with that id when there is none.
+  Result<OrchestratorState> Get(const std::string& id);
+  // Every row, by id.
+  Result<std::vector<OrchestratorState>> List();
 
   // An operator's requests (tx orchestrator scale|stop, the HTTP API's pool routes): recorded on
-  // the row for the running orchestrator, which is woken and answers in its published pool under
-  // "results"/<request id>. conflict when no orchestrator runs (status stopped), and for a change
+  // row `id` for its running orchestrator, which is woken and answers in its published pool under
+  // "results"/<request id>. conflict when it does not run (status stopped), and for a change
   // of the pool while it stops. invalid_argument for n < 0.
-  Result<OrchestratorState> RequestScale(int n, const std::string& request_id);
-  Result<OrchestratorState> RequestStop(bool force);
+  Result<OrchestratorState> RequestScale(const std::string& id, int n,
+                                         const std::string& request_id);
+  Result<OrchestratorState> RequestStop(const std::string& id, bool force);
   // One more supervised worker, started with `spec` ({"args": [worker flags], "instructions",
   // "workdir"}). Requests queue up: none overwrites another.
-  Result<OrchestratorState> RequestCreate(const std::string& request_id,
+  Result<OrchestratorState> RequestCreate(const std::string& id, const std::string& request_id,
                                           const nlohmann::json& spec);
   // Takes `slot` out of the pool: its worker stops (gracefully, or now with `force`) and is not
   // replaced.
-  Result<OrchestratorState> RequestRetire(const std::string& request_id, const std::string& slot,
-                                          bool force);
+  Result<OrchestratorState> RequestRetire(const std::string& id, const std::string& request_id,
+                                          const std::string& slot, bool force);
 
  private:
   store::Store& store_;

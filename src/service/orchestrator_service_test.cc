@@ -1,6 +1,7 @@
-// The orchestrator's row (holding it, requests, publishing), what it changes elsewhere
-// (registrations refused while stopping, backpressure on task add), the crash record of a
-// supervised worker, and when the reconciler is next due.
+// The orchestrators' rows (holding one, requests, publishing, several on a shared store), the
+// reconciler's lead, which orchestrator a command means, what a row changes elsewhere
+// (registrations refused while stopping, slots scoped to a pool, backpressure on task add), the
+// crash record of a supervised worker, and when the reconciler is next due.
 
 #include "service/orchestrator_service.h"
 
@@ -9,13 +10,18 @@
 namespace tx::service {
 namespace {
 
+constexpr char kA[] = "host-a:/srv/.tx";
+constexpr char kB[] = "host-b:/srv/.tx";
+
 class OrchestratorServiceTest : public ServiceTest {
  protected:
   OrchestratorServiceTest() : row_(*store_, clock_) {}
 
-  OrchestratorState Acquire(std::int64_t pid, bool others_alive = true) {
-    auto r = row_.Acquire(pid, "host-a", {{"max_queue_depth", 0}},
-                          [&](const OrchestratorState&) { return others_alive; });
+  OrchestratorState Acquire(std::int64_t pid, bool others_alive = true, const std::string& id = kA,
+                            bool exclusive = true) {
+    auto r = row_.Acquire(
+        id, "/srv/.tx", pid, id.substr(0, id.find(':')), {{"max_queue_depth", 0}},
+        [&](const OrchestratorState&) { return others_alive; }, exclusive);
     EXPECT_TRUE(r.ok()) << r.error().message();
     return r.ok() ? *r : OrchestratorState{};
   }
@@ -29,18 +35,98 @@ TEST_F(OrchestratorServiceTest, AcquireTakesAFreeRowAsStarting) {
   EXPECT_EQ(o.pid, 100);
   EXPECT_EQ(o.hostname, "host-a");
   EXPECT_EQ(o.started_at, clock_.NowMs());
-  ASSERT_OK(row_.SetStatus(100, "running"));
-  EXPECT_EQ(row_.Get()->status, "running");
+  EXPECT_EQ(o.id, kA);
+  EXPECT_EQ(o.dir, "/srv/.tx");
+  ASSERT_OK(row_.SetStatus(kA, 100, "running"));
+  EXPECT_EQ(row_.Get(kA)->status, "running");
+  EXPECT_EQ(row_.Get(kB)->status, "stopped") << "a pool never started reads as stopped";
 }
 
+// SQLite: one orchestrator per store, whatever its pool.
 TEST_F(OrchestratorServiceTest, ASecondHolderIsRefusedWhileTheFirstLivesNamingItsPidAndHost) {
   Acquire(100);
-  auto r = row_.Acquire(200, "host-b", {}, [](const OrchestratorState&) { return true; });
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().code(), ErrorCode::kConflict);
-  EXPECT_NE(r.error().message().find("pid 100 on host-a"), std::string::npos)
-      << r.error().message();
-  EXPECT_EQ(row_.Get()->pid, 100);
+  for (const char* id : {kA, kB}) {
+    auto r = row_.Acquire(
+        id, "/srv/.tx", 200, "host-b", {}, [](const OrchestratorState&) { return true; },
+        /*exclusive=*/true);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().code(), ErrorCode::kConflict);
+    EXPECT_NE(r.error().message().find("pid 100 on host-a"), std::string::npos)
+        << r.error().message();
+  }
+  EXPECT_EQ(row_.Get(kA)->pid, 100);
+}
+
+// PostgreSQL: any number of pools, one process per pool.
+TEST_F(OrchestratorServiceTest, OnASharedStoreEachPoolHasItsOwnRowAndHolder) {
+  Acquire(100, true, kA, /*exclusive=*/false);
+  Acquire(200, true, kB, /*exclusive=*/false);
+  auto again = row_.Acquire(
+      kB, "/srv/.tx", 300, "host-b", {}, [](const OrchestratorState&) { return true; }, false);
+  EXPECT_ERROR_CODE(again, ErrorCode::kConflict);
+  ASSERT_OK_AND_ASSIGN(std::vector<OrchestratorState> all, row_.List());
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].pid, 100);
+  EXPECT_EQ(all[1].pid, 200);
+  // Requests go to the row they name.
+  ASSERT_OK(row_.SetStatus(kB, 200, "running"));
+  ASSERT_OK(row_.RequestScale(kB, 4, "s1"));
+  EXPECT_FALSE(*row_.HasRequest(kA));
+  EXPECT_TRUE(*row_.HasRequest(kB));
+}
+
+TEST_F(OrchestratorServiceTest, TheLeadIsRecordedOnceWithAnEventAndClearedOnlyByItsHolder) {
+  ASSERT_OK(row_.RecordLeader(kA));
+  clock_.Advance(1s);
+  ASSERT_OK(row_.RecordLeader(kA));  // again: nothing changes
+  ASSERT_OK_AND_ASSIGN(ReconcilerRecord r, row_.Reconciler());
+  EXPECT_EQ(r.leader, kA);
+  EXPECT_EQ(r.leader_since, clock_.NowMs() - 1000);
+  ASSERT_OK(row_.RecordLeader(kB));
+  ASSERT_OK(row_.ClearLeader(kA));  // no longer the leader: leaves the record alone
+  EXPECT_EQ(row_.Reconciler()->leader, kB);
+  ASSERT_OK(row_.ClearLeader(kB));
+  EXPECT_EQ(row_.Reconciler()->leader, "");
+  auto events = events_.Since(0).value();
+  int leads = 0;
+  for (const auto& e : events) {
+    if (e.type != "orchestrator.leader") continue;
+    ++leads;
+    if (leads == 2) {
+      EXPECT_EQ(e.data["id"], kB);
+      EXPECT_EQ(e.data["previous"], kA);
+    }
+  }
+  EXPECT_EQ(leads, 2);
+}
+
+TEST(ChooseOrchestrator, NamedThenLocalThenTheOnlyOneRunning) {
+  auto row = [](const char* id, const char* status, Millis seen) {
+    OrchestratorState o;
+    o.id = id;
+    o.status = status;
+    o.seen_at = seen;
+    return o;
+  };
+  auto alive = [](const OrchestratorState&) { return true; };
+  std::vector<OrchestratorState> rows = {row("a", "running", 5), row("b", "running", 6),
+                                         row("c", "stopped", 9)};
+  EXPECT_EQ(*ChooseOrchestrator(rows, "c", "a", "", alive, false), "c");
+  EXPECT_EQ(ChooseOrchestrator(rows, "zz", "a", "", alive, false).error().code(),
+            ErrorCode::kNotFound);
+  EXPECT_EQ(*ChooseOrchestrator(rows, "", "b", "", alive, false), "b");
+  auto several = ChooseOrchestrator(rows, "", "c", "", alive, false);
+  ASSERT_FALSE(several.ok());
+  EXPECT_EQ(several.error().code(), ErrorCode::kConflict);
+  EXPECT_NE(several.error().message().find("a, b"), std::string::npos);
+  EXPECT_NE(several.error().message().find("--id"), std::string::npos);
+  EXPECT_EQ(*ChooseOrchestrator(rows, "", "c", "b", alive, true), "b") << "status: the leader";
+  rows[1].status = "stopped";
+  EXPECT_EQ(*ChooseOrchestrator(rows, "", "c", "", alive, false), "a");
+  rows[0].status = "stopped";
+  EXPECT_EQ(*ChooseOrchestrator(rows, "", "b", "", alive, false), "b") << "none runs: ours";
+  EXPECT_EQ(*ChooseOrchestrator(rows, "", "x", "", alive, false), "c") << "else the last seen";
+  EXPECT_EQ(*ChooseOrchestrator({}, "", "x", "", alive, false), "");
 }
 
 TEST_F(OrchestratorServiceTest, ADeadHoldersRowIsReclaimedWithAnEvent) {
@@ -50,51 +136,92 @@ TEST_F(OrchestratorServiceTest, ADeadHoldersRowIsReclaimedWithAnEvent) {
   auto types = EventTypes();
   EXPECT_NE(std::find(types.begin(), types.end(), "orchestrator.stale_reclaimed"), types.end());
   // The old holder can no longer act on the row.
-  EXPECT_ERROR_CODE(row_.SetStatus(100, "stopping"), ErrorCode::kConflict);
+  EXPECT_ERROR_CODE(row_.SetStatus(kA, 100, "stopping"), ErrorCode::kConflict);
 }
 
 TEST_F(OrchestratorServiceTest, RequestsNeedARunningOrchestratorAndAreTakenOnce) {
-  EXPECT_ERROR_CODE(row_.RequestScale(3, "s1"), ErrorCode::kConflict);
-  EXPECT_ERROR_CODE(row_.RequestStop(false), ErrorCode::kConflict);
-  EXPECT_ERROR_CODE(row_.RequestScale(-1, "s1"), ErrorCode::kInvalidArgument);
+  EXPECT_ERROR_CODE(row_.RequestScale(kA, 3, "s1"), ErrorCode::kConflict);
+  EXPECT_ERROR_CODE(row_.RequestStop(kA, false), ErrorCode::kConflict);
+  EXPECT_ERROR_CODE(row_.RequestScale(kA, -1, "s1"), ErrorCode::kInvalidArgument);
   Acquire(100);
-  ASSERT_OK(row_.SetStatus(100, "running"));
-  ASSERT_OK(row_.RequestScale(3, "s1"));
-  EXPECT_TRUE(*row_.HasRequest());
-  ASSERT_OK_AND_ASSIGN(nlohmann::json taken, row_.Publish(100, {{"desired", 2}}));
+  ASSERT_OK(row_.SetStatus(kA, 100, "running"));
+  ASSERT_OK(row_.RequestScale(kA, 3, "s1"));
+  EXPECT_TRUE(*row_.HasRequest(kA));
+  ASSERT_OK_AND_ASSIGN(nlohmann::json taken, row_.Publish(kA, 100, {{"desired", 2}}));
   EXPECT_EQ(taken["workers"], 3);
   EXPECT_EQ(taken["scale_id"], "s1");
-  EXPECT_FALSE(*row_.HasRequest());
-  ASSERT_OK_AND_ASSIGN(taken, row_.Publish(100, {{"desired", 3}}));
+  EXPECT_FALSE(*row_.HasRequest(kA));
+  ASSERT_OK_AND_ASSIGN(taken, row_.Publish(kA, 100, {{"desired", 3}}));
   EXPECT_TRUE(taken.empty());
-  EXPECT_EQ(row_.Get()->pool["desired"], 3);
-  ASSERT_OK(row_.RequestStop(true));
-  ASSERT_OK_AND_ASSIGN(taken, row_.Publish(100, {}));
+  EXPECT_EQ(row_.Get(kA)->pool["desired"], 3);
+  ASSERT_OK(row_.RequestStop(kA, true));
+  ASSERT_OK_AND_ASSIGN(taken, row_.Publish(kA, 100, {}));
   EXPECT_EQ(taken["stop"], "force");
 }
 
 TEST_F(OrchestratorServiceTest, PublishRefreshesSeenAtAndFailsForANonHolder) {
   Acquire(100);
   clock_.Advance(5s);
-  ASSERT_OK(row_.Publish(100, {}));
-  EXPECT_EQ(row_.Get()->seen_at, clock_.NowMs());
-  EXPECT_ERROR_CODE(row_.Publish(999, {}), ErrorCode::kConflict);
+  ASSERT_OK(row_.Publish(kA, 100, {}));
+  EXPECT_EQ(row_.Get(kA)->seen_at, clock_.NowMs());
+  EXPECT_ERROR_CODE(row_.Publish(kA, 999, {}), ErrorCode::kConflict);
 }
 
 TEST_F(OrchestratorServiceTest, RegistrationsAreRefusedWhileTheOrchestratorStops) {
   Acquire(100);
-  ASSERT_OK(row_.SetStatus(100, "stopping"));
+  ASSERT_OK(row_.SetStatus(kA, 100, "stopping"));
   Registration r;
   r.name = "late";
+  r.pool = kA;
   EXPECT_ERROR_CODE(workers_.Register(r), ErrorCode::kUnavailable);
+  Registration remote;  // of no pool: refused while every running orchestrator stops
+  remote.name = "remote";
+  EXPECT_ERROR_CODE(workers_.Register(remote), ErrorCode::kUnavailable);
   // An orchestrator that died while stopping stops refreshing its row: registrations resume.
   clock_.Advance(31s);
   EXPECT_TRUE(workers_.Register(r).ok());
 }
 
+// On a shared store, another pool stopping refuses only its own workers.
+TEST_F(OrchestratorServiceTest, AnotherPoolStoppingRefusesOnlyItsOwnWorkers) {
+  Acquire(100, true, kA, false);
+  Acquire(200, true, kB, false);
+  ASSERT_OK(row_.SetStatus(kA, 100, "running"));
+  ASSERT_OK(row_.SetStatus(kB, 200, "stopping"));
+  Registration r;
+  r.name = "w";
+  r.pool = kA;
+  EXPECT_TRUE(workers_.Register(r).ok());
+  r.pool = kB;
+  EXPECT_ERROR_CODE(workers_.Register(r), ErrorCode::kUnavailable);
+  r.pool.clear();
+  EXPECT_TRUE(workers_.Register(r).ok()) << "a remote worker: one orchestrator still runs";
+}
+
+// slot-1 of one pool is not slot-1 of another: registering one never declares the other dead.
+TEST_F(OrchestratorServiceTest, ASlotIsUniqueWithinItsPoolOnly) {
+  Registration a;
+  a.slot = "slot-1";
+  a.pool = kA;
+  ASSERT_OK_AND_ASSIGN(Worker first, workers_.Register(a));
+  Registration b = a;
+  b.pool = kB;
+  std::vector<Worker> replaced;
+  ASSERT_OK_AND_ASSIGN(Worker other, workers_.Register(b, &replaced));
+  EXPECT_TRUE(replaced.empty());
+  EXPECT_EQ(GetWorker(first.id).status, WorkerStatus::kIdle);
+  ASSERT_OK_AND_ASSIGN(Worker again, workers_.Register(a, &replaced));
+  ASSERT_EQ(replaced.size(), 1u);
+  EXPECT_EQ(replaced[0].id, first.id);
+  EXPECT_EQ(GetWorker(first.id).status, WorkerStatus::kDead);
+  EXPECT_EQ(GetWorker(other.id).status, WorkerStatus::kIdle);
+  EXPECT_EQ(GetWorker(again.id).pool, kA);
+}
+
 TEST_F(OrchestratorServiceTest, TaskAddPastMaxQueueDepthIsRefusedWithBackpressure) {
-  ASSERT_OK(row_.Acquire(100, "host-a", {{"max_queue_depth", 2}},
-                         [](const OrchestratorState&) { return false; }));
+  ASSERT_OK(row_.Acquire(
+      kA, "/srv/.tx", 100, "host-a", {{"max_queue_depth", 2}},
+      [](const OrchestratorState&) { return false; }, true));
   AddTask("a");
   AddTask("b");
   Task third;
@@ -110,15 +237,16 @@ TEST_F(OrchestratorServiceTest, TaskAddPastMaxQueueDepthIsRefusedWithBackpressur
   ClaimNextFor(w);
   EXPECT_TRUE(tasks_.Add(third).ok());
   // Once the orchestrator has stopped, its limit no longer applies.
-  ASSERT_OK(row_.SetStatus(100, "stopped"));
+  ASSERT_OK(row_.SetStatus(kA, 100, "stopped"));
   EXPECT_TRUE(tasks_.Add(third).ok());
 }
 
 // An orchestrator killed with kill -9 never marks its row stopped: its limit must still end.
 TEST_F(OrchestratorServiceTest, BackpressureEndsWhenTheRowsHolderIsGone) {
-  ASSERT_OK(row_.Acquire(100, "host-a", {{"max_queue_depth", 1}},
-                         [](const OrchestratorState&) { return false; }));
-  ASSERT_OK(row_.SetStatus(100, "running"));
+  ASSERT_OK(row_.Acquire(
+      kA, "/srv/.tx", 100, "host-a", {{"max_queue_depth", 1}},
+      [](const OrchestratorState&) { return false; }, true));
+  ASSERT_OK(row_.SetStatus(kA, 100, "running"));
   AddTask("a");
   Task b;
   b.title = "b";
@@ -130,7 +258,7 @@ TEST_F(OrchestratorServiceTest, BackpressureEndsWhenTheRowsHolderIsGone) {
   EXPECT_TRUE(tasks_.Add(b).ok()) << "a row unrefreshed for 31 s names a dead orchestrator";
 
   // A caller that can see the process (the CLI on the holder's host) decides at once.
-  ASSERT_OK(row_.SetStatus(100, "running"));  // refreshed
+  ASSERT_OK(row_.SetStatus(kA, 100, "running"));  // refreshed
   EXPECT_ERROR_CODE(tasks_.Add(b), ErrorCode::kBackpressure);
   ServiceOptions options = TestOptions();
   std::vector<std::int64_t> asked;

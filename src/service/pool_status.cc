@@ -3,27 +3,60 @@
 #include <map>
 #include <string>
 
+#include "service/orchestrator_service.h"
+
 namespace tx::service {
 
-Result<nlohmann::json> PoolStatus(store::Store& store, const ServiceOptions& given, Millis now) {
+namespace {
+
+// The status a row shows: its own, or dead when it says it runs and its holder does not.
+std::string Judged(const OrchestratorState& o, bool alive) {
+  return o.status != "stopped" && !alive ? "dead" : o.status;
+}
+
+}  // namespace
+
+Result<nlohmann::json> PoolStatus(store::Store& store, const ServiceOptions& given, Millis now,
+                                  const std::string& wanted, const std::string& local) {
   ServiceOptions options = WithDefaults(given);
-  OrchestratorState o;
+  std::vector<OrchestratorState> rows;
+  ReconcilerRecord record;
   std::vector<Worker> all;
   std::vector<store::StatusCount> counts;
   TX_RETURN_IF_ERROR(store.Read([&](store::Txn& txn) -> Status {
-    TX_ASSIGN_OR_RETURN(o, txn.GetOrchestrator());
+    TX_ASSIGN_OR_RETURN(rows, txn.ListOrchestrators());
+    TX_ASSIGN_OR_RETURN(record, txn.GetReconcilerRecord());
     TX_ASSIGN_OR_RETURN(all, txn.ListWorkers({}));
     TX_ASSIGN_OR_RETURN(counts, txn.CountTasks());
     return Ok();
   }));
-  bool alive = options.orchestrator_alive(o, now);
+  auto alive = [&](const OrchestratorState& o) { return options.orchestrator_alive(o, now); };
+  TX_ASSIGN_OR_RETURN(std::string id,
+                      ChooseOrchestrator(rows, wanted, local, record.leader, alive, true));
+  OrchestratorState o;
+  o.id = id;
+  nlohmann::json list = nlohmann::json::array();
+  bool leader_up = false;
+  for (const auto& row : rows) {
+    bool up = alive(row);
+    if (row.id == id) o = row;
+    leader_up = leader_up || (row.id == record.leader && up && row.status != "stopped");
+    list.push_back({{"id", row.id},
+                    {"hostname", row.hostname},
+                    {"pid", row.pid},
+                    {"dir", row.dir},
+                    {"status", Judged(row, up)},
+                    {"leads", row.id == record.leader},
+                    {"seen_at", row.seen_at}});
+  }
+  bool is_alive = alive(o);
   std::map<std::string, std::int64_t> by_status;
   for (const auto& c : counts) by_status[std::string(ToString(c.status))] += c.count;
 
-  // The newest registration of each slot is what the slot runs (or last ran).
+  // The newest registration of each of the pool's slots is what the slot runs (or last ran).
   std::map<std::string, const Worker*> by_slot;
   for (const auto& w : all) {
-    if (!w.slot.empty() && !by_slot.count(w.slot)) by_slot[w.slot] = &w;
+    if (!w.slot.empty() && w.pool == o.id && !by_slot.count(w.slot)) by_slot[w.slot] = &w;
   }
   nlohmann::json slots = nlohmann::json::array();
   if (o.pool.contains("slots")) {
@@ -40,19 +73,25 @@ Result<nlohmann::json> PoolStatus(store::Store& store, const ServiceOptions& giv
       slots.push_back(std::move(j));
     }
   }
-  return nlohmann::json{{"status", o.status != "stopped" && !alive ? "dead" : o.status},
+  return nlohmann::json{{"id", o.id},
+                        {"status", Judged(o, is_alive)},
                         {"pid", o.pid},
                         {"hostname", o.hostname},
+                        {"dir", o.dir},
                         {"started_at", o.started_at},
-                        {"uptime_ms", o.started_at > 0 && alive ? now - o.started_at : 0},
+                        {"uptime_ms", o.started_at > 0 && is_alive ? now - o.started_at : 0},
                         {"desired", o.pool.value("desired", 0)},
                         {"max_workers", o.pool.value("max_workers", 0)},
                         {"live", o.pool.value("live", 0)},
                         {"slots", slots},
                         {"queue", by_status},
-                        {"last_reconcile_at", o.last_reconcile_at},
-                        {"last_report", o.last_report},
-                        {"config", o.config}};
+                        {"last_reconcile_at", record.last_reconcile_at},
+                        {"last_report", record.last_report},
+                        {"config", o.config},
+                        {"leader", leader_up ? record.leader : std::string()},
+                        {"leads", leader_up && record.leader == o.id},
+                        {"leader_since", leader_up ? record.leader_since : 0},
+                        {"orchestrators", list}};
 }
 
 }  // namespace tx::service

@@ -125,15 +125,15 @@ Result<ReconcileReport> Reconciler::RunOnce(Millis now) {
   TX_RETURN_IF_ERROR(RequeueOrphanedTasks(now, report));
   TX_RETURN_IF_ERROR(FixInconsistencies(now, report));
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
-    TX_ASSIGN_OR_RETURN(OrchestratorState o, txn.GetOrchestrator());
-    o.last_reconcile_at = now;
+    TX_ASSIGN_OR_RETURN(ReconcilerRecord r, txn.GetReconcilerRecord());
+    r.last_reconcile_at = now;
     // The passes are counted here, not by an event each (one a minute would flood the log):
     // GET /metrics exposes the count.
     std::int64_t runs = 1;
-    if (o.last_report.is_object()) runs += o.last_report.value("runs", std::int64_t{0});
-    o.last_report = ToJson(report);
-    o.last_report["runs"] = runs;
-    TX_RETURN_IF_ERROR(txn.PutOrchestrator(o));
+    if (r.last_report.is_object()) runs += r.last_report.value("runs", std::int64_t{0});
+    r.last_report = ToJson(report);
+    r.last_report["runs"] = runs;
+    TX_RETURN_IF_ERROR(txn.PutReconcilerRecord(r));
     if (report.Total() > 0) return Emit(txn, now, "reconcile.repaired", "", "", ToJson(report));
     return Ok();
   }));

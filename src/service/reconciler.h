@@ -9,8 +9,10 @@
 //   4. inconsistencies: busy workers without an active claim become idle; active claims held by
 //      a dead or stopped worker end `worker_died` with a requeue; active claims on a task that
 //      is no longer running end `orphaned`.
-// Finally it records last_reconcile_at and the report on the orchestrator row. Running it twice
-// in a row finds nothing the second time. The loop around it lives in orchestrator/.
+// Finally it records last_reconcile_at and the report in the store's reconciler record. Running
+// it twice in a row finds nothing the second time; running it from two processes at once (a
+// leader that lost its lead a moment ago, or `tx orchestrator reconcile` by hand) is safe, as
+// each repair re-checks its rows inside its own write. The loop around it lives in orchestrator/.
 
 #include <optional>
 

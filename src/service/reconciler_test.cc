@@ -149,7 +149,7 @@ TEST_F(ReconcilerTest, ASecondRunFindsNothingAndTheRunIsRecorded) {
   EXPECT_EQ(Reconcile().Total(), 0);
   Millis now = clock_.NowMs();
   ASSERT_OK(store_->Read([&](store::Txn& txn) -> Status {
-    auto o = txn.GetOrchestrator();
+    auto o = txn.GetReconcilerRecord();
     EXPECT_TRUE(o.ok() && o->last_reconcile_at == now);
     EXPECT_TRUE(o.ok() && o->last_report.contains("dead_workers"));
     EXPECT_TRUE(o.ok() && o->last_report.value("runs", 0) == 2);  // both passes counted

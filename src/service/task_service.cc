@@ -1,5 +1,6 @@
 #include "service/task_service.h"
 
+#include <algorithm>
 #include <functional>
 #include <set>
 
@@ -51,17 +52,23 @@ Status TaskService::Insert(store::Txn& txn, Task& t, Millis now) {
 namespace {
 
 // Backpressure (tx orchestrator start --max-queue-depth): while an orchestrator runs with a
-// limit, adding `adding` tasks that would take the ready queue past it is refused.
+// limit, adding `adding` tasks that would take the ready queue past it is refused. With several
+// orchestrators on one store, the smallest limit among those running holds.
 Status CheckQueueRoom(store::Txn& txn, std::size_t adding, const ServiceOptions& options,
                       Millis now) {
-  TX_ASSIGN_OR_RETURN(OrchestratorState o, txn.GetOrchestrator());
-  // A limit left behind by an orchestrator that is gone (even by kill -9) no longer applies.
-  if (o.status == "stopped" || !options.orchestrator_alive(o, now)) return Ok();
-  auto it = o.config.find("max_queue_depth");
-  if (it == o.config.end() || !it->is_number_integer() || it->get<std::int64_t>() <= 0) {
-    return Ok();
+  TX_ASSIGN_OR_RETURN(std::vector<OrchestratorState> all, txn.ListOrchestrators());
+  std::int64_t max = 0;
+  for (const auto& o : all) {
+    // A limit left behind by an orchestrator that is gone (even by kill -9) no longer applies.
+    if (o.status == "stopped" || !options.orchestrator_alive(o, now)) continue;
+    auto it = o.config.find("max_queue_depth");
+    if (it == o.config.end() || !it->is_number_integer() || it->get<std::int64_t>() <= 0) {
+      continue;
+    }
+    std::int64_t limit = it->get<std::int64_t>();
+    max = max == 0 ? limit : std::min(max, limit);
   }
-  std::int64_t max = it->get<std::int64_t>();
+  if (max == 0) return Ok();
   TX_ASSIGN_OR_RETURN(std::int64_t ready, txn.CountReadyTasks());
   if (ready + static_cast<std::int64_t>(adding) > max) {
     return Error::Backpressure(

@@ -25,21 +25,34 @@ Status ValidateRegistration(const Registration& r) {
 
 }  // namespace
 
+// A stopping orchestrator takes no new workers: the one of the worker's pool; for a worker of no
+// pool (a remote one), when every running orchestrator is stopping. One that died while stopping
+// must not keep refusing registrations.
+Status WorkerService::CheckNotStopping(store::Txn& txn, const std::string& pool, Millis now) {
+  TX_ASSIGN_OR_RETURN(std::vector<OrchestratorState> all, txn.ListOrchestrators());
+  bool stopping = false, running = false;
+  for (const auto& o : all) {
+    if (o.status == "stopped" || !options_.orchestrator_alive(o, now)) continue;
+    if (!pool.empty() && o.id != pool) continue;
+    (o.status == "stopping" ? stopping : running) = true;
+  }
+  if (stopping && !running) {
+    return Error::Unavailable("the orchestrator is stopping: no new workers are registered");
+  }
+  return Ok();
+}
+
 Result<Worker> WorkerService::Register(Registration r, std::vector<Worker>* replaced) {
   TX_RETURN_IF_ERROR(ValidateRegistration(r));
   std::optional<Worker> out;
   Millis now = clock_.NowMs();
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
     if (replaced != nullptr) replaced->clear();  // a retried transaction starts over
-    TX_ASSIGN_OR_RETURN(OrchestratorState o, txn.GetOrchestrator());
-    // One that died while stopping must not keep refusing registrations.
-    if (o.status == "stopping" && options_.orchestrator_alive(o, now)) {
-      return Error::Unavailable("the orchestrator is stopping: no new workers are registered");
-    }
+    TX_RETURN_IF_ERROR(CheckNotStopping(txn, r.pool, now));
     if (!r.slot.empty()) {
       TX_ASSIGN_OR_RETURN(std::vector<Worker> live, txn.ListWorkers(LiveWorkerStatuses()));
       for (auto& old : live) {
-        if (old.slot == r.slot && IsLive(old.status)) {
+        if (old.slot == r.slot && old.pool == r.pool && IsLive(old.status)) {
           TX_RETURN_IF_ERROR(detail::MarkDead(txn, old, "replaced by a new registration", now));
           if (replaced != nullptr) replaced->push_back(old);
         }

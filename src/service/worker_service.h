@@ -17,6 +17,9 @@ namespace tx::service {
 struct Registration {
   std::string name;  // defaults to the slot, else to the new id
   std::string slot;
+  // The PoolId of the orchestrator that supervises it, or would: a worker started by hand from
+  // an orchestrator's directory belongs to its pool. A slot is unique within a pool.
+  std::string pool;
   std::string hostname;
   std::int64_t pid = 0;
   std::vector<std::string> capabilities;
@@ -81,6 +84,8 @@ class WorkerService {
   Result<Worker> EnsureByName(const ManualWorker& who);
 
  private:
+  Status CheckNotStopping(store::Txn& txn, const std::string& pool, Millis now);
+
   store::Store& store_;
   const Clock& clock_;
   ServiceOptions options_;

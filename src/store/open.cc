@@ -1,3 +1,5 @@
+#include "store/location.h"
+#include "store/postgres/pg_store.h"
 #include "store/sqlite/migrations.h"
 #include "store/sqlite/sqlite_store.h"
 #include "store/store.h"
@@ -5,8 +7,8 @@
 namespace tx::store {
 
 Result<std::unique_ptr<Store>> Open(const OpenOptions& options) {
-  if (options.url.rfind("postgres://", 0) == 0 || options.url.rfind("postgresql://", 0) == 0) {
-    return Error::Unavailable("the PostgreSQL backend is not built yet; use a SQLite path");
+  if (IsPostgresUrl(options.url)) {
+    return postgres::OpenPostgres(options);
   }
   if (options.url.empty()) return Error::InvalidArgument("empty store path");
   return sqlite::OpenSqlite(options);

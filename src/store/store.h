@@ -7,8 +7,10 @@
 // keep every read-modify-write inside one Write (design.md §2.3).
 //
 // Backends: SQLite (BEGIN IMMEDIATE serialises writers; busy waits are absorbed up to the busy
-// timeout) and, later, PostgreSQL (PickNextReady uses FOR UPDATE SKIP LOCKED; Write retries on a
-// serialization failure, so the function must have no effect outside the Txn).
+// timeout) and PostgreSQL (READ COMMITTED, every task, claim and worker row a write reads is
+// locked until the commit, so read-modify-writes of a row are serial as on SQLite; PickNextReady
+// uses FOR UPDATE SKIP LOCKED; Write runs the function again after a deadlock or a dropped
+// connection, so it must have no effect outside the Txn).
 //
 // A Store object is one connection: use it from one thread at a time, and open one per thread.
 
@@ -111,12 +113,21 @@ class Txn {
   // json object in the write transaction.
   virtual Status AppendEventData(const std::string& type, Millis at, const std::string& task_id,
                                  const std::string& worker_id, std::string_view data) = 0;
+  // Events after `after_id`, in id order. A reader that goes on from the last id it saw misses
+  // none: where ids can commit out of order (PostgreSQL), an event is listed only once every
+  // lower id has committed or rolled back.
   virtual Result<std::vector<Event>> ListEvents(std::int64_t after_id, int limit) = 0;
-  virtual Result<std::int64_t> LastEventId() = 0;  // 0 when the log is empty
+  // The last id ListEvents would list; 0 when the log is empty.
+  virtual Result<std::int64_t> LastEventId() = 0;
 
-  // The orchestrator's singleton row.
-  virtual Result<OrchestratorState> GetOrchestrator() = 0;
+  // The orchestrators' rows, one per pool (OrchestratorState::id).
+  virtual Result<std::optional<OrchestratorState>> GetOrchestrator(std::string_view id) = 0;
+  virtual Result<std::vector<OrchestratorState>> ListOrchestrators() = 0;  // by id
+  // Inserts the row, or replaces the one with its id.
   virtual Status PutOrchestrator(const OrchestratorState& state) = 0;
+  // The store's reconciler record: one row, there from the start.
+  virtual Result<ReconcilerRecord> GetReconcilerRecord() = 0;
+  virtual Status PutReconcilerRecord(const ReconcilerRecord& record) = 0;
 };
 
 using TxnFn = std::function<Status(Txn&)>;
@@ -136,6 +147,18 @@ class ChangeWatch {
   virtual bool Drain() = 0;
 };
 
+// The lead of the store's reconciler among the orchestrators that share it (design.md §5: on
+// PostgreSQL any number run and exactly one reconciles). Held from Store::TryLead until the object
+// is destroyed, or until Held() first says false; it is never taken back by itself.
+class Leadership {
+ public:
+  virtual ~Leadership() = default;
+  // Whether it is still held. PostgreSQL: a session advisory lock on a connection of its own,
+  // which the server releases when that connection ends, however its holder died; this asks the
+  // server over that connection (one round trip). SQLite: always.
+  virtual bool Held() = 0;
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -150,10 +173,16 @@ class Store {
   // PostgreSQL: the database server's clock, so hosts with skewed clocks still agree. Callers
   // hand it to the services; tests hand them a FakeClock instead.
   virtual const Clock& clock() const = 0;
+  // Takes the lead of the reconciler if nobody holds it: null when another process does.
+  // SQLite grants it always: there, one orchestrator runs per store (its pid-file lock), and a
+  // reconcile by hand is as safe beside it as two are (each repair re-checks inside its write).
+  virtual Result<std::unique_ptr<Leadership>> TryLead() = 0;
+  // Whether several orchestrators may run on this store at once (PostgreSQL) or one (SQLite).
+  virtual bool SharedByHosts() const = 0;
 };
 
 struct OpenOptions {
-  std::string url;      // a file path, ":memory:", or (later) postgresql://...
+  std::string url;      // a file path, ":memory:", or postgresql://...
   bool create = false;  // create the database if missing (tx init); otherwise it must exist
   std::string synchronous = "NORMAL";  // SQLite: NORMAL or FULL
   Millis busy_timeout_ms = 10'000;

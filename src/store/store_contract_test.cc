@@ -1,5 +1,6 @@
-// The store contract suite: one parameterised suite that every backend must pass (SQLite file
-// and :memory: today; PostgreSQL joins with its backend).
+// The store contract suite: one parameterised suite that every backend must pass (a SQLite
+// file, SQLite :memory:, and PostgreSQL — a fresh database on the server of the ctest fixture
+// `pg` for each test); then what only one backend does.
 
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -9,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "pg_test_db.h"
 #include "store/store.h"
 
 namespace tx::store {
@@ -16,18 +18,26 @@ namespace {
 
 namespace fs = std::filesystem;
 
+enum class Kind { kFile, kMemory, kPostgres };
+
 struct Backend {
   std::string name;
-  bool file;
+  Kind kind;
 };
+// Names the backend in test output (gtest would print the struct's bytes).
+void PrintTo(const Backend& b, std::ostream* os) { *os << b.name; }
 
 class StoreContract : public ::testing::TestWithParam<Backend> {
  protected:
   void SetUp() override {
-    if (GetParam().file) {
+    if (GetParam().kind == Kind::kFile) {
       char tmpl[] = "/tmp/tx-store-XXXXXX";
       dir_ = mkdtemp(tmpl);
       url_ = dir_ + "/tx.db";
+    } else if (GetParam().kind == Kind::kPostgres) {
+      pg_ = std::make_unique<testing::PgTestDb>();
+      ASSERT_TRUE(pg_->ok()) << pg_->error();
+      url_ = pg_->url();
     } else {
       url_ = ":memory:";
     }
@@ -38,6 +48,7 @@ class StoreContract : public ::testing::TestWithParam<Backend> {
   void TearDown() override {
     store_.reset();
     if (!dir_.empty()) fs::remove_all(dir_);
+    pg_.reset();
   }
 
   Task NewTask(const std::string& id, std::int64_t priority = 0, std::string queue = "default") {
@@ -70,6 +81,7 @@ class StoreContract : public ::testing::TestWithParam<Backend> {
 
   PickCriteria Default() { return PickCriteria{{"default"}, {}, "w", "slot-1", 5000}; }
 
+  std::unique_ptr<testing::PgTestDb> pg_;
   std::string dir_;
   std::string url_;
   std::unique_ptr<Store> store_;
@@ -373,40 +385,95 @@ TEST_P(StoreContract, DependenciesAreIndexedBothWays) {
                   .ok());
 }
 
-TEST_P(StoreContract, WorkersAndTheOrchestratorRowRoundTrip) {
+TEST_P(StoreContract, WorkersRoundTripAndListByStatus) {
   Worker w;
   w.id = "worker-aaaaaaaa";
   w.name = "n";
   w.slot = "slot-1";
+  w.pool = "host-a:/srv/.tx";
   w.capabilities = {"a"};
   w.status = WorkerStatus::kBusy;
   w.metadata = {{"rss_mb", 3}};
   ASSERT_TRUE(store_->Write([&](Txn& txn) { return txn.InsertWorker(w); }).ok());
   ASSERT_TRUE(store_
+                  ->Read([&](Txn& txn) -> Status {
+                    auto busy = txn.ListWorkers({WorkerStatus::kBusy});
+                    EXPECT_TRUE(
+                        busy.ok() && busy->size() == 1 && (*busy)[0].metadata["rss_mb"] == 3 &&
+                        (*busy)[0].pool == "host-a:/srv/.tx" && (*busy)[0].slot == "slot-1");
+                    auto idle = txn.ListWorkers({WorkerStatus::kIdle});
+                    EXPECT_TRUE(idle.ok() && idle->empty());
+                    return Ok();
+                  })
+                  .ok());
+}
+
+// One row per orchestrator, keyed by its pool: Put inserts or replaces; the reconciler's record
+// is the store's alone.
+TEST_P(StoreContract, OrchestratorRowsAndTheReconcilerRecordRoundTrip) {
+  OrchestratorState a;
+  a.id = "host-a:/srv/.tx";
+  a.dir = "/srv/.tx";
+  a.status = "running";
+  a.pid = 11;
+  a.hostname = "host-a";
+  a.config = {{"max_queue_depth", 5}};
+  a.pool = {{"desired", 2}};
+  OrchestratorState b = a;
+  b.id = "host-b:/srv/.tx";
+  b.hostname = "host-b";
+  ASSERT_TRUE(store_
                   ->Write([&](Txn& txn) -> Status {
-                    auto o = txn.GetOrchestrator();
-                    if (!o.ok()) return o.error();
-                    o->status = "running";
-                    o->last_reconcile_at = 42;
-                    return txn.PutOrchestrator(*o);
+                    TX_RETURN_IF_ERROR(txn.PutOrchestrator(b));
+                    return txn.PutOrchestrator(a);
+                  })
+                  .ok());
+  a.status = "stopping";
+  a.request = {{"stop", "graceful"}};
+  ASSERT_TRUE(store_
+                  ->Write([&](Txn& txn) -> Status {
+                    TX_RETURN_IF_ERROR(txn.PutOrchestrator(a));
+                    TX_ASSIGN_OR_RETURN(ReconcilerRecord r, txn.GetReconcilerRecord());
+                    EXPECT_EQ(r.leader, "");
+                    EXPECT_EQ(r.last_reconcile_at, 0);
+                    r.leader = b.id;
+                    r.leader_since = 40;
+                    r.last_reconcile_at = 42;
+                    r.last_report = {{"runs", 3}};
+                    return txn.PutReconcilerRecord(r);
                   })
                   .ok());
   ASSERT_TRUE(store_
                   ->Read([&](Txn& txn) -> Status {
-                    auto busy = txn.ListWorkers({WorkerStatus::kBusy});
-                    EXPECT_TRUE(busy.ok() && busy->size() == 1 &&
-                                (*busy)[0].metadata["rss_mb"] == 3);
-                    auto idle = txn.ListWorkers({WorkerStatus::kIdle});
-                    EXPECT_TRUE(idle.ok() && idle->empty());
-                    auto o = txn.GetOrchestrator();
-                    EXPECT_TRUE(o.ok() && o->status == "running" && o->last_reconcile_at == 42);
+                    auto all = txn.ListOrchestrators();
+                    EXPECT_TRUE(all.ok() && all->size() == 2);
+                    if (all.ok() && all->size() == 2) {
+                      EXPECT_EQ((*all)[0].id, a.id);
+                      EXPECT_EQ((*all)[0].status, "stopping");
+                      EXPECT_EQ((*all)[0].request, a.request);
+                      EXPECT_EQ((*all)[0].config, a.config);
+                      EXPECT_EQ((*all)[0].dir, "/srv/.tx");
+                      EXPECT_EQ((*all)[1].id, b.id);
+                      EXPECT_EQ((*all)[1].status, "running");
+                    }
+                    auto missing = txn.GetOrchestrator("host-c:/x");
+                    EXPECT_TRUE(missing.ok() && !*missing);
+                    auto got = txn.GetOrchestrator(b.id);
+                    EXPECT_TRUE(got.ok() && *got && (*got)->hostname == "host-b");
+                    auto r = txn.GetReconcilerRecord();
+                    EXPECT_TRUE(r.ok() && r->leader == b.id && r->leader_since == 40 &&
+                                r->last_reconcile_at == 42 && r->last_report["runs"] == 3);
                     return Ok();
                   })
                   .ok());
 }
 
 INSTANTIATE_TEST_SUITE_P(Sqlite, StoreContract,
-                         ::testing::Values(Backend{"file", true}, Backend{"memory", false}),
+                         ::testing::Values(Backend{"file", Kind::kFile},
+                                           Backend{"memory", Kind::kMemory}),
+                         [](const auto& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(Postgres, StoreContract,
+                         ::testing::Values(Backend{"postgres", Kind::kPostgres}),
                          [](const auto& info) { return info.param.name; });
 
 // File-only behaviour.

@@ -22,6 +22,9 @@ struct WorkerConfig {
   std::string server_token;
   std::string name;  // defaults to the slot, else the worker id
   std::string slot;
+  // This machine's directory for the store (store::LocalDir): with the host, the worker's pool
+  // (PoolId), which its slot belongs to.
+  std::string local_dir;
   std::vector<std::string> capabilities;
   std::vector<std::string> queues = {"default"};
 

@@ -7,6 +7,7 @@
 
 #include "core/duration.h"
 #include "core/validation.h"
+#include "store/location.h"
 
 namespace tx::worker {
 
@@ -15,9 +16,9 @@ namespace fs = std::filesystem;
 Result<WorkerConfig> BuildWorkerConfig(const std::string& db_path, const std::string& tx_binary,
                                        const WorkerFlags& a) {
   WorkerConfig c;
-  fs::path db = fs::absolute(db_path);
-  fs::path dir = db.parent_path();  // .tx: its config.toml and logs/ live there
-  c.db_path = db.string();
+  c.db_path = store::AbsoluteLocation(db_path);
+  fs::path dir = store::LocalDir(c.db_path);  // .tx: its config.toml and logs/ live there
+  c.local_dir = dir.string();
   c.logs_dir = (dir / "logs").string();
   c.tx_binary = tx_binary;
   TX_RETURN_IF_ERROR(

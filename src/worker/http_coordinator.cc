@@ -78,6 +78,7 @@ Result<Worker> HttpCoordinator::Register(const service::Registration& r,
   TX_ASSIGN_OR_RETURN(
       json reply, Post("/api/worker/register", {{"name", r.name},
                                                 {"slot", r.slot},
+                                                {"pool", r.pool},
                                                 {"hostname", r.hostname},
                                                 {"pid", r.pid},
                                                 {"capabilities", r.capabilities},

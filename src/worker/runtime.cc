@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/duration.h"
+#include "core/orchestrator.h"
 #include "exec/process_info.h"
 #include "exec/unique_fd.h"
 #include "worker/local_coordinator.h"
@@ -95,6 +96,7 @@ Status WorkerRuntime::Start() {
   service::Registration r;
   r.name = config_.name;
   r.slot = config_.slot;
+  r.pool = PoolId(hostname_, config_.local_dir);
   r.hostname = hostname_;
   r.pid = getpid();
   r.capabilities = config_.capabilities;

@@ -150,6 +150,29 @@ ALTER TABLE orchestrator ADD COLUMN seen_at INTEGER NOT NULL DEFAULT 0;
 -- registration, the reconciler and the orchestrator look only at the live ones.
 CREATE INDEX workers_live ON workers(status) WHERE status <> 'stopped' AND status <> 'dead';
 )sql"},
+    {4, R"sql(
+-- One row per orchestrator, keyed by its pool ("<host>:<.tx directory>"): a PostgreSQL store is
+-- shared by orchestrators on many hosts, and the schema is the same on both backends. The old
+-- singleton row keeps what is the store's alone: its reconciler's last pass and which
+-- orchestrator leads it. A worker records the pool it belongs to, so that slots are the pool's.
+CREATE TABLE orchestrators (
+  id TEXT PRIMARY KEY,
+  dir TEXT NOT NULL DEFAULT '',
+  status TEXT NOT NULL DEFAULT 'stopped' CHECK (status = 'stopped' OR status = 'starting' OR
+                                                status = 'running' OR status = 'stopping'),
+  pid INTEGER NOT NULL DEFAULT 0,
+  hostname TEXT NOT NULL DEFAULT '',
+  started_at INTEGER NOT NULL DEFAULT 0,
+  seen_at INTEGER NOT NULL DEFAULT 0,
+  config TEXT NOT NULL DEFAULT '{}',
+  request TEXT NOT NULL DEFAULT '{}',
+  pool TEXT NOT NULL DEFAULT '{}'
+) WITHOUT ROWID;
+ALTER TABLE orchestrator ADD COLUMN leader TEXT NOT NULL DEFAULT '';
+ALTER TABLE orchestrator ADD COLUMN leader_since INTEGER NOT NULL DEFAULT 0;
+UPDATE orchestrator SET status = 'stopped', request = '{}', pool = '{}';
+ALTER TABLE workers ADD COLUMN pool TEXT NOT NULL DEFAULT '';
+)sql"},
 };
 }  // namespace
 

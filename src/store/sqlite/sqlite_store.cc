@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "store/row_codec.h"
 #include "store/sqlite/change_watch.h"
 #include "store/sqlite/db.h"
 #include "store/sqlite/migrations.h"
@@ -18,68 +19,6 @@ namespace tx::store::sqlite {
 namespace {
 
 using nlohmann::json;
-
-// A string that JSON writes as itself between quotes: printable ASCII but '"' and '\\'.
-bool PlainJsonString(std::string_view s) {
-  return std::all_of(s.begin(), s.end(),
-                     [](char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; });
-}
-
-// Parses ["a","b",...] of plain strings without escapes, the form ListText writes for them:
-// every worker read on the claim path parses its queues this way, and nlohmann::json costs a
-// dozen allocations for it. False when `text` is anything else.
-bool ParsePlainList(std::string_view text, std::vector<std::string>& out) {
-  if (text.size() < 2 || text.front() != '[' || text.back() != ']') return false;
-  std::string_view rest = text.substr(1, text.size() - 2);
-  while (!rest.empty()) {
-    if (rest.front() != '"') return false;
-    std::size_t end = rest.find('"', 1);
-    if (end == std::string_view::npos) return false;
-    std::string_view item = rest.substr(1, end - 1);
-    if (!PlainJsonString(item)) return false;
-    out.emplace_back(item);
-    rest.remove_prefix(end + 1);
-    if (rest.empty()) break;
-    if (rest.front() != ',' || rest.size() == 1) return false;
-    rest.remove_prefix(1);
-  }
-  return true;
-}
-
-std::vector<std::string> StringList(const std::string& text) {
-  if (text.empty() || text == "[]") return {};
-  std::vector<std::string> plain;
-  if (ParsePlainList(text, plain)) return plain;
-  json j = json::parse(text, nullptr, false);
-  std::vector<std::string> out;
-  if (j.is_array()) {
-    for (const auto& v : j) {
-      if (v.is_string()) out.push_back(v.get<std::string>());
-    }
-  }
-  return out;
-}
-
-std::string ListText(const std::vector<std::string>& v) {
-  if (v.empty()) return "[]";
-  if (std::all_of(v.begin(), v.end(), [](const std::string& s) { return PlainJsonString(s); })) {
-    std::string out = "[";  // what json(v).dump() writes, without building a json array
-    for (const auto& s : v) {
-      if (out.size() > 1) out += ',';
-      out += '"';
-      out += s;
-      out += '"';
-    }
-    return out + "]";
-  }
-  return json(v).dump();
-}
-
-json Object(const std::string& text) {
-  if (text.empty() || text == "{}") return json::object();
-  json j = json::parse(text, nullptr, false);
-  return j.is_object() ? j : json::object();
-}
 
 #define TASK_COLS                                                                                \
   "seq, id, title, description, instructions, deliverables, steps, priority, queue, requires, "  \
@@ -178,7 +117,7 @@ Status ReadClaim(const Stmt& s, Claim& c) {
 
 #define WORKER_COLS                                                                      \
   "id, name, slot, hostname, pid, capabilities, queues, status, heartbeat_interval_ms, " \
-  "registered_at, last_heartbeat_at, current_task_id, reason, metadata, request"
+  "registered_at, last_heartbeat_at, current_task_id, reason, metadata, request, pool"
 
 Status ReadWorker(const Stmt& s, Worker& w) {
   w.id = s.Text(0);
@@ -196,6 +135,7 @@ Status ReadWorker(const Stmt& s, Worker& w) {
   w.reason = s.Text(12);
   w.metadata = Object(s.Text(13));
   TX_ASSIGN_OR_RETURN(w.request, ParseWorkerRequest(s.Text(14)));
+  w.pool = s.Text(15);
   return Ok();
 }
 
@@ -214,7 +154,22 @@ void BindWorker(Stmt& s, const Worker& w) {
       .Bind(12, w.current_task_id)
       .Bind(13, w.reason)
       .Bind(14, w.metadata.dump())
-      .Bind(15, ToString(w.request));
+      .Bind(15, ToString(w.request))
+      .Bind(16, w.pool);
+}
+
+Status ReadOrchestrator(const Stmt& s, OrchestratorState& o) {
+  o.id = s.Text(0);
+  o.dir = s.Text(1);
+  o.status = s.Text(2);
+  o.pid = s.Int(3);
+  o.hostname = s.Text(4);
+  o.started_at = s.Int(5);
+  o.seen_at = s.Int(6);
+  o.config = Object(s.Text(7));
+  o.request = Object(s.Text(8));
+  o.pool = Object(s.Text(9));
+  return Ok();
 }
 
 // `read` either returns a Result<T> or fills a T in place: Status read(const Stmt&, T&).
@@ -512,7 +467,8 @@ class SqliteTxn final : public Txn {
   Status InsertWorker(const Worker& w) override {
     TX_ASSIGN_OR_RETURN(Stmt s,
                         db_.Prepare("INSERT INTO workers (" WORKER_COLS ") VALUES (?1, ?2, "
-                                    "?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"));
+                                    "?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
+                                    "?16)"));
     BindWorker(s, w);
     return s.Run();
   }
@@ -523,7 +479,7 @@ class SqliteTxn final : public Txn {
                             "capabilities = ?6, queues = ?7, status = ?8, "
                             "heartbeat_interval_ms = ?9, registered_at = ?10, "
                             "last_heartbeat_at = ?11, current_task_id = ?12, reason = ?13, "
-                            "metadata = ?14, request = ?15 WHERE id = ?1"));
+                            "metadata = ?14, request = ?15, pool = ?16 WHERE id = ?1"));
     BindWorker(s, w);
     TX_RETURN_IF_ERROR(s.Run());
     return ExpectChange(db_, "worker " + w.id);
@@ -583,39 +539,65 @@ class SqliteTxn final : public Txn {
     return db_.QueryInt("SELECT coalesce(max(id), 0) FROM events");
   }
 
-  Result<OrchestratorState> GetOrchestrator() override {
-    TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("SELECT status, pid, hostname, started_at, "
-                                            "last_reconcile_at, last_report, config, request, "
-                                            "pool, seen_at FROM orchestrator WHERE id = 1"));
-    TX_ASSIGN_OR_RETURN(bool row, s.Step());
-    if (!row) return Error::Internal("the orchestrator row is missing");
-    return OrchestratorState{
-        s.Text(0),         s.Int(1),          s.Text(2),         s.Int(3),          s.Int(4),
-        Object(s.Text(5)), Object(s.Text(6)), Object(s.Text(7)), Object(s.Text(8)), s.Int(9)};
+#define ORCHESTRATOR_COLS \
+  "id, dir, status, pid, hostname, started_at, seen_at, config, request, pool"
+
+  Result<std::optional<OrchestratorState>> GetOrchestrator(std::string_view id) override {
+    TX_ASSIGN_OR_RETURN(
+        Stmt s, db_.Prepare("SELECT " ORCHESTRATOR_COLS " FROM orchestrators WHERE id = ?1"));
+    s.Bind(1, id);
+    return ReadOne<OrchestratorState>(s, ReadOrchestrator);
+  }
+
+  Result<std::vector<OrchestratorState>> ListOrchestrators() override {
+    TX_ASSIGN_OR_RETURN(Stmt s,
+                        db_.Prepare("SELECT " ORCHESTRATOR_COLS " FROM orchestrators ORDER BY id"));
+    return ReadAll<OrchestratorState>(s, ReadOrchestrator);
   }
 
   Status PutOrchestrator(const OrchestratorState& o) override {
     TX_ASSIGN_OR_RETURN(Stmt s,
-                        db_.Prepare("UPDATE orchestrator SET status = ?1, pid = ?2, hostname = ?3, "
-                                    "started_at = ?4, last_reconcile_at = ?5, last_report = ?6, "
-                                    "config = ?7, request = ?8, pool = ?9, seen_at = ?10 "
-                                    "WHERE id = 1"));
-    s.Bind(1, o.status)
-        .Bind(2, o.pid)
-        .Bind(3, o.hostname)
-        .Bind(4, o.started_at)
-        .Bind(5, o.last_reconcile_at)
-        .Bind(6, o.last_report.dump())
-        .Bind(7, o.config.dump())
-        .Bind(8, o.request.dump())
-        .Bind(9, o.pool.dump())
-        .Bind(10, o.seen_at);
+                        db_.Prepare("INSERT OR REPLACE INTO orchestrators (" ORCHESTRATOR_COLS
+                                    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"));
+    s.Bind(1, o.id)
+        .Bind(2, o.dir)
+        .Bind(3, o.status)
+        .Bind(4, o.pid)
+        .Bind(5, o.hostname)
+        .Bind(6, o.started_at)
+        .Bind(7, o.seen_at)
+        .Bind(8, o.config.dump())
+        .Bind(9, o.request.dump())
+        .Bind(10, o.pool.dump());
+    return s.Run();
+  }
+
+  Result<ReconcilerRecord> GetReconcilerRecord() override {
+    TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("SELECT leader, leader_since, last_reconcile_at, "
+                                            "last_report FROM orchestrator WHERE id = 1"));
+    TX_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) return Error::Internal("the reconciler's row is missing");
+    return ReconcilerRecord{s.Text(0), s.Int(1), s.Int(2), Object(s.Text(3))};
+  }
+
+  Status PutReconcilerRecord(const ReconcilerRecord& r) override {
+    TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("UPDATE orchestrator SET leader = ?1, leader_since = "
+                                            "?2, last_reconcile_at = ?3, last_report = ?4 "
+                                            "WHERE id = 1"));
+    s.Bind(1, r.leader).Bind(2, r.leader_since).Bind(3, r.last_reconcile_at);
+    s.Bind(4, r.last_report.dump());
     return s.Run();
   }
 
  private:
   Db& db_;
   bool made_ready_ = false;
+};
+
+// One orchestrator runs per SQLite store, so it always leads.
+class SoleLeadership final : public Leadership {
+ public:
+  bool Held() override { return true; }
 };
 
 class SqliteStore final : public Store {
@@ -630,6 +612,10 @@ class SqliteStore final : public Store {
   Result<std::unique_ptr<ChangeWatch>> Watch() override { return WatchFile(path_); }
   std::string Describe() const override { return path_; }
   const Clock& clock() const override { return clock_; }
+  Result<std::unique_ptr<Leadership>> TryLead() override {
+    return std::unique_ptr<Leadership>(new SoleLeadership());
+  }
+  bool SharedByHosts() const override { return false; }
 
  private:
   // Runs a cached statement that returns no rows (BEGIN, COMMIT, ROLLBACK).

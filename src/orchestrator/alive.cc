@@ -1,10 +1,10 @@
-#include "cli/orchestrator_alive.h"
+#include "orchestrator/alive.h"
 
 #include <sys/types.h>
 
 #include "exec/process_info.h"
 
-namespace tx::cli {
+namespace tx::orchestrator {
 
 bool OrchestratorAlive(const OrchestratorState& o, Millis now) {
   if (o.status == "stopped") return false;
@@ -16,4 +16,4 @@ bool OrchestratorAlive(const OrchestratorState& o, Millis now) {
   return RecentlySeen(o, now);
 }
 
-}  // namespace tx::cli
+}  // namespace tx::orchestrator

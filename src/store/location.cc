@@ -1,0 +1,29 @@
+#include "store/location.h"
+
+#include <cstdlib>
+#include <filesystem>
+
+namespace tx::store {
+
+namespace fs = std::filesystem;
+
+bool IsPostgresUrl(std::string_view db) {
+  return db.rfind("postgresql://", 0) == 0 || db.rfind("postgres://", 0) == 0;
+}
+
+std::string AbsoluteLocation(const std::string& db) {
+  if (IsPostgresUrl(db) || db == ":memory:") return db;
+  return fs::absolute(db).string();
+}
+
+std::string LocalDir(const std::string& db) {
+  if (IsPostgresUrl(db) || db == ":memory:") {
+    if (const char* dir = std::getenv("TX_DIR"); dir != nullptr && *dir != '\0') {
+      return fs::absolute(dir).string();
+    }
+    return fs::absolute(".tx").string();
+  }
+  return fs::absolute(db).parent_path().string();
+}
+
+}  // namespace tx::store

@@ -1,0 +1,22 @@
+#pragma once
+// Where a store is, and where this machine keeps the files that go with it (config.toml, logs/,
+// the API token, the orchestrator's pid file). A SQLite store keeps them beside its file, in
+// .tx/; a PostgreSQL store is shared by many machines, so each keeps its own in the .tx/ of the
+// directory it runs in.
+
+#include <string>
+#include <string_view>
+
+namespace tx::store {
+
+// "postgresql://…" or "postgres://…".
+bool IsPostgresUrl(std::string_view db);
+
+// A path made absolute (so that children started elsewhere find it); a URL as it is.
+std::string AbsoluteLocation(const std::string& db);
+
+// The absolute directory of this machine's files for the store `db`: beside a SQLite file; for a
+// PostgreSQL store, $TX_DIR if set (an orchestrator sets it for its workers), else .tx here.
+std::string LocalDir(const std::string& db);
+
+}  // namespace tx::store

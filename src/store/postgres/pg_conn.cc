@@ -1,0 +1,325 @@
+#include "store/postgres/pg_conn.h"
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+namespace tx::store::postgres {
+
+namespace {
+
+std::string OneLine(std::string m) {
+  while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();
+  std::replace(m.begin(), m.end(), '\n', ' ');
+  return m;
+}
+
+std::string ConnError(PGconn* c) {
+  return OneLine(c != nullptr ? pq::PQerrorMessage(c) : "out of memory");
+}
+
+// SQLSTATE classes that mean the session is gone, not the statement wrong: connection
+// exceptions (08), and the server ending the session (57P01 terminated by an administrator,
+// 57P02 crash shutdown, 57P03 cannot connect now).
+bool ConnectionState(std::string_view state) {
+  return state.substr(0, 2) == "08" || state == "57P01" || state == "57P02" || state == "57P03";
+}
+
+// Connects with TCP keepalives, so that a server that vanished without closing the connection
+// (a host lost, a partition) is noticed in about 20 s, not after the kernel's two hours; the
+// URL's own settings win over these.
+PGconn* ConnectWithKeepalives(const std::string& url) {
+  const char* keys[] = {"application_name",    "connect_timeout",  "keepalives", "keepalives_idle",
+                        "keepalives_interval", "keepalives_count", "dbname",     nullptr};
+  const char* values[] = {"tx", "10", "1", "10", "5", "2", url.c_str(), nullptr};
+  return pq::PQconnectdbParams(keys, values, /*expand_dbname=*/1);
+}
+
+}  // namespace
+
+Millis MonotonicEpochMs() {
+  using namespace std::chrono;
+  static const auto steady_origin = steady_clock::now();
+  static const Millis wall_origin =
+      duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+  return wall_origin + duration_cast<milliseconds>(steady_clock::now() - steady_origin).count();
+}
+
+std::string Rows::Text(int row, int col) const { return std::string(View(row, col)); }
+
+std::string_view Rows::View(int row, int col) const {
+  return {pq::PQgetvalue(result_.get(), row, col),
+          static_cast<std::size_t>(pq::PQgetlength(result_.get(), row, col))};
+}
+
+std::int64_t Rows::Int(int row, int col) const {
+  std::string_view v = View(row, col);
+  std::int64_t out = 0;
+  std::from_chars(v.data(), v.data() + v.size(), out);
+  return out;
+}
+
+std::int64_t Rows::Affected() const {
+  const char* n = pq::PQcmdTuples(result_.get());
+  std::int64_t out = 0;
+  std::from_chars(n, n + std::strlen(n), out);
+  return out;
+}
+
+Params& Params::Add(std::int64_t v) {
+  values_.push_back(std::to_string(v));
+  null_.push_back(false);
+  return *this;
+}
+
+Params& Params::Add(std::string_view v) {
+  values_.emplace_back(v);
+  null_.push_back(false);
+  return *this;
+}
+
+Params& Params::Add(std::optional<int> v) { return v ? Add(*v) : AddNull(); }
+
+Params& Params::AddNull() {
+  values_.emplace_back();
+  null_.push_back(true);
+  return *this;
+}
+
+std::vector<const char*> Params::Pointers() const {
+  std::vector<const char*> out(values_.size());
+  for (std::size_t i = 0; i < values_.size(); ++i) {
+    out[i] = null_[i] ? nullptr : values_[i].c_str();
+  }
+  return out;
+}
+
+Result<PgConnPtr> Connect(const std::string& url) {
+  PgConnPtr c(ConnectWithKeepalives(url));
+  if (!c || pq::PQstatus(c.get()) != CONNECTION_OK) {
+    return Error::Unavailable("cannot connect to PostgreSQL at " + RedactUrl(url) + ": " +
+                              ConnError(c.get()));
+  }
+  pq::PQsetNoticeProcessor(
+      c.get(), [](void*, const char*) {}, nullptr);
+  return c;
+}
+
+Result<std::unique_ptr<Conn>> Conn::Open(const std::string& url, Millis reconnect_timeout_ms) {
+  TX_ASSIGN_OR_RETURN(PgConnPtr c, Connect(url));
+  std::unique_ptr<Conn> conn(new Conn(url, std::move(c), reconnect_timeout_ms));
+  TX_RETURN_IF_ERROR(conn->AfterConnect());
+  return conn;
+}
+
+// Quiets notices (a migration's "already exists" would print to stderr), enters pipeline mode
+// and measures the server's clock.
+Status Conn::AfterConnect() {
+  pq::PQsetNoticeProcessor(
+      conn_.get(), [](void*, const char*) {}, nullptr);
+  prepared_.clear();
+  pending_.clear();
+  send_error_.reset();
+  if (pq::PQpipelineStatus(conn_.get()) == PQ_PIPELINE_OFF &&
+      pq::PQenterPipelineMode(conn_.get()) != 1) {
+    return Error::Unavailable("cannot enter pipeline mode: " + ConnError(conn_.get()));
+  }
+  return MeasureClock();
+}
+
+// The offset is the server's time minus the midpoint of the round trip, good to half of it.
+Status Conn::MeasureClock() {
+  Millis before = MonotonicEpochMs();
+  TX_ASSIGN_OR_RETURN(Rows r,
+                      Exec("SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint"));
+  Millis after = MonotonicEpochMs();
+  clock_offset_ms_ = r.Int(0, 0) - (before + after) / 2;
+  return Ok();
+}
+
+Error Conn::ToError(const PGresult* result, std::string_view context) {
+  const char* state =
+      result != nullptr ? pq::PQresultErrorField(result, PG_DIAG_SQLSTATE) : nullptr;
+  std::string_view sqlstate = state != nullptr ? state : "";
+  std::string msg = result != nullptr && *pq::PQresultErrorMessage(result) != '\0'
+                        ? OneLine(pq::PQresultErrorMessage(result))
+                        : ConnError(conn_.get());
+  std::string where = " (in: " + std::string(context.substr(0, 80)) + ")";
+  Error e = Error::Internal("");
+  if (sqlstate == "40001" || sqlstate == "40P01") {
+    last_failure_ = Failure::kSerialization;
+    e = Error::Unavailable("store busy: " + msg + where);
+  } else if (sqlstate.empty() ? broken() : ConnectionState(sqlstate)) {
+    last_failure_ = Failure::kConnection;
+    e = Error::Unavailable("lost the connection to PostgreSQL at " + RedactUrl(url_) + ": " + msg);
+  } else {
+    last_failure_ = Failure::kOther;
+    if (sqlstate.substr(0, 2) == "23") {
+      e = Error::Conflict("constraint failed: " + msg + where);
+    } else if (sqlstate == "53100" || sqlstate == "53200" || sqlstate == "53300") {
+      e = Error::Unavailable("store out of resources: " + msg + where);
+    } else {
+      e = Error::Internal("postgres error " + std::string(sqlstate) + ": " + msg + where);
+    }
+  }
+  last_error_ = e;
+  return e;
+}
+
+void Conn::SendFailed(const char* sql) {
+  if (!send_error_) send_error_ = ToError(nullptr, sql);
+}
+
+void Conn::Send(const char* sql, const Params& params, std::string must_change_one) {
+  if (send_error_) return;  // the connection failed: nothing more is sent until the next Drain
+  auto it = prepared_.find(sql);
+  if (it == prepared_.end()) {
+    std::string name = "tx" + std::to_string(prepared_.size());
+    if (pq::PQsendPrepare(conn_.get(), name.c_str(), sql, 0, nullptr) != 1) return SendFailed(sql);
+    pending_.push_back(Pending{nullptr, {}});
+    it = prepared_.emplace(sql, std::move(name)).first;
+  }
+  std::vector<const char*> values = params.Pointers();
+  if (pq::PQsendQueryPrepared(conn_.get(), it->second.c_str(), params.size(), values.data(),
+                              nullptr, nullptr, 0) != 1) {
+    return SendFailed(sql);
+  }
+  pending_.push_back(Pending{sql, std::move(must_change_one)});
+}
+
+void Conn::Queue(const char* sql, const Params& params, std::string must_change_one) {
+  Send(sql, params, std::move(must_change_one));
+}
+
+// Only the first failure is classified and reported: the statements after it in the same sync
+// were not run (PGRES_PIPELINE_ABORTED) or ran in an aborted transaction, and say nothing new.
+Status Conn::Drain(Rows* last) {
+  std::optional<Error> first = send_error_;
+  send_error_.reset();
+  if (pending_.empty()) return first ? Status(*first) : Ok();
+  if (!first && pq::PQpipelineSync(conn_.get()) != 1) first = ToError(nullptr, "sync");
+  if (first && broken()) {
+    // Nothing will answer: forget what was sent.
+    pending_.clear();
+    prepared_.clear();
+    return *first;
+  }
+  while (!pending_.empty()) {
+    Pending p = std::move(pending_.front());
+    pending_.pop_front();
+    const char* context = p.sql != nullptr ? p.sql : "prepare";
+    PgResultPtr r(pq::PQgetResult(conn_.get()));
+    if (!r) {  // the connection is gone
+      if (!first) first = ToError(nullptr, context);
+      pending_.clear();
+      prepared_.clear();
+      return *first;
+    }
+    // Each statement's results end with a null.
+    while (PgResultPtr extra{pq::PQgetResult(conn_.get())}) {
+    }
+    ExecStatusType st = pq::PQresultStatus(r.get());
+    if (st == PGRES_PIPELINE_ABORTED) continue;
+    if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
+      if (p.sql == nullptr) prepared_.clear();  // a failed prepare: its name is not taken
+      if (!first) first = ToError(r.get(), context);
+      continue;
+    }
+    if (!p.must_change_one.empty()) {
+      if (Rows(std::move(r)).Affected() != 1 && !first) {
+        last_failure_ = Failure::kOther;
+        first = Error::NotFound(p.must_change_one);
+        last_error_ = *first;
+      }
+      continue;
+    }
+    if (pending_.empty() && last != nullptr) *last = Rows(std::move(r));
+  }
+  // The sync's own result.
+  PgResultPtr sync(pq::PQgetResult(conn_.get()));
+  if (!sync || pq::PQresultStatus(sync.get()) != PGRES_PIPELINE_SYNC) {
+    if (!first) first = ToError(sync.get(), "sync");
+    prepared_.clear();
+  }
+  return first ? Status(*first) : Ok();
+}
+
+Result<Rows> Conn::Exec(const char* sql, const Params& params) {
+  Send(sql, params, {});
+  Rows rows;
+  TX_RETURN_IF_ERROR(Drain(&rows));
+  return rows;
+}
+
+Status Conn::Sync() { return Drain(nullptr); }
+
+Status Conn::Simple(const std::string& sql) {
+  TX_RETURN_IF_ERROR(Sync());
+  if (pq::PQexitPipelineMode(conn_.get()) != 1) {
+    return Error::Internal("cannot leave pipeline mode: " + ConnError(conn_.get()));
+  }
+  PgResultPtr r(pq::PQexec(conn_.get(), sql.c_str()));
+  ExecStatusType st = pq::PQresultStatus(r.get());
+  Status s = st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK ? Ok() : Status(ToError(r.get(), sql));
+  if (!broken() && pq::PQenterPipelineMode(conn_.get()) != 1) {
+    return Error::Internal("cannot enter pipeline mode: " + ConnError(conn_.get()));
+  }
+  return s;
+}
+
+Status Conn::Commit() {
+  TX_ASSIGN_OR_RETURN(Rows r, Exec("COMMIT"));
+  // COMMIT of a transaction an error aborted answers ROLLBACK; that error was reported when it
+  // happened, unless the caller went on past it.
+  if (r.Command() == "ROLLBACK") return last_error_;
+  return Ok();
+}
+
+void Conn::Rollback() {
+  (void)Sync();
+  if (broken()) return;
+  Result<Rows> r = Exec("ROLLBACK");
+  (void)r;
+}
+
+Status Conn::Reconnect() {
+  auto start = std::chrono::steady_clock::now();
+  auto deadline = start + std::chrono::milliseconds(reconnect_timeout_ms_);
+  auto wait = std::chrono::milliseconds(50);
+  pending_.clear();
+  send_error_.reset();
+  for (;;) {
+    pq::PQreset(conn_.get());
+    if (pq::PQstatus(conn_.get()) == CONNECTION_OK) {
+      last_failure_ = Failure::kNone;
+      Status s = AfterConnect();
+      if (s.ok() || !broken()) return s;
+    }
+    if (std::chrono::steady_clock::now() + wait > deadline) break;
+    std::this_thread::sleep_for(wait);
+    wait = std::min(wait * 2, std::chrono::milliseconds(2000));
+  }
+  auto gone =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start);
+  last_failure_ = Failure::kOther;  // no more retries
+  return Error::Unavailable("PostgreSQL at " + RedactUrl(url_) + " unreachable for " +
+                            std::to_string(gone.count()) + " s (the reconnect timeout is " +
+                            std::to_string(reconnect_timeout_ms_ / 1000) +
+                            " s, TX_PG_RECONNECT_TIMEOUT): " + ConnError(conn_.get()));
+}
+
+std::string RedactUrl(const std::string& url) {
+  // postgresql://user:password@host/db → postgresql://user@host/db
+  std::size_t scheme = url.find("://");
+  if (scheme == std::string::npos) return url;
+  std::size_t at = url.find('@', scheme + 3);
+  std::size_t slash = url.find('/', scheme + 3);
+  if (at == std::string::npos || (slash != std::string::npos && slash < at)) return url;
+  std::size_t colon = url.find(':', scheme + 3);
+  if (colon == std::string::npos || colon > at) return url;
+  return url.substr(0, colon) + url.substr(at);
+}
+
+}  // namespace tx::store::postgres

@@ -1,0 +1,942 @@
+#include "store/postgres/pg_store.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <random>
+#include <thread>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+
+#include "core/duration.h"
+#include "store/postgres/change_watch.h"
+#include "store/postgres/migrations.h"
+#include "store/postgres/pg_conn.h"
+#include "store/row_codec.h"
+
+namespace tx::store::postgres {
+
+namespace {
+
+// How many times Write runs a transaction that keeps failing on a serialization conflict or a
+// dropped connection before it gives up with that error.
+constexpr int kMaxAttempts = 50;
+
+#define TASK_COLS                                                                                \
+  "seq, id, title, description, instructions, deliverables, steps, priority, queue, requires, "  \
+  "after, owner, workdir, command, agent, timeout_ms, max_attempts, review, repo, base_branch, " \
+  "metadata, result, error, status, attempt, run_after, created_at, updated_at, started_at, "    \
+  "finished_at"
+
+// Reads the task whose columns start at column `at` (TASK_COLS order).
+Status ReadTask(const Rows& r, int i, Task& t, int at) {
+  auto col = [at](int k) { return at + k; };
+  t.seq = r.Int(i, col(0));
+  t.id = r.Text(i, col(1));
+  t.title = r.Text(i, col(2));
+  t.description = r.Text(i, col(3));
+  t.instructions = r.Text(i, col(4));
+  t.deliverables = r.Text(i, col(5));
+  t.steps = StringList(r.Text(i, col(6)));
+  t.priority = r.Int(i, col(7));
+  t.queue = r.Text(i, col(8));
+  t.requires_caps = StringList(r.Text(i, col(9)));
+  t.after = StringList(r.Text(i, col(10)));
+  t.owner = r.Text(i, col(11));
+  t.workdir = r.Text(i, col(12));
+  t.command = StringList(r.Text(i, col(13)));
+  t.agent = r.Text(i, col(14));
+  t.timeout_ms = r.Int(i, col(15));
+  t.max_attempts = static_cast<int>(r.Int(i, col(16)));
+  t.review = r.Int(i, col(17)) != 0;
+  t.repo = r.Text(i, col(18));
+  t.base_branch = r.Text(i, col(19));
+  t.metadata = Object(r.Text(i, col(20)));
+  t.result = r.Text(i, col(21));
+  t.error = r.Text(i, col(22));
+  TX_ASSIGN_OR_RETURN(t.status, ParseTaskStatus(r.Text(i, col(23))));
+  t.attempt = static_cast<int>(r.Int(i, col(24)));
+  t.run_after = r.Int(i, col(25));
+  t.created_at = r.Int(i, col(26));
+  t.updated_at = r.Int(i, col(27));
+  t.started_at = r.Int(i, col(28));
+  t.finished_at = r.Int(i, col(29));
+  return Ok();
+}
+
+Status ReadTask(const Rows& r, int i, Task& t) { return ReadTask(r, i, t, 0); }
+
+// Every task column but seq, as $1 (id) ... $29 (finished_at).
+Params TaskParams(const Task& t) {
+  Params p;
+  p.Add(t.id)
+      .Add(t.title)
+      .Add(t.description)
+      .Add(t.instructions)
+      .Add(t.deliverables)
+      .Add(ListText(t.steps))
+      .Add(t.priority)
+      .Add(t.queue)
+      .Add(ListText(t.requires_caps))
+      .Add(ListText(t.after))
+      .Add(t.owner)
+      .Add(t.workdir)
+      .Add(ListText(t.command))
+      .Add(t.agent)
+      .Add(t.timeout_ms)
+      .Add(t.max_attempts)
+      .Add(t.review ? 1 : 0)
+      .Add(t.repo)
+      .Add(t.base_branch)
+      .Add(t.metadata.dump())
+      .Add(t.result)
+      .Add(t.error)
+      .Add(ToString(t.status))
+      .Add(t.attempt)
+      .Add(t.run_after)
+      .Add(t.created_at)
+      .Add(t.updated_at)
+      .Add(t.started_at)
+      .Add(t.finished_at);
+  return p;
+}
+
+#define CLAIM_COLS                                                               \
+  "token, task_id, worker_id, attempt, claimed_at, lease_ms, lease_expires_at, " \
+  "renewed_count, status, ended_at, end_reason, exit_code"
+
+Status ReadClaim(const Rows& r, int i, Claim& c) {
+  c.token = r.Int(i, 0);
+  c.task_id = r.Text(i, 1);
+  c.worker_id = r.Text(i, 2);
+  c.attempt = static_cast<int>(r.Int(i, 3));
+  c.claimed_at = r.Int(i, 4);
+  c.lease_ms = r.Int(i, 5);
+  c.lease_expires_at = r.Int(i, 6);
+  c.renewed_count = static_cast<int>(r.Int(i, 7));
+  TX_ASSIGN_OR_RETURN(c.status, ParseClaimStatus(r.Text(i, 8)));
+  c.ended_at = r.Int(i, 9);
+  TX_ASSIGN_OR_RETURN(c.end_reason, ParseEndReason(r.Text(i, 10)));
+  if (!r.IsNull(i, 11)) c.exit_code = static_cast<int>(r.Int(i, 11));
+  return Ok();
+}
+
+#define WORKER_COLS                                                                      \
+  "id, name, slot, hostname, pid, capabilities, queues, status, heartbeat_interval_ms, " \
+  "registered_at, last_heartbeat_at, current_task_id, reason, metadata, request, pool"
+
+// Reads the worker whose columns start at column `at` (WORKER_COLS order).
+Status ReadWorker(const Rows& r, int i, Worker& w, int at) {
+  auto col = [at](int k) { return at + k; };
+  w.id = r.Text(i, col(0));
+  w.name = r.Text(i, col(1));
+  w.slot = r.Text(i, col(2));
+  w.hostname = r.Text(i, col(3));
+  w.pid = r.Int(i, col(4));
+  w.capabilities = StringList(r.Text(i, col(5)));
+  w.queues = StringList(r.Text(i, col(6)));
+  TX_ASSIGN_OR_RETURN(w.status, ParseWorkerStatus(r.Text(i, col(7))));
+  w.heartbeat_interval_ms = r.Int(i, col(8));
+  w.registered_at = r.Int(i, col(9));
+  w.last_heartbeat_at = r.Int(i, col(10));
+  w.current_task_id = r.Text(i, col(11));
+  w.reason = r.Text(i, col(12));
+  w.metadata = Object(r.Text(i, col(13)));
+  TX_ASSIGN_OR_RETURN(w.request, ParseWorkerRequest(r.Text(i, col(14))));
+  w.pool = r.Text(i, col(15));
+  return Ok();
+}
+
+Status ReadWorker(const Rows& r, int i, Worker& w) { return ReadWorker(r, i, w, 0); }
+
+Params WorkerParams(const Worker& w) {
+  Params p;
+  p.Add(w.id)
+      .Add(w.name)
+      .Add(w.slot)
+      .Add(w.hostname)
+      .Add(w.pid)
+      .Add(ListText(w.capabilities))
+      .Add(ListText(w.queues))
+      .Add(ToString(w.status))
+      .Add(w.heartbeat_interval_ms)
+      .Add(w.registered_at)
+      .Add(w.last_heartbeat_at)
+      .Add(w.current_task_id)
+      .Add(w.reason)
+      .Add(w.metadata.dump())
+      .Add(ToString(w.request))
+      .Add(w.pool);
+  return p;
+}
+
+Status ReadOrchestrator(const Rows& r, int i, OrchestratorState& o) {
+  o.id = r.Text(i, 0);
+  o.dir = r.Text(i, 1);
+  o.status = r.Text(i, 2);
+  o.pid = r.Int(i, 3);
+  o.hostname = r.Text(i, 4);
+  o.started_at = r.Int(i, 5);
+  o.seen_at = r.Int(i, 6);
+  o.config = Object(r.Text(i, 7));
+  o.request = Object(r.Text(i, 8));
+  o.pool = Object(r.Text(i, 9));
+  return Ok();
+}
+
+template <typename T>
+Result<std::vector<T>> ReadAll(const Rows& r, Status (*read)(const Rows&, int, T&)) {
+  std::vector<T> out(static_cast<std::size_t>(r.size()));
+  for (int i = 0; i < r.size(); ++i) TX_RETURN_IF_ERROR(read(r, i, out[static_cast<size_t>(i)]));
+  return out;
+}
+
+template <typename T>
+Result<std::optional<T>> ReadOne(const Rows& r, Status (*read)(const Rows&, int, T&)) {
+  if (r.empty()) return std::optional<T>();
+  Result<std::optional<T>> out(std::in_place, std::in_place);
+  TX_RETURN_IF_ERROR(read(r, 0, **out));
+  return out;
+}
+
+template <typename T>
+Status StatusOf(const Result<T>& r) {
+  return r.ok() ? Ok() : Status(r.error());
+}
+
+std::vector<std::string> FirstColumn(const Rows& r) {
+  std::vector<std::string> out;
+  out.reserve(static_cast<std::size_t>(r.size()));
+  for (int i = 0; i < r.size(); ++i) out.push_back(r.Text(i, 0));
+  return out;
+}
+
+std::vector<std::string> JsonList(std::string_view text) { return StringList(std::string(text)); }
+
+#define GET_TASK "SELECT " TASK_COLS " FROM tasks WHERE id = $1"
+#define GET_CLAIM "SELECT " CLAIM_COLS " FROM claims WHERE token = $1"
+// A claim with its task, its worker and the task's dependents, all three rows locked: every
+// caller that holds a token goes on to change the three (ClaimService::CheckToken, EndClaim).
+#define GET_CLAIM_AND_ROWS                                                                 \
+  "SELECT c.token, c.task_id, c.worker_id, c.attempt, c.claimed_at, c.lease_ms, "          \
+  "c.lease_expires_at, c.renewed_count, c.status, c.ended_at, c.end_reason, c.exit_code, " \
+  "t.seq, t.id, t.title, t.description, t.instructions, t.deliverables, t.steps, "         \
+  "t.priority, t.queue, t.requires, t.after, t.owner, t.workdir, t.command, t.agent, "     \
+  "t.timeout_ms, t.max_attempts, t.review, t.repo, t.base_branch, t.metadata, t.result, "  \
+  "t.error, t.status, t.attempt, t.run_after, t.created_at, t.updated_at, t.started_at, "  \
+  "t.finished_at, "                                                                        \
+  "w.id, w.name, w.slot, w.hostname, w.pid, w.capabilities, w.queues, w.status, "          \
+  "w.heartbeat_interval_ms, w.registered_at, w.last_heartbeat_at, w.current_task_id, "     \
+  "w.reason, w.metadata, w.request, w.pool, "                                              \
+  "coalesce((SELECT json_agg(d.task_id ORDER BY d.task_id) FROM task_deps d "              \
+  "WHERE d.depends_on = t.id)::text, '[]') "                                               \
+  "FROM claims c JOIN tasks t ON t.id = c.task_id JOIN workers w ON w.id = c.worker_id "   \
+  "WHERE c.token = $1 FOR UPDATE OF c, t, w"
+constexpr int kClaimCols = 12;
+constexpr int kTaskCols = 30;
+constexpr int kWorkerCols = 16;
+
+// The pick, for a write: the best eligible row, locked (rows other claimers hold are skipped,
+// not waited for), with what the claim that follows needs — how many claims the task had
+// (the attempt number) and the fencing token reserved for it — so that claiming costs one
+// round trip for the pick and nothing more until the commit. The outer query computes them for
+// the chosen row only, not for every row the scan skips.
+#define PICK_WHERE                                \
+  "status = 'ready' AND run_after <= $2 "         \
+  "AND (owner = '' OR owner = $3 OR owner = $4) " \
+  "AND (requires = '[]' OR requires::jsonb <@ $5::jsonb) "
+#define PICK_ONE_QUEUE \
+  "SELECT " TASK_COLS " FROM tasks WHERE queue = ($1::jsonb ->> 0) AND " PICK_WHERE
+#define PICK_QUEUES             \
+  "SELECT " TASK_COLS           \
+  " FROM tasks WHERE queue IN " \
+  "(SELECT jsonb_array_elements_text($1::jsonb)) AND " PICK_WHERE
+#define PICK_ORDER "ORDER BY priority DESC, seq LIMIT 1 FOR UPDATE SKIP LOCKED"
+#define PICK_FOR_CLAIM(pick)                                                                  \
+  "WITH picked AS (" pick PICK_ORDER                                                          \
+  ") SELECT picked.*, "                                                                       \
+  "(SELECT count(*) FROM claims c WHERE c.task_id = picked.id), nextval('claims_token_seq') " \
+  "FROM picked"
+
+// In a write transaction (READ COMMITTED) every task, claim and worker row that is read is
+// locked FOR UPDATE until the commit: a service's read-modify-write of a row then runs as if
+// alone, as under SQLite's single writer, while transactions on other rows go on in parallel.
+// A statement that waits for a lock sees the row as its holder committed it.
+//
+// Round trips: writes are queued (Conn::Queue) and go with the next read or the commit. Rows
+// this transaction has locked are kept here once read (and kept up to date by its own writes,
+// the only ones that can change them until the commit), so reading one again, or one fetched
+// along with another (a claim's task and worker, a picked task's claim count), costs nothing.
+class PgTxn final : public Txn {
+ public:
+  PgTxn(Conn& conn, bool write) : c_(conn), write_(write) {}
+
+  bool made_ready() const { return made_ready_; }
+  void WakeWatchersOnCommit() override { made_ready_ = true; }
+
+  Result<std::optional<Task>> GetTask(std::string_view id) override {
+    if (write_) {
+      if (auto it = tasks_.find(std::string(id)); it != tasks_.end()) return {it->second};
+      TX_ASSIGN_OR_RETURN(Rows r, c_.Exec(GET_TASK " FOR UPDATE", Params().Add(id)));
+      TX_ASSIGN_OR_RETURN(std::optional<Task> t, ReadOne<Task>(r, ReadTask));
+      if (t) tasks_[t->id] = *t;
+      return t;
+    }
+    TX_ASSIGN_OR_RETURN(Rows r, c_.Exec(GET_TASK, Params().Add(id)));
+    return ReadOne<Task>(r, ReadTask);
+  }
+
+  Result<std::vector<Task>> ListTasks(const TaskFilter& f) override {
+    Params p;
+    p.Add(f.status ? ToString(*f.status) : std::string_view())
+        .Add(f.queue.value_or(""))
+        .Add(f.owner.value_or(""));
+    if (f.limit > 0) {
+      p.Add(f.limit);
+    } else {
+      p.AddNull();  // LIMIT NULL: no limit
+    }
+    p.Add(f.cursor);
+    TX_ASSIGN_OR_RETURN(Rows r, c_.Exec(f.newest_first ? "SELECT " TASK_COLS " FROM tasks "
+                                                         "WHERE ($1 = '' OR status::text = $1) "
+                                                         "AND ($2 = '' OR queue = $2) "
+                                                         "AND ($3 = '' OR owner = $3) "
+                                                         "AND ($5 = 0 OR seq < $5) "
+                                                         "ORDER BY seq DESC LIMIT $4"
+                                                       : "SELECT " TASK_COLS " FROM tasks "
+                                                         "WHERE ($1 = '' OR status::text = $1) "
+                                                         "AND ($2 = '' OR queue = $2) "
+                                                         "AND ($3 = '' OR owner = $3) "
+                                                         "AND seq > $5 ORDER BY seq LIMIT $4",
+                                        p));
+    return ReadAll<Task>(r, ReadTask);
+  }
+
+  Status InsertTask(Task& t) override {
+    made_ready_ = made_ready_ || t.status == TaskStatus::kReady;
+    TX_ASSIGN_OR_RETURN(
+        Rows r, c_.Exec("INSERT INTO tasks (" TASK_COLS ") VALUES (DEFAULT, $1, $2, $3, $4, $5, "
+                        "$6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, "
+                        "$21, $22, $23, $24, $25, $26, $27, $28, $29) RETURNING seq",
+                        TaskParams(t)));
+    t.seq = r.Int(0, 0);
+    if (write_) tasks_[t.id] = t;
+    if (t.after.empty()) return Ok();
+    return ReplaceDependencies(t.id, t.after);
+  }
+
+  Status UpdateTask(const Task& t) override {
+    made_ready_ = made_ready_ || t.status == TaskStatus::kReady;
+    c_.Queue(
+        "UPDATE tasks SET title = $2, description = $3, instructions = $4, "
+        "deliverables = $5, steps = $6, priority = $7, queue = $8, "
+        "requires = $9, after = $10, owner = $11, workdir = $12, "
+        "command = $13, agent = $14, timeout_ms = $15, max_attempts = $16, "
+        "review = $17, repo = $18, base_branch = $19, metadata = $20, "
+        "result = $21, error = $22, status = $23, attempt = $24, "
+        "run_after = $25, created_at = $26, updated_at = $27, "
+        "started_at = $28, finished_at = $29 WHERE id = $1",
+        TaskParams(t), "task " + t.id + " not found");
+    if (auto it = tasks_.find(t.id); it != tasks_.end()) {
+      std::int64_t seq = it->second.seq;
+      it->second = t;
+      it->second.seq = seq;
+    }
+    return Ok();
+  }
+
+  Status UpdateTaskState(const Task& t) override {
+    made_ready_ = made_ready_ || t.status == TaskStatus::kReady;
+    Params p;
+    p.Add(t.id)
+        .Add(ToString(t.status))
+        .Add(t.attempt)
+        .Add(t.run_after)
+        .Add(t.result)
+        .Add(t.error)
+        .Add(t.updated_at)
+        .Add(t.started_at)
+        .Add(t.finished_at);
+    c_.Queue(
+        "UPDATE tasks SET status = $2, attempt = $3, run_after = $4, "
+        "result = $5, error = $6, updated_at = $7, started_at = $8, "
+        "finished_at = $9 WHERE id = $1",
+        p, "task " + t.id + " not found");
+    if (auto it = tasks_.find(t.id); it != tasks_.end()) {
+      Task& cached = it->second;
+      cached.status = t.status;
+      cached.attempt = t.attempt;
+      cached.run_after = t.run_after;
+      cached.result = t.result;
+      cached.error = t.error;
+      cached.updated_at = t.updated_at;
+      cached.started_at = t.started_at;
+      cached.finished_at = t.finished_at;
+    }
+    return Ok();
+  }
+
+  Status ReplaceDependencies(const std::string& task_id,
+                             const std::vector<std::string>& after) override {
+    dependents_.clear();
+    c_.Queue("DELETE FROM task_deps WHERE task_id = $1", Params().Add(task_id));
+    for (const auto& dep : after) {
+      c_.Queue(
+          "INSERT INTO task_deps (task_id, depends_on) VALUES ($1, $2) "
+          "ON CONFLICT DO NOTHING",
+          Params().Add(task_id).Add(dep));
+    }
+    return Ok();
+  }
+
+  // One statement over all the worker's queues; the row it returns is locked, and rows other
+  // transactions have locked (being claimed right now) are skipped, not waited for.
+  Result<std::optional<Task>> PickNextReady(const PickCriteria& c) override {
+    Params p;
+    p.Add(ListText(c.queues))
+        .Add(c.now)
+        .Add(c.worker_name.empty() ? std::string("\x01") : c.worker_name)
+        .Add(c.worker_slot.empty() ? std::string("\x01") : c.worker_slot)
+        .Add(ListText(c.capabilities));
+    // One queue (the usual case) walks tasks_ready in order and stops at the first row.
+    bool one = c.queues.size() == 1;
+    if (!write_) {
+      TX_ASSIGN_OR_RETURN(Rows r,
+                          c_.Exec(one ? PICK_ONE_QUEUE PICK_ORDER : PICK_QUEUES PICK_ORDER, p));
+      return ReadOne<Task>(r, ReadTask);
+    }
+    TX_ASSIGN_OR_RETURN(
+        Rows r, c_.Exec(one ? PICK_FOR_CLAIM(PICK_ONE_QUEUE) : PICK_FOR_CLAIM(PICK_QUEUES), p));
+    TX_ASSIGN_OR_RETURN(std::optional<Task> t, ReadOne<Task>(r, ReadTask));
+    if (t) {
+      tasks_[t->id] = *t;
+      picked_[t->id] = Picked{r.Int(0, kTaskCols), r.Int(0, kTaskCols + 1)};
+    }
+    return t;
+  }
+
+  Result<std::optional<Millis>> NextReadyAt(const PickCriteria& c) override {
+    TX_ASSIGN_OR_RETURN(Rows r,
+                        c_.Exec("SELECT min(run_after) FROM tasks WHERE status = 'ready' "
+                                "AND queue IN (SELECT jsonb_array_elements_text($1::jsonb)) "
+                                "AND run_after > $2",
+                                Params().Add(ListText(c.queues)).Add(c.now)));
+    if (r.empty() || r.IsNull(0, 0)) return std::optional<Millis>();
+    return std::optional<Millis>(r.Int(0, 0));
+  }
+
+  Result<std::vector<std::string>> ListDependents(std::string_view task_id) override {
+    if (auto it = dependents_.find(std::string(task_id)); it != dependents_.end()) {
+      return it->second;
+    }
+    TX_ASSIGN_OR_RETURN(Rows r, c_.Exec("SELECT task_id FROM task_deps WHERE depends_on = $1 "
+                                        "ORDER BY task_id",
+                                        Params().Add(task_id)));
+    return FirstColumn(r);
+  }
+
+  Result<std::vector<std::string>> ListRunningTasksWithoutActiveClaim() override {
+    TX_ASSIGN_OR_RETURN(Rows r,
+                        c_.Exec("SELECT id FROM tasks t WHERE status = 'running' AND NOT EXISTS "
+                                "(SELECT 1 FROM claims c WHERE c.task_id = t.id AND "
+                                "c.status = 'active') ORDER BY seq"));
+    return FirstColumn(r);
+  }
+
+  Result<std::vector<StatusCount>> CountTasks() override {
+    TX_ASSIGN_OR_RETURN(Rows r, c_.Exec("SELECT status, queue, count(*) FROM tasks "
+                                        "GROUP BY status, queue ORDER BY queue, status::text"));
+    std::vector<StatusCount> out;
+    for (int i = 0; i < r.size(); ++i) {
+      TX_ASSIGN_OR_RETURN(TaskStatus status, ParseTaskStatus(r.Text(i, 0)));
+      out.push_back(StatusCount{status, r.Text(i, 1), r.Int(i, 2)});
+    }
+    return out;
+  }
+
+  Result<std::int64_t> CountReadyTasks() override {
+    TX_ASSIGN_OR_RETURN(Rows r, c_.Exec("SELECT count(*) FROM tasks WHERE status = 'ready'"));
+    return r.Int(0, 0);
+  }
+
+  Status InsertClaim(Claim& c) override {
+    Params p;
+    p.Add(c.task_id)
+        .Add(c.worker_id)
+        .Add(c.attempt)
+        .Add(c.claimed_at)
+        .Add(c.lease_ms)
+        .Add(c.lease_expires_at)
+        .Add(c.renewed_count)
+        .Add(ToString(c.status))
+        .Add(c.ended_at)
+        .Add(ToString(c.end_reason))
+        .Add(c.exit_code);
+    auto picked = picked_.find(c.task_id);
+    if (picked != picked_.end() && picked->second.token > 0) {
+      // The token the pick reserved: nothing to wait for.
+      c.token = picked->second.token;
+      picked->second.token = 0;
+      ++picked->second.claims;
+      p.Add(c.token);
+      c_.Queue(
+          "INSERT INTO claims (task_id, worker_id, attempt, claimed_at, lease_ms, "
+          "lease_expires_at, renewed_count, status, ended_at, end_reason, exit_code, "
+          "token) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+          p);
+      return Ok();
+    }
+    if (picked != picked_.end()) ++picked->second.claims;
+    TX_ASSIGN_OR_RETURN(
+        Rows r, c_.Exec("INSERT INTO claims (task_id, worker_id, attempt, claimed_at, lease_ms, "
+                        "lease_expires_at, renewed_count, status, ended_at, end_reason, "
+                        "exit_code) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) "
+                        "RETURNING token",
+                        p));
+    c.token = r.Int(0, 0);
+    return Ok();
+  }
+
+  Status UpdateClaim(const Claim& c) override {
+    Params p;
+    p.Add(c.token)
+        .Add(c.lease_ms)
+        .Add(c.lease_expires_at)
+        .Add(c.renewed_count)
+        .Add(ToString(c.status))
+        .Add(c.ended_at)
+        .Add(ToString(c.end_reason))
+        .Add(c.exit_code);
+    c_.Queue(
+        "UPDATE claims SET lease_ms = $2, lease_expires_at = $3, "
+        "renewed_count = $4, status = $5, ended_at = $6, end_reason = $7, "
+        "exit_code = $8 WHERE token = $1",
+        p, "claim " + std::to_string(c.token) + " not found");
+    return Ok();
+  }
+
+  Result<std::optional<Claim>> GetClaim(std::int64_t token) override {
+    if (!write_) {
+      TX_ASSIGN_OR_RETURN(Rows r, c_.Exec(GET_CLAIM, Params().Add(token)));
+      return ReadOne<Claim>(r, ReadClaim);
+    }
+    TX_ASSIGN_OR_RETURN(Rows r, c_.Exec(GET_CLAIM_AND_ROWS, Params().Add(token)));
+    if (r.empty()) return std::optional<Claim>();
+    std::optional<Claim> claim(std::in_place);
+    TX_RETURN_IF_ERROR(ReadClaim(r, 0, *claim));
+    // A row this transaction has already read (and may have changed) is kept as it is.
+    if (!tasks_.count(claim->task_id)) {
+      Task t;
+      TX_RETURN_IF_ERROR(ReadTask(r, 0, t, kClaimCols));
+      tasks_.emplace(t.id, std::move(t));
+    }
+    if (!workers_.count(claim->worker_id)) {
+      Worker w;
+      TX_RETURN_IF_ERROR(ReadWorker(r, 0, w, kClaimCols + kTaskCols));
+      workers_.emplace(w.id, std::move(w));
+    }
+    dependents_[claim->task_id] = JsonList(r.View(0, kClaimCols + kTaskCols + kWorkerCols));
+    return claim;
+  }
+
+  Result<std::optional<Claim>> GetActiveClaimForTask(std::string_view task_id) override {
+#define ACTIVE_CLAIM "SELECT " CLAIM_COLS " FROM claims WHERE task_id = $1 AND status = 'active'"
+    TX_ASSIGN_OR_RETURN(
+        Rows r, c_.Exec(write_ ? ACTIVE_CLAIM " FOR UPDATE" : ACTIVE_CLAIM, Params().Add(task_id)));
+    return ReadOne<Claim>(r, ReadClaim);
+  }
+
+  Result<std::vector<Claim>> ListClaimsForTask(std::string_view task_id) override {
+    TX_ASSIGN_OR_RETURN(Rows r, c_.Exec("SELECT " CLAIM_COLS " FROM claims "
+                                        "WHERE task_id = $1 ORDER BY token",
+                                        Params().Add(task_id)));
+    return ReadAll<Claim>(r, ReadClaim);
+  }
+
+  Result<std::vector<Claim>> ListActiveClaims() override {
+#define ACTIVE_CLAIMS "SELECT " CLAIM_COLS " FROM claims WHERE status = 'active' ORDER BY token"
+    TX_ASSIGN_OR_RETURN(Rows r, c_.Exec(write_ ? ACTIVE_CLAIMS " FOR UPDATE" : ACTIVE_CLAIMS));
+    return ReadAll<Claim>(r, ReadClaim);
+  }
+
+  Result<std::vector<Claim>> ListActiveClaimsExpiredAt(Millis now) override {
+#define EXPIRED_CLAIMS                                               \
+  "SELECT " CLAIM_COLS                                               \
+  " FROM claims WHERE status = 'active' AND lease_expires_at <= $1 " \
+  "ORDER BY token"
+    TX_ASSIGN_OR_RETURN(
+        Rows r, c_.Exec(write_ ? EXPIRED_CLAIMS " FOR UPDATE" : EXPIRED_CLAIMS, Params().Add(now)));
+    return ReadAll<Claim>(r, ReadClaim);
+  }
+
+  Result<int> CountClaimsForTask(std::string_view task_id) override {
+    if (auto it = picked_.find(std::string(task_id)); it != picked_.end()) {
+      return static_cast<int>(it->second.claims);
+    }
+    TX_ASSIGN_OR_RETURN(
+        Rows r, c_.Exec("SELECT count(*) FROM claims WHERE task_id = $1", Params().Add(task_id)));
+    return static_cast<int>(r.Int(0, 0));
+  }
+
+  Status InsertWorker(const Worker& w) override {
+    c_.Queue("INSERT INTO workers (" WORKER_COLS
+             ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, "
+             "$10, $11, $12, $13, $14, $15, $16)",
+             WorkerParams(w));
+    if (write_) workers_[w.id] = w;
+    return Ok();
+  }
+
+  Status UpdateWorker(const Worker& w) override {
+    c_.Queue(
+        "UPDATE workers SET name = $2, slot = $3, hostname = $4, pid = $5, "
+        "capabilities = $6, queues = $7, status = $8, "
+        "heartbeat_interval_ms = $9, registered_at = $10, "
+        "last_heartbeat_at = $11, current_task_id = $12, reason = $13, "
+        "metadata = $14, request = $15, pool = $16 WHERE id = $1",
+        WorkerParams(w), "worker " + w.id + " not found");
+    if (auto it = workers_.find(w.id); it != workers_.end()) it->second = w;
+    return Ok();
+  }
+
+  Result<std::optional<Worker>> GetWorker(std::string_view id) override {
+#define GET_WORKER "SELECT " WORKER_COLS " FROM workers WHERE id = $1"
+    if (write_) {
+      if (auto it = workers_.find(std::string(id)); it != workers_.end()) return {it->second};
+      TX_ASSIGN_OR_RETURN(Rows r, c_.Exec(GET_WORKER " FOR UPDATE", Params().Add(id)));
+      TX_ASSIGN_OR_RETURN(std::optional<Worker> w, ReadOne<Worker>(r, ReadWorker));
+      if (w) workers_[w->id] = *w;
+      return w;
+    }
+    TX_ASSIGN_OR_RETURN(Rows r, c_.Exec(GET_WORKER, Params().Add(id)));
+    return ReadOne<Worker>(r, ReadWorker);
+  }
+
+  Result<std::vector<Worker>> ListWorkers(const std::vector<WorkerStatus>& statuses) override {
+    std::vector<std::string> names;
+    bool only_live = !statuses.empty();
+    for (auto st : statuses) {
+      names.emplace_back(ToString(st));
+      only_live = only_live && IsLive(st);
+    }
+    // Live workers only: the literal terms let the planner use the partial index workers_live.
+#define LIVE_WORKERS                                                   \
+  "SELECT " WORKER_COLS                                                \
+  " FROM workers WHERE status <> 'stopped' AND status <> 'dead' "      \
+  "AND status::text IN (SELECT jsonb_array_elements_text($1::jsonb)) " \
+  "ORDER BY registered_at DESC, seq DESC"
+#define SOME_WORKERS                                  \
+  "SELECT " WORKER_COLS                               \
+  " FROM workers WHERE $1 = '[]' OR status::text IN " \
+  "(SELECT jsonb_array_elements_text($1::jsonb)) ORDER BY registered_at DESC, seq DESC"
+    const char* sql = only_live ? (write_ ? LIVE_WORKERS " FOR UPDATE" : LIVE_WORKERS)
+                                : (write_ ? SOME_WORKERS " FOR UPDATE" : SOME_WORKERS);
+    TX_ASSIGN_OR_RETURN(Rows r, c_.Exec(sql, Params().Add(ListText(names))));
+    TX_ASSIGN_OR_RETURN(std::vector<Worker> out, ReadAll<Worker>(r, ReadWorker));
+    if (write_) {
+      for (const auto& w : out) workers_[w.id] = w;  // as this transaction left them: locked
+    }
+    return out;
+  }
+
+  Status AppendEvent(Event& e) override {
+    TX_ASSIGN_OR_RETURN(
+        Rows r,
+        c_.Exec("INSERT INTO events (type, at, task_id, worker_id, data) "
+                "VALUES ($1, $2, $3, $4, $5) RETURNING id",
+                Params().Add(e.type).Add(e.at).Add(e.task_id).Add(e.worker_id).Add(e.data.dump())));
+    e.id = r.Int(0, 0);
+    return Ok();
+  }
+
+  Status AppendEventData(const std::string& type, Millis at, const std::string& task_id,
+                         const std::string& worker_id, std::string_view data) override {
+    c_.Queue("INSERT INTO events (type, at, task_id, worker_id, data) VALUES ($1, $2, $3, $4, $5)",
+             Params().Add(type).Add(at).Add(task_id).Add(worker_id).Add(data));
+    return Ok();
+  }
+
+  Result<std::vector<Event>> ListEvents(std::int64_t after_id, int limit) override {
+    Params p;
+    p.Add(after_id);
+    if (limit > 0) {
+      p.Add(limit);
+    } else {
+      p.AddNull();
+    }
+    // Only events older than the horizon (tx_event_horizon, migrations.cc): a follower never
+    // steps past an id that is still to commit.
+    TX_ASSIGN_OR_RETURN(Rows r, c_.Exec("SELECT id, type, at, task_id, worker_id, data "
+                                        "FROM events WHERE id > $1 AND tx < "
+                                        "(SELECT tx_event_horizon()) ORDER BY id LIMIT $2",
+                                        p));
+    std::vector<Event> out;
+    out.reserve(static_cast<std::size_t>(r.size()));
+    for (int i = 0; i < r.size(); ++i) {
+      out.push_back(Event{r.Int(i, 0), r.Text(i, 1), r.Int(i, 2), r.Text(i, 3), r.Text(i, 4),
+                          Object(r.Text(i, 5))});
+    }
+    return out;
+  }
+
+  Result<std::int64_t> LastEventId() override {
+    TX_ASSIGN_OR_RETURN(Rows r, c_.Exec("SELECT coalesce(max(id), 0) FROM events "
+                                        "WHERE tx < (SELECT tx_event_horizon())"));
+    return r.Int(0, 0);
+  }
+
+#define ORCHESTRATOR_COLS \
+  "id, dir, status, pid, hostname, started_at, seen_at, config, request, pool"
+#define GET_ORCHESTRATOR "SELECT " ORCHESTRATOR_COLS " FROM orchestrators WHERE id = $1"
+  Result<std::optional<OrchestratorState>> GetOrchestrator(std::string_view id) override {
+    TX_ASSIGN_OR_RETURN(Rows r, c_.Exec(write_ ? GET_ORCHESTRATOR " FOR UPDATE" : GET_ORCHESTRATOR,
+                                        Params().Add(id)));
+    return ReadOne<OrchestratorState>(r, ReadOrchestrator);
+  }
+
+  Result<std::vector<OrchestratorState>> ListOrchestrators() override {
+    TX_ASSIGN_OR_RETURN(Rows r,
+                        c_.Exec("SELECT " ORCHESTRATOR_COLS " FROM orchestrators ORDER BY id"));
+    return ReadAll<OrchestratorState>(r, ReadOrchestrator);
+  }
+
+  Status PutOrchestrator(const OrchestratorState& o) override {
+    Params p;
+    p.Add(o.id)
+        .Add(o.dir)
+        .Add(o.status)
+        .Add(o.pid)
+        .Add(o.hostname)
+        .Add(o.started_at)
+        .Add(o.seen_at)
+        .Add(o.config.dump())
+        .Add(o.request.dump())
+        .Add(o.pool.dump());
+    c_.Queue("INSERT INTO orchestrators (" ORCHESTRATOR_COLS
+             ") VALUES ($1, $2, $3, $4, $5, $6, "
+             "$7, $8, $9, $10) ON CONFLICT (id) DO UPDATE SET dir = EXCLUDED.dir, "
+             "status = EXCLUDED.status, pid = EXCLUDED.pid, hostname = EXCLUDED.hostname, "
+             "started_at = EXCLUDED.started_at, seen_at = EXCLUDED.seen_at, "
+             "config = EXCLUDED.config, request = EXCLUDED.request, pool = EXCLUDED.pool",
+             p);
+    return Ok();
+  }
+
+  Result<ReconcilerRecord> GetReconcilerRecord() override {
+#define GET_RECONCILER \
+  "SELECT leader, leader_since, last_reconcile_at, last_report FROM orchestrator WHERE id = 1"
+    TX_ASSIGN_OR_RETURN(Rows r, c_.Exec(write_ ? GET_RECONCILER " FOR UPDATE" : GET_RECONCILER));
+    if (r.empty()) return Error::Internal("the reconciler's row is missing");
+    return ReconcilerRecord{r.Text(0, 0), r.Int(0, 1), r.Int(0, 2), Object(r.Text(0, 3))};
+  }
+
+  Status PutReconcilerRecord(const ReconcilerRecord& rec) override {
+    c_.Queue(
+        "UPDATE orchestrator SET leader = $1, leader_since = $2, last_reconcile_at = $3, "
+        "last_report = $4 WHERE id = 1",
+        Params()
+            .Add(rec.leader)
+            .Add(rec.leader_since)
+            .Add(rec.last_reconcile_at)
+            .Add(rec.last_report.dump()),
+        "the reconciler's row");
+    return Ok();
+  }
+
+ private:
+  // What a pick learned about the task it locked, for the claim that follows.
+  struct Picked {
+    std::int64_t claims = 0;  // claims the task has had
+    std::int64_t token = 0;   // reserved for its next claim; 0 once used
+  };
+
+  Conn& c_;
+  bool write_;
+  bool made_ready_ = false;
+  std::unordered_map<std::string, Task> tasks_;      // locked rows, as this transaction has them
+  std::unordered_map<std::string, Worker> workers_;  // locked rows, likewise
+  std::unordered_map<std::string, std::vector<std::string>> dependents_;
+  std::unordered_map<std::string, Picked> picked_;
+};
+
+// The database server's clock, read without asking it: this machine's monotonic clock plus the
+// offset to the server's, measured at each (re)connect and every few minutes. Every host that
+// shares the store then agrees on "now" to within a round trip, whatever its own wall clock
+// says, and a step of the local wall clock (NTP, a VM resumed) changes nothing.
+class ServerClock final : public Clock {
+ public:
+  Millis NowMs() const override { return MonotonicEpochMs() + offset_.load(); }
+  void set_offset(Millis offset) { offset_ = offset; }
+
+ private:
+  std::atomic<Millis> offset_{0};
+};
+
+// The key of the advisory lock whose holder leads the reconciler (any constant of ours; advisory
+// locks are per database).
+constexpr const char* kLeaderLock = "SELECT pg_try_advisory_lock(7478000002)";
+
+// Held on a connection of its own, outside the store's transactions: a session-level lock, which
+// the server drops when the session ends — when its holder exits or is killed, at once; when its
+// host vanishes, once the server's TCP keepalives (set short here) give up on the connection.
+class AdvisoryLeadership final : public Leadership {
+ public:
+  explicit AdvisoryLeadership(PgConnPtr conn) : conn_(std::move(conn)) {}
+  bool Held() override {
+    if (!conn_) return false;
+    PgResultPtr r(pq::PQexec(conn_.get(), "SELECT 1"));
+    if (pq::PQresultStatus(r.get()) != PGRES_TUPLES_OK) conn_.reset();  // lost: never taken back
+    return conn_ != nullptr;
+  }
+
+ private:
+  PgConnPtr conn_;
+};
+
+// How often the offset to the server's clock is measured again (the two clocks drift apart by
+// parts per million).
+constexpr Millis kClockRemeasureMs = 5 * 60'000;
+
+class PgStore final : public Store {
+ public:
+  explicit PgStore(std::unique_ptr<Conn> conn) : conn_(std::move(conn)) { ClockMeasured(); }
+
+  // READ COMMITTED, with the rows it reads locked (PgTxn): the services' read-modify-write
+  // transactions were written against SQLite, where writers run one at a time; the row locks
+  // keep that true for every row a transaction touches, and claimers skip each other's rows.
+  // (SERIALIZABLE aborted most claims under 16 concurrent claimers: every claimer reads the
+  // ready index that every other one writes.) A deadlock (40P01) is run again.
+  Status Write(const TxnFn& fn) override { return Run(fn, true); }
+  // A snapshot: every read of the transaction sees the same committed state.
+  Status Read(const TxnFn& fn) override { return Run(fn, false); }
+
+  // The next transaction id to be assigned plus the oldest one still running: the first moves
+  // whenever a transaction starts to write, the second when the oldest writer ends (which may
+  // make events visible, see ListEvents); neither ever goes back, so the sum moves with either.
+  Result<std::int64_t> ChangeCounter() override {
+    for (int attempt = 0;; ++attempt) {
+      auto r = conn_->Exec(
+          "SELECT pg_snapshot_xmax(s)::text::bigint + pg_snapshot_xmin(s)::text::bigint "
+          "FROM pg_current_snapshot() s");
+      if (r.ok()) return r->Int(0, 0);
+      if (conn_->last_failure() != Failure::kConnection || attempt > 0) return r.error();
+      TX_RETURN_IF_ERROR(Reconnect());
+    }
+  }
+
+  Result<std::unique_ptr<ChangeWatch>> Watch() override { return WatchNotifications(conn_->url()); }
+  std::string Describe() const override { return RedactUrl(conn_->url()); }
+  const Clock& clock() const override { return clock_; }
+  bool SharedByHosts() const override { return true; }
+
+  // The lock is asked for on a connection kept for it between tries (a standby asks every
+  // second), which becomes the Leadership's once the lock is granted.
+  Result<std::unique_ptr<Leadership>> TryLead() override {
+    if (lead_conn_ && pq::PQstatus(lead_conn_.get()) != CONNECTION_OK) lead_conn_.reset();
+    if (!lead_conn_) {
+      TX_ASSIGN_OR_RETURN(lead_conn_, Connect(conn_->url()));
+      // The server notices a leader's vanished host in about 11 s and drops its lock.
+      PgResultPtr keepalives(pq::PQexec(lead_conn_.get(),
+                                        "SET tcp_keepalives_idle = 5; "
+                                        "SET tcp_keepalives_interval = 2; "
+                                        "SET tcp_keepalives_count = 3"));
+    }
+    PgResultPtr r(pq::PQexec(lead_conn_.get(), kLeaderLock));
+    if (pq::PQresultStatus(r.get()) != PGRES_TUPLES_OK) {
+      std::string why = pq::PQerrorMessage(lead_conn_.get());
+      lead_conn_.reset();
+      return Error::Unavailable("cannot ask for the reconciler's lead: " + why);
+    }
+    if (std::string_view(pq::PQgetvalue(r.get(), 0, 0)) != "t") {
+      return std::unique_ptr<Leadership>();
+    }
+    return std::unique_ptr<Leadership>(new AdvisoryLeadership(std::move(lead_conn_)));
+  }
+
+ private:
+  void ClockMeasured() {
+    clock_.set_offset(conn_->clock_offset_ms());
+    measured_at_ = MonotonicEpochMs();
+  }
+
+  Status Reconnect() {
+    TX_RETURN_IF_ERROR(conn_->Reconnect());
+    ClockMeasured();
+    return Ok();
+  }
+
+  Status Run(const TxnFn& fn, bool write) {
+    std::minstd_rand jitter(std::random_device{}());
+    for (int attempt = 1;; ++attempt) {
+      if (conn_->broken()) TX_RETURN_IF_ERROR(Reconnect());
+      if (MonotonicEpochMs() - measured_at_ > kClockRemeasureMs && conn_->MeasureClock().ok()) {
+        ClockMeasured();
+      }
+      Status s = Attempt(fn, write);
+      if (s.ok()) return s;
+      Failure why = conn_->last_failure();
+      if (attempt >= kMaxAttempts ||
+          (why != Failure::kSerialization && why != Failure::kConnection)) {
+        return s;
+      }
+      if (why == Failure::kConnection) {
+        if (committing_) return s;  // the outcome is unknown: never run it twice
+        TX_RETURN_IF_ERROR(Reconnect());
+        continue;
+      }
+      // A conflict: back off a little (0-2 ms, growing) so the winner finishes first.
+      int cap = std::min(attempt, 10) * 200;
+      std::this_thread::sleep_for(std::chrono::microseconds(jitter() % static_cast<unsigned>(cap)));
+    }
+  }
+
+  Status Attempt(const TxnFn& fn, bool write) {
+    committing_ = false;
+    conn_->ClearFailure();
+    // Sent with the transaction's first read.
+    conn_->Queue(write ? "BEGIN" : "BEGIN ISOLATION LEVEL REPEATABLE READ", {});
+    PgTxn txn(*conn_, write);
+    Status s = fn(txn);
+    if (s.ok() && txn.made_ready()) {
+      // Delivered at commit, and only if it commits: exactly when a woken worker can see it.
+      conn_->Queue("SELECT pg_notify('tx_wake', '')", {});  // kWakeChannel
+    }
+    if (!s.ok()) {
+      conn_->Rollback();
+      return s;
+    }
+    // The writes still queued go with the COMMIT: if the connection drops now, whether they
+    // committed is unknown.
+    committing_ = true;
+    s = conn_->Commit();
+    if (!s.ok()) conn_->Rollback();
+    return s;
+  }
+
+  std::unique_ptr<Conn> conn_;
+  PgConnPtr lead_conn_;  // TryLead's, while it has not been granted the lock
+  ServerClock clock_;
+  Millis measured_at_ = 0;
+  bool committing_ = false;
+};
+
+Millis ReconnectTimeoutMs() {
+  const char* env = std::getenv("TX_PG_RECONNECT_TIMEOUT");
+  if (env == nullptr || *env == '\0') return 60'000;
+  Result<Millis> d = ParseDuration(env);
+  return d.ok() && *d > 0 ? *d : 60'000;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> OpenPostgres(const OpenOptions& o) {
+  TX_RETURN_IF_ERROR(pq::Load());
+  Millis reconnect = ReconnectTimeoutMs();
+  TX_ASSIGN_OR_RETURN(std::unique_ptr<Conn> conn, Conn::Open(o.url, reconnect));
+  TX_RETURN_IF_ERROR(Migrate(*conn, o.create));
+  return std::unique_ptr<Store>(new PgStore(std::move(conn)));
+}
+
+}  // namespace tx::store::postgres

@@ -1,0 +1,76 @@
+#include "store/row_codec.h"
+
+#include <algorithm>
+#include <string_view>
+
+namespace tx::store {
+
+namespace {
+
+using nlohmann::json;
+
+// A string that JSON writes as itself between quotes: printable ASCII but '"' and '\\'.
+bool PlainJsonString(std::string_view s) {
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; });
+}
+
+// Parses ["a","b",...] of plain strings without escapes, the form ListText writes for them:
+// every worker read on the claim path parses its queues this way, and nlohmann::json costs a
+// dozen allocations for it. False when `text` is anything else.
+bool ParsePlainList(std::string_view text, std::vector<std::string>& out) {
+  if (text.size() < 2 || text.front() != '[' || text.back() != ']') return false;
+  std::string_view rest = text.substr(1, text.size() - 2);
+  while (!rest.empty()) {
+    if (rest.front() != '"') return false;
+    std::size_t end = rest.find('"', 1);
+    if (end == std::string_view::npos) return false;
+    std::string_view item = rest.substr(1, end - 1);
+    if (!PlainJsonString(item)) return false;
+    out.emplace_back(item);
+    rest.remove_prefix(end + 1);
+    if (rest.empty()) break;
+    if (rest.front() != ',' || rest.size() == 1) return false;
+    rest.remove_prefix(1);
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<std::string> StringList(const std::string& text) {
+  if (text.empty() || text == "[]") return {};
+  std::vector<std::string> plain;
+  if (ParsePlainList(text, plain)) return plain;
+  json j = json::parse(text, nullptr, false);
+  std::vector<std::string> out;
+  if (j.is_array()) {
+    for (const auto& v : j) {
+      if (v.is_string()) out.push_back(v.get<std::string>());
+    }
+  }
+  return out;
+}
+
+std::string ListText(const std::vector<std::string>& v) {
+  if (v.empty()) return "[]";
+  if (std::all_of(v.begin(), v.end(), [](const std::string& s) { return PlainJsonString(s); })) {
+    std::string out = "[";  // what json(v).dump() writes, without building a json array
+    for (const auto& s : v) {
+      if (out.size() > 1) out += ',';
+      out += '"';
+      out += s;
+      out += '"';
+    }
+    return out + "]";
+  }
+  return json(v).dump();
+}
+
+json Object(const std::string& text) {
+  if (text.empty() || text == "{}") return json::object();
+  json j = json::parse(text, nullptr, false);
+  return j.is_object() ? j : json::object();
+}
+
+}  // namespace tx::store

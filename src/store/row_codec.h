@@ -1,0 +1,18 @@
+#pragma once
+// How list and object columns are written in the store, shared by every backend: a list of
+// strings is a JSON array of strings, an object is a JSON object, both as text.
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace tx::store {
+
+// ["a","b"] → {"a","b"}; anything that is not an array of strings reads as empty.
+std::vector<std::string> StringList(const std::string& text);
+// What nlohmann::json(v).dump() writes, without building a json array for plain strings.
+std::string ListText(const std::vector<std::string>& v);
+// A JSON object's text → the object; anything else → {}.
+nlohmann::json Object(const std::string& text);
+
+}  // namespace tx::store
