@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Orchestrator chaos: 500 short tasks drained by `tx orchestrator start --workers 6` while a killer
+# Orchestrator chaos: 500 short tasks drained by `tx orchestrator start --workers 6` (on a SQLite
+# store, or with TX_SHELL_BACKEND=postgres on a fresh PostgreSQL database) while a killer
 # SIGKILLs one random worker of the pool every 300 ms and the orchestrator itself is SIGKILLed and
 # restarted twice (at about 1/3 and 2/3 of the tasks done).
 #
@@ -10,10 +11,11 @@
 # worker's task goes back to the queue (max_attempts 100: killed attempts count); a killed
 # orchestrator's workers drain by themselves (parent-death SIGTERM) and the next orchestrator
 # adopts them. Once every task is done the killer stops and `tx orchestrator stop` ends the pool.
-# Then, in the store (sqlite3 CLI, or python3's sqlite3 module): every task done, exactly one
+# Then, in the store (sqlite3 CLI or python3's sqlite3 module; psql): every task done, exactly one
 # completed claim per task (whose agent ran to the end), no agent that finished after its claim
 # had ended, no active claim, no live worker, one task.done event per task, no attempt that
-# failed, PRAGMA integrity_check ok; on the machine: no process whose environment carries
+# failed, PRAGMA integrity_check (PostgreSQL: amcheck's index checks) ok; on the machine: no
+# process whose environment carries
 # TX_POOL_DB=<db> (a worker of the pool) or TX_DB=<db> (an agent) is left.
 #
 # Knobs (environment): TX_CHAOS_TASKS (500), TX_CHAOS_WORKERS (6), TX_CHAOS_KILL_MS (300),
@@ -52,7 +54,9 @@ unset TX_DB TX_CLAIM_TOKEN TX_ALLOWED_COMMANDS TX_SYNCHRONOUS TX_TASK_ID TX_WORK
 
 WORK=$(mktemp -d /tmp/tx-chaos-XXXXXX)
 WORK=$(cd "$WORK" && pwd -P)  # as tx sees it: the pool's TX_POOL_DB is the absolute store path
-DB=$WORK/.tx/tx.db
+cd "$WORK"
+use_store
+DB=$STORE_DB
 PIDS=()        # adders
 ORCH_PIDS=()   # every orchestrator started
 ORCH_PID=      # the current one
@@ -98,6 +102,7 @@ cleanup() {
   done
   wait 2>/dev/null || true
   cd /
+  drop_store
   if [[ ${TX_CHAOS_KEEP:-0} == 1 ]]; then
     echo "chaos_test: kept $WORK" >&2
   else
@@ -109,9 +114,14 @@ trap 'exit 130' INT   # so that cleanup runs on these too
 trap 'exit 143' TERM
 cd "$WORK"
 
-# Runs SQL against the store read-only, rows as "a|b|c" lines: the sqlite3 CLI if installed, else
-# python3's sqlite3 module. Fails (non-zero) if the query does.
-if command -v sqlite3 >/dev/null 2>&1; then
+# Runs SQL against the store read-only, rows as "a|b|c" lines: psql for PostgreSQL; for SQLite the
+# sqlite3 CLI if installed, else python3's sqlite3 module. Fails (non-zero) if the query does.
+# IS_NOT is the dialect's null-safe "differs from".
+IS_NOT="IS NOT"
+if [[ -n ${STORE_PG_ADMIN:-} ]]; then
+  IS_NOT="IS DISTINCT FROM"
+  sql() { timeout "$CMD_TIMEOUT" psql -X -q -A -t -F '|' -v ON_ERROR_STOP=1 "$DB" -c "$1"; }
+elif command -v sqlite3 >/dev/null 2>&1; then
   sql() { timeout "$CMD_TIMEOUT" sqlite3 -readonly -batch -cmd '.timeout 10000' "$DB" "$1"; }
 else
   sql() {
@@ -175,7 +185,7 @@ start_orchestrator() {
   local end=$((SECONDS + START_TIMEOUT)) rc state refused=0
   ORCH_N=$((ORCH_N + 1))
   while :; do
-    "$TX" orchestrator start --workers "$WORKERS" --heartbeat-interval 1s --poll-interval 1s \
+    "$TX" "${DB_ARGS[@]}" orchestrator start --workers "$WORKERS" --heartbeat-interval 1s --poll-interval 1s \
       --max-restarts 100000 --max-backoff 500ms --shutdown-timeout 20s >>"orch-$ORCH_N.log" 2>&1 &
     ORCH_PID=$!
     ORCH_PIDS+=("$ORCH_PID")
@@ -298,7 +308,7 @@ if [[ $drained != 0 ]]; then diagnose; fi
 # ---- 3. stop ------------------------------------------------------------------------------------
 
 stop_rc=0
-stop_out=$(timeout "$STOP_TIMEOUT" "$TX" orchestrator stop 2>&1) || stop_rc=$?
+stop_out=$(timeout "$STOP_TIMEOUT" "$TX" "${DB_ARGS[@]}" orchestrator stop 2>&1) || stop_rc=$?
 check "tx orchestrator stop succeeds" "$stop_rc" "exit $stop_rc: $stop_out"
 orch_rc=0
 if kill -0 "$ORCH_PID" 2>/dev/null; then
@@ -348,7 +358,17 @@ q() {
     check "$name" "$([[ $got == "$want" ]]; echo $?)" "$(head -5 <<<"$got" | tr '\n' ';')"
   fi
 }
-q "PRAGMA integrity_check is ok" ok "PRAGMA integrity_check"
+if [[ -n ${STORE_PG_ADMIN:-} ]]; then
+  # Every B-tree index of the store checked against its table (amcheck, from postgresql-15).
+  psql -X -q "$DB" -c "CREATE EXTENSION IF NOT EXISTS amcheck" >/dev/null 2>&1 || true
+  q "amcheck finds every index consistent with its table" ok \
+    "SELECT CASE WHEN count(*) > 0 THEN 'ok' END FROM (
+       SELECT bt_index_check(c.oid, true) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+       JOIN pg_am a ON a.oid = c.relam WHERE a.amname = 'btree'
+       AND c.relnamespace = 'public'::regnamespace) checked"
+else
+  q "PRAGMA integrity_check is ok" ok "PRAGMA integrity_check"
+fi
 q "$TASKS tasks exist" "$TASKS" "SELECT count(*) FROM tasks"
 q "every task is done" "done|$TASKS" "SELECT status, count(*) FROM tasks GROUP BY status"
 q "every task has exactly one completed claim" 0 \
@@ -362,7 +382,7 @@ q "no attempt failed, timed out or lost its lease" "" \
     WHERE status != 'completed' AND end_reason NOT IN ('worker_died', 'shutdown')
     GROUP BY end_reason"
 q "every task's attempt is that of its completed claim" 0 \
-  "SELECT count(*) FROM tasks t WHERE t.attempt IS NOT
+  "SELECT count(*) FROM tasks t WHERE t.attempt $IS_NOT
      (SELECT c.attempt FROM claims c WHERE c.task_id = t.id AND c.status = 'completed')"
 q "exactly one task.done event per task" "$TASKS|$TASKS" \
   "SELECT count(*), count(DISTINCT task_id) FROM events WHERE type = 'task.done'"
@@ -392,11 +412,17 @@ check "every completed claim's agent ran to the end" \
 # orchestrator kills its group, the parent-death signal its leader) before its task is requeued,
 # so none may finish (write its line) after its claim ended — least of all while another worker
 # redoes the task.
+# On PostgreSQL the claim's end is the server's time, as this host's tx reads it: its clock plus
+# an offset measured to within half a round trip (store/postgres/pg_conn.cc), while the agent's
+# line carries this host's own clock. Such a cross-clock comparison gets a few milliseconds'
+# grace there; a killed worker's agent that ran on would finish far later.
+SKEW_MS=0
+[[ -z ${STORE_PG_ADMIN:-} ]] || SKEW_MS=25
 claims_rc=0
 sql "SELECT token, status, ended_at, end_reason FROM claims" >claims.txt || claims_rc=$?
-late=$(awk 'NR == FNR { split($0, c, "|"); st[c[1]] = c[2]; end[c[1]] = c[3]; why[c[1]] = c[4]; next }
+late=$(awk -v skew="$SKEW_MS" 'NR == FNR { split($0, c, "|"); st[c[1]] = c[2]; end[c[1]] = c[3]; why[c[1]] = c[4]; next }
   !($2 in st) { print $1 " token " $2 ": no such claim"; next }
-  $3 + 0 > end[$2] + 0 { print $1 " token " $2 " (" st[$2] ", " why[$2] "): agent finished " \
+  $3 + 0 > end[$2] + skew { print $1 " token " $2 " (" st[$2] ", " why[$2] "): agent finished " \
     ($3 - end[$2]) " ms after the claim ended" }' claims.txt agents.log)
 check "no agent finished after its claim had ended" \
   "$([[ $claims_rc == 0 && -z $late ]]; echo $?)" \

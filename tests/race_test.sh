@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Claim race: 8 processes drain 2,000 tasks through the real tx binary on one SQLite store.
+# Claim race: 8 processes drain 2,000 tasks through the real tx binary on one store: SQLite, or
+# with TX_SHELL_BACKEND=postgres a fresh PostgreSQL database (shell_lib.sh: use_store).
 #
 #   bash tests/race_test.sh /path/to/tx
 #
 # Each process loops `tx claim --next --worker race-K --json` → `tx task done ID --token N` until
 # claim exits 3 (nothing eligible). Any other exit code is a failure — above all 1 with "store
-# busy", which would mean a writer was not serialised by BEGIN IMMEDIATE + the busy handler.
+# busy", which would mean a writer was not serialised (SQLite: BEGIN IMMEDIATE + the busy
+# handler; PostgreSQL: row locks, SKIP LOCKED, deadlocks run again).
 # Afterwards, through `tx --json` only (no sqlite3 CLI): every task is done with exactly one
 # attempt, completed; exactly one task.claimed and one task.done event per task; no task was
 # claimed twice; no stderr mentions "busy"; every process finished cleanly.
@@ -40,6 +42,7 @@ PIDS=()
 cleanup() {
   local pid
   for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  drop_store
   if [[ ${TX_RACE_KEEP:-0} == 1 ]]; then
     echo "race_test: kept $WORK" >&2
   else
@@ -50,6 +53,7 @@ trap cleanup EXIT
 cd "$WORK"
 
 t0=$(now_ms)
+use_store
 tx init >/dev/null
 
 # ---- 1. add the tasks (ADDERS parallel loops: one loop takes ~25-55 s on a 2-core box) ----------
@@ -154,9 +158,10 @@ check "tx task list / events / worker list --json succeed" "$([[ ! -s verify.err
   "$(head -3 verify.err | tr '\n' ';')"
 
 # The JSON checks print "ok|FAIL name: detail" lines; `tx task show` of every task runs here too.
-verify_out=$("$PY" - "$TX" "$TASKS" "$PROCS" <<'PYEOF' || true
+verify_out=$("$PY" - "$TX" "$TASKS" "$PROCS" "${DB_ARGS[@]}" <<'PYEOF' || true
 import glob, json, subprocess, sys
 tx, n, procs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+db_args = sys.argv[4:]  # --db URL on PostgreSQL
 
 def check(name, ok, detail=""):
     print(("ok    " if ok else "FAIL  ") + name + ("" if ok or not detail else ": " + str(detail)[:300]))
@@ -224,7 +229,8 @@ check("workers' tasks_completed add up", completed == n, completed)
 # Every task's attempts[]: exactly one, completed, ended by an exit, by the worker that claimed it.
 bad = []
 for tid in ids:
-    r = subprocess.run([tx, "task", "show", tid, "--json"], capture_output=True, text=True, timeout=30)
+    r = subprocess.run([tx, *db_args, "task", "show", tid, "--json"], capture_output=True,
+                       text=True, timeout=30)
     if r.returncode != 0:
         bad.append((tid, "exit %d" % r.returncode))
         continue

@@ -15,6 +15,39 @@ check() {  # check NAME CONDITION-RESULT(0 = pass) [DETAIL]
   fi
 }
 
+# use_store: where the test's store lives. TX_SHELL_BACKEND=postgres (ctest's *_pg variants) makes a
+# fresh database on the server of the ctest fixture pg (the first line of $TX_TEST_PG_URL_FILE),
+# sets STORE_DB to its URL and DB_ARGS to (--db URL), which every tx call passes (tx below, and
+# the tests' direct calls); drop_store drops it again (call it from the test's cleanup).
+# Otherwise STORE_DB is the SQLite file tx init makes in the scratch directory and DB_ARGS is
+# empty. (Not TX_DB in the environment: the tests look for leftover processes by TX_DB=<store>.)
+# Prints which store the test runs on.
+use_store() {
+  STORE_PG_ADMIN=
+  if [[ ${TX_SHELL_BACKEND:-sqlite} == postgres ]]; then
+    local file=${TX_TEST_PG_URL_FILE:-}
+    [[ -n $file && -s $file ]] || {
+      echo "TX_SHELL_BACKEND=postgres needs the server of the ctest fixture pg" \
+        "(TX_TEST_PG_URL_FILE=${file:-unset}); run it through ctest" >&2
+      exit 2
+    }
+    STORE_PG_ADMIN=$(head -n 1 "$file")
+    STORE_PG_NAME="tx_sh_$$_$RANDOM"
+    psql -X -q -v ON_ERROR_STOP=1 "$STORE_PG_ADMIN" -c "CREATE DATABASE $STORE_PG_NAME" >/dev/null
+    STORE_DB="${STORE_PG_ADMIN%/*}/$STORE_PG_NAME"
+    DB_ARGS=(--db "$STORE_DB")
+  else
+    STORE_DB=$PWD/.tx/tx.db
+    DB_ARGS=()
+  fi
+  echo "store: $STORE_DB"
+}
+drop_store() {
+  [[ -n ${STORE_PG_ADMIN:-} ]] || return 0
+  psql -X -q "$STORE_PG_ADMIN" -c "DROP DATABASE IF EXISTS $STORE_PG_NAME WITH (FORCE)" \
+    >/dev/null 2>&1 || true
+}
+
 now_ms() { date +%s%3N; }
 secs() { echo "$(($1 / 1000)).$(($1 % 1000 / 100))"; }  # ms → "12.3"
 # Prints the files matching the glob patterns given (quoted), or nothing; never fails.
@@ -29,7 +62,8 @@ catall() {
 }
 # Counts the lines of stdin grep selects (grep -c ARGS); never fails.
 count() { grep -c "$@" || true; }
-tx() { timeout "$CMD_TIMEOUT" "$TX" "$@"; }
+DB_ARGS=()
+tx() { timeout "$CMD_TIMEOUT" "$TX" "${DB_ARGS[@]}" "$@"; }
 
 # add_tasks N LOOPS ADD_ONE: calls `ADD_ONE I` for every I in 0..N-1, split over LOOPS parallel
 # loops (one tx process per task add, as concurrent clients would). A failed call leaves a line

@@ -19,6 +19,8 @@ namespace {
 
 constexpr CommandSpec kCommands[] = {
     {"init", "init", "Create the store (.tx/tx.db) and an API token (.tx/token)", SetupInit},
+    {"migrate", "migrate", "Copy this SQLite store into an empty PostgreSQL database (--to URL)",
+     SetupMigrate},
     {"task add", "task.add", "Add a task to the queue", SetupTaskAdd},
     {"task list", "task.list", "List tasks, optionally by status, queue or owner", SetupTaskList},
     {"task show", "task.show", "Show one task with its attempts", SetupTaskShow},

@@ -34,6 +34,7 @@ std::string SelfExe();
 
 // Setups, one per command, defined beside their kin.
 Handler SetupInit(CLI::App& cmd);
+Handler SetupMigrate(CLI::App& cmd);
 Handler SetupTaskAdd(CLI::App& cmd);
 Handler SetupTaskList(CLI::App& cmd);
 Handler SetupTaskShow(CLI::App& cmd);

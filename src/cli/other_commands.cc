@@ -15,16 +15,19 @@
 
 #include "cli/commands.h"
 #include "cli/print.h"
+#include "core/duration.h"
 #include "core/ids.h"
 #include "core/json.h"
 #include "core/validation.h"
 #include "exec/process_info.h"
 #include "orchestrator/agent_cleanup.h"
 #include "service/event_log.h"
+#include "service/orchestrator_service.h"
 #include "service/reconciler.h"
 #include "service/task_service.h"
 #include "service/worker_service.h"
 #include "store/location.h"
+#include "store/migrate.h"
 
 namespace tx::cli {
 
@@ -32,17 +35,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Whether a store already holds anything: a task or an event.
-Result<bool> HasHistory(store::Store& store) {
-  bool any = false;
-  TX_RETURN_IF_ERROR(store.Read([&](store::Txn& txn) -> Status {
-    TX_ASSIGN_OR_RETURN(std::int64_t last, txn.LastEventId());
-    TX_ASSIGN_OR_RETURN(std::vector<store::StatusCount> counts, txn.CountTasks());
-    any = last > 0 || !counts.empty();
-    return Ok();
-  }));
-  return any;
-}
 // Writes the API token beside the store, readable by its owner only. Kept if it exists.
 Status WriteToken(const fs::path& path) {
   std::error_code ec;
@@ -76,12 +68,9 @@ Handler SetupInit(CLI::App&) {
       fs::create_directories(dir, ec);
       if (ec) return Error::Unavailable("cannot create " + dir.string() + ": " + ec.message());
     }
-    // A SQLite store existed if its file did; a PostgreSQL one if it has a history.
-    bool existed = !url && fs::exists(db, ec);
+    // A SQLite store existed if its file did; a PostgreSQL one if it opens without creating.
+    bool existed = url ? store::Open({db, /*create=*/false}).ok() : fs::exists(db, ec);
     TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store(/*create=*/true));
-    if (url) {
-      TX_ASSIGN_OR_RETURN(existed, HasHistory(*store));
-    }
     fs::path token = (dir.empty() ? fs::path(".") : dir) / "token";
     TX_RETURN_IF_ERROR(WriteToken(token));
     if (ctx.json()) {
@@ -257,6 +246,67 @@ Handler SetupOrchestratorReconcile(CLI::App&) {
       if (agents_killed > 0) {
         ctx.out() << "killed the agents of " << agents_killed << " stale workers on this host\n";
       }
+    }
+    return Ok();
+  };
+}
+
+Handler SetupMigrate(CLI::App& cmd) {
+  auto to = std::make_shared<std::string>();
+  NonEmpty(cmd.add_option("--to", *to, "The PostgreSQL store to copy into (an empty database)")
+               ->type_name("postgresql://...")
+               ->required());
+  return [to](Context& ctx) -> Status {
+    std::string from = ctx.DbPath();
+    if (store::IsPostgresUrl(from)) {
+      return Error::InvalidArgument("tx migrate copies a SQLite store (--db PATH), not " +
+                                    store::AbsoluteLocation(from));
+    }
+    // A consistent copy needs a quiet source: no orchestrator, no worker still at work on it.
+    TX_ASSIGN_OR_RETURN(store::Store * source, ctx.Store());
+    Millis now = ctx.now();
+    TX_ASSIGN_OR_RETURN(std::vector<OrchestratorState> rows,
+                        service::OrchestratorService(*source, ctx.clock()).List());
+    for (const auto& o : rows) {
+      if (o.status != "stopped" && ctx.options().orchestrator_alive(o, now)) {
+        return Error::Conflict("an orchestrator runs on " + from + " (pid " +
+                               std::to_string(o.pid) + " on " + o.hostname +
+                               "): stop it first (tx orchestrator stop)");
+      }
+    }
+    service::WorkerService workers(*source, ctx.clock(), ctx.options());
+    TX_ASSIGN_OR_RETURN(std::vector<Worker> live, workers.List(LiveWorkerStatuses()));
+    std::string busy;
+    int n = 0;
+    for (const auto& w : live) {
+      // Gone (the new store's reconciler declares it dead), or a name a hand claim registered
+      // (tx claim --worker NAME): no process that would go on writing to the old store.
+      if (IsStale(w, now) || w.metadata.value("manual", false)) continue;
+      if (++n <= 3) busy += (busy.empty() ? "" : ", ") + w.id;
+    }
+    if (n > 0) {
+      return Error::Conflict(std::to_string(n) + " workers still run on " + from + " (" + busy +
+                             (n > 3 ? ", …" : "") + "): stop them first (tx worker stop --all)");
+    }
+    auto started = std::chrono::steady_clock::now();
+    TX_ASSIGN_OR_RETURN(store::MigrateReport r,
+                        store::CopySqliteToPostgres(store::AbsoluteLocation(from), *to));
+    Millis took = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - started)
+                      .count();
+    if (ctx.json()) {
+      ctx.PrintJson({{"from", store::AbsoluteLocation(from)},
+                     {"to", store::Describe(*to)},
+                     {"tasks", r.tasks},
+                     {"dependencies", r.dependencies},
+                     {"workers", r.workers},
+                     {"claims", r.claims},
+                     {"events", r.events},
+                     {"took_ms", took}});
+    } else {
+      ctx.out() << "copied " << r.tasks << " tasks, " << r.claims << " claims, " << r.workers
+                << " workers and " << r.events << " events into " << store::Describe(*to) << " in "
+                << FormatDuration(took) << "; point every tx at it with --db URL or TX_DB\n";
     }
     return Ok();
   };

@@ -447,8 +447,8 @@ void Orchestrator::MaybeLead() {
 void Orchestrator::KillStaleAgentsOfThisHost(Millis now) {
   Result<std::vector<Worker>> live = workers_->List(LiveWorkerStatuses());
   if (!live.ok()) return;
-  for (const auto& w : *live) {
-    if (w.hostname == hostname_ && IsStale(w, now)) KillAgentAndSay(w, hostname_);
+  if (int killed = KillAgentsOfStaleWorkers(*live, hostname_, now); killed > 0) {
+    spdlog::warn("killed the agents of {} stale workers of this host", killed);
   }
 }
 

@@ -50,9 +50,9 @@ Result<Worker> WorkerService::Register(Registration r, std::vector<Worker>* repl
     if (replaced != nullptr) replaced->clear();  // a retried transaction starts over
     TX_RETURN_IF_ERROR(CheckNotStopping(txn, r.pool, now));
     if (!r.slot.empty()) {
-      TX_ASSIGN_OR_RETURN(std::vector<Worker> live, txn.ListWorkers(LiveWorkerStatuses()));
+      TX_ASSIGN_OR_RETURN(std::vector<Worker> live, txn.ListLiveWorkersInSlot(r.pool, r.slot));
       for (auto& old : live) {
-        if (old.slot == r.slot && old.pool == r.pool && IsLive(old.status)) {
+        if (IsLive(old.status)) {
           TX_RETURN_IF_ERROR(detail::MarkDead(txn, old, "replaced by a new registration", now));
           if (replaced != nullptr) replaced->push_back(old);
         }

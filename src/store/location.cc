@@ -11,6 +11,18 @@ bool IsPostgresUrl(std::string_view db) {
   return db.rfind("postgresql://", 0) == 0 || db.rfind("postgres://", 0) == 0;
 }
 
+std::string Describe(const std::string& db) {
+  // postgresql://user:password@host/db → postgresql://user@host/db
+  if (!IsPostgresUrl(db)) return db;
+  std::size_t scheme = db.find("://");
+  std::size_t at = db.find('@', scheme + 3);
+  std::size_t slash = db.find('/', scheme + 3);
+  if (at == std::string::npos || (slash != std::string::npos && slash < at)) return db;
+  std::size_t colon = db.find(':', scheme + 3);
+  if (colon == std::string::npos || colon > at) return db;
+  return db.substr(0, colon) + db.substr(at);
+}
+
 std::string AbsoluteLocation(const std::string& db) {
   if (IsPostgresUrl(db) || db == ":memory:") return db;
   return fs::absolute(db).string();

@@ -12,6 +12,9 @@ namespace tx::store {
 // "postgresql://…" or "postgres://…".
 bool IsPostgresUrl(std::string_view db);
 
+// The store for messages: a path as it is, a URL without its password.
+std::string Describe(const std::string& db);
+
 // A path made absolute (so that children started elsewhere find it); a URL as it is.
 std::string AbsoluteLocation(const std::string& db);
 

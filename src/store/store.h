@@ -101,6 +101,10 @@ class Txn {
   virtual Result<std::optional<Worker>> GetWorker(std::string_view id) = 0;
   // Workers in the given states (all when empty), newest registration first.
   virtual Result<std::vector<Worker>> ListWorkers(const std::vector<WorkerStatus>& statuses) = 0;
+  // The live workers of one slot of one pool (the one a registration replaces): reads, and on
+  // PostgreSQL locks, only those rows, not the whole fleet's.
+  virtual Result<std::vector<Worker>> ListLiveWorkersInSlot(std::string_view pool,
+                                                            std::string_view slot) = 0;
 
   // After this transaction commits, wake every ChangeWatch (a task made ready does so by
   // itself; a request to a worker calls this).

@@ -408,6 +408,43 @@ TEST_P(StoreContract, WorkersRoundTripAndListByStatus) {
                   .ok());
 }
 
+TEST_P(StoreContract, ListLiveWorkersInSlotTakesOnlyThatSlotOfThatPool) {
+  auto worker = [](const char* id, const char* pool, const char* slot, WorkerStatus st) {
+    Worker w;
+    w.id = id;
+    w.name = id;
+    w.pool = pool;
+    w.slot = slot;
+    w.status = st;
+    return w;
+  };
+  ASSERT_TRUE(store_
+                  ->Write([&](Txn& txn) -> Status {
+                    for (const Worker& w :
+                         {worker("worker-aaaaaaa1", "a", "slot-1", WorkerStatus::kIdle),
+                          worker("worker-aaaaaaa2", "b", "slot-1", WorkerStatus::kBusy),
+                          worker("worker-aaaaaaa3", "a", "slot-1", WorkerStatus::kDead),
+                          worker("worker-aaaaaaa4", "a", "slot-2", WorkerStatus::kIdle)}) {
+                      TX_RETURN_IF_ERROR(txn.InsertWorker(w));
+                    }
+                    return Ok();
+                  })
+                  .ok());
+  ASSERT_TRUE(store_
+                  ->Write([&](Txn& txn) -> Status {
+                    TX_ASSIGN_OR_RETURN(std::vector<Worker> got,
+                                        txn.ListLiveWorkersInSlot("a", "slot-1"));
+                    EXPECT_EQ(got.size(), 1u);
+                    if (!got.empty()) {
+                      EXPECT_EQ(got[0].id, "worker-aaaaaaa1");
+                    }
+                    TX_ASSIGN_OR_RETURN(got, txn.ListLiveWorkersInSlot("c", "slot-1"));
+                    EXPECT_TRUE(got.empty());
+                    return Ok();
+                  })
+                  .ok());
+}
+
 // One row per orchestrator, keyed by its pool: Put inserts or replaces; the reconciler's record
 // is the store's alone.
 TEST_P(StoreContract, OrchestratorRowsAndTheReconcilerRecordRoundTrip) {

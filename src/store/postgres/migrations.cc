@@ -2,6 +2,8 @@
 
 #include <iterator>
 
+#include "store/location.h"
+
 namespace tx::store::postgres {
 
 namespace {
@@ -199,7 +201,7 @@ Status Migrate(Conn& conn, bool create) {
     return r.Int(0, 0);
   };
   auto too_new = [&](std::int64_t v) {
-    return Error::Unavailable("the store at " + RedactUrl(conn.url()) + " has schema version " +
+    return Error::Unavailable("the store at " + Describe(conn.url()) + " has schema version " +
                               std::to_string(v) + ", newer than this tx knows (" +
                               std::to_string(LatestSchemaVersion()) + "); upgrade tx");
   };
@@ -207,7 +209,7 @@ Status Migrate(Conn& conn, bool create) {
   if (current > LatestSchemaVersion()) return too_new(current);
   if (current == LatestSchemaVersion()) return Ok();
   if (current == 0 && !create) {
-    return Error::Unavailable("no tx store at " + RedactUrl(conn.url()) +
+    return Error::Unavailable("no tx store at " + Describe(conn.url()) +
                               " (run 'tx init --db URL' first)");
   }
   // Another process may be migrating: the lock waits for it, and the version is read again.
@@ -226,7 +228,7 @@ Status Migrate(Conn& conn, bool create) {
     }
     if (!s.ok()) {
       s = Error(s.error().code(), "migration " + std::to_string(m.version) + " of " +
-                                      RedactUrl(conn.url()) + " failed: " + s.error().message());
+                                      Describe(conn.url()) + " failed: " + s.error().message());
     }
   }
   if (!s.ok()) {

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <thread>
 
+#include "store/location.h"
+
 namespace tx::store::postgres {
 
 namespace {
@@ -39,13 +41,20 @@ PGconn* ConnectWithKeepalives(const std::string& url) {
 
 }  // namespace
 
-Millis MonotonicEpochMs() {
+namespace {
+
+// Microseconds since the epoch from the monotonic clock, aligned with the wall clock once.
+std::int64_t MonotonicEpochUs() {
   using namespace std::chrono;
   static const auto steady_origin = steady_clock::now();
-  static const Millis wall_origin =
-      duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-  return wall_origin + duration_cast<milliseconds>(steady_clock::now() - steady_origin).count();
+  static const std::int64_t wall_origin =
+      duration_cast<microseconds>(system_clock::now().time_since_epoch()).count();
+  return wall_origin + duration_cast<microseconds>(steady_clock::now() - steady_origin).count();
 }
+
+}  // namespace
+
+Millis MonotonicEpochMs() { return MonotonicEpochUs() / 1000; }
 
 std::string Rows::Text(int row, int col) const { return std::string(View(row, col)); }
 
@@ -99,7 +108,7 @@ std::vector<const char*> Params::Pointers() const {
 Result<PgConnPtr> Connect(const std::string& url) {
   PgConnPtr c(ConnectWithKeepalives(url));
   if (!c || pq::PQstatus(c.get()) != CONNECTION_OK) {
-    return Error::Unavailable("cannot connect to PostgreSQL at " + RedactUrl(url) + ": " +
+    return Error::Unavailable("cannot connect to PostgreSQL at " + Describe(url) + ": " +
                               ConnError(c.get()));
   }
   pq::PQsetNoticeProcessor(
@@ -129,13 +138,20 @@ Status Conn::AfterConnect() {
   return MeasureClock();
 }
 
-// The offset is the server's time minus the midpoint of the round trip, good to half of it.
+// The offset is the server's time minus the midpoint of a round trip, good to half of it: of
+// three tries, the shortest round trip's (as NTP does), so that one delayed answer on a busy
+// machine does not skew every time this connection writes.
 Status Conn::MeasureClock() {
-  Millis before = MonotonicEpochMs();
-  TX_ASSIGN_OR_RETURN(Rows r,
-                      Exec("SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint"));
-  Millis after = MonotonicEpochMs();
-  clock_offset_ms_ = r.Int(0, 0) - (before + after) / 2;
+  std::int64_t best_rtt_us = -1;
+  for (int i = 0; i < 3; ++i) {
+    std::int64_t before = MonotonicEpochUs();
+    TX_ASSIGN_OR_RETURN(Rows r, Exec("SELECT (extract(epoch FROM clock_timestamp()) * 1000000)"
+                                     "::bigint"));
+    std::int64_t after = MonotonicEpochUs();
+    if (best_rtt_us >= 0 && after - before >= best_rtt_us) continue;
+    best_rtt_us = after - before;
+    clock_offset_ms_ = (r.Int(0, 0) - (before + after) / 2) / 1000;
+  }
   return Ok();
 }
 
@@ -153,7 +169,7 @@ Error Conn::ToError(const PGresult* result, std::string_view context) {
     e = Error::Unavailable("store busy: " + msg + where);
   } else if (sqlstate.empty() ? broken() : ConnectionState(sqlstate)) {
     last_failure_ = Failure::kConnection;
-    e = Error::Unavailable("lost the connection to PostgreSQL at " + RedactUrl(url_) + ": " + msg);
+    e = Error::Unavailable("lost the connection to PostgreSQL at " + Describe(url_) + ": " + msg);
   } else {
     last_failure_ = Failure::kOther;
     if (sqlstate.substr(0, 2) == "23") {
@@ -304,22 +320,10 @@ Status Conn::Reconnect() {
   auto gone =
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start);
   last_failure_ = Failure::kOther;  // no more retries
-  return Error::Unavailable("PostgreSQL at " + RedactUrl(url_) + " unreachable for " +
+  return Error::Unavailable("PostgreSQL at " + Describe(url_) + " unreachable for " +
                             std::to_string(gone.count()) + " s (the reconnect timeout is " +
                             std::to_string(reconnect_timeout_ms_ / 1000) +
                             " s, TX_PG_RECONNECT_TIMEOUT): " + ConnError(conn_.get()));
-}
-
-std::string RedactUrl(const std::string& url) {
-  // postgresql://user:password@host/db → postgresql://user@host/db
-  std::size_t scheme = url.find("://");
-  if (scheme == std::string::npos) return url;
-  std::size_t at = url.find('@', scheme + 3);
-  std::size_t slash = url.find('/', scheme + 3);
-  if (at == std::string::npos || (slash != std::string::npos && slash < at)) return url;
-  std::size_t colon = url.find(':', scheme + 3);
-  if (colon == std::string::npos || colon > at) return url;
-  return url.substr(0, colon) + url.substr(at);
 }
 
 }  // namespace tx::store::postgres

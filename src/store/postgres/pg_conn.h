@@ -164,9 +164,6 @@ class Conn {
 // which reconnect on their own schedule.
 Result<PgConnPtr> Connect(const std::string& url);
 
-// The URL without its password, for messages.
-std::string RedactUrl(const std::string& url);
-
 // Milliseconds since the epoch, from this machine's monotonic clock (steady, whatever is done
 // to the wall clock), aligned with the wall clock at the process's first call.
 Millis MonotonicEpochMs();

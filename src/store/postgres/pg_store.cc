@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "core/duration.h"
+#include "store/location.h"
 #include "store/postgres/change_watch.h"
 #include "store/postgres/migrations.h"
 #include "store/postgres/pg_conn.h"
@@ -641,6 +642,21 @@ class PgTxn final : public Txn {
     return out;
   }
 
+  Result<std::vector<Worker>> ListLiveWorkersInSlot(std::string_view pool,
+                                                    std::string_view slot) override {
+#define SLOT_WORKERS                                              \
+  "SELECT " WORKER_COLS                                           \
+  " FROM workers WHERE status <> 'stopped' AND status <> 'dead' " \
+  "AND slot = $1 AND pool = $2 ORDER BY registered_at DESC, seq DESC"
+    TX_ASSIGN_OR_RETURN(Rows r, c_.Exec(write_ ? SLOT_WORKERS " FOR UPDATE" : SLOT_WORKERS,
+                                        Params().Add(slot).Add(pool)));
+    TX_ASSIGN_OR_RETURN(std::vector<Worker> out, ReadAll<Worker>(r, ReadWorker));
+    if (write_) {
+      for (const auto& w : out) workers_[w.id] = w;
+    }
+    return out;
+  }
+
   Status AppendEvent(Event& e) override {
     TX_ASSIGN_OR_RETURN(
         Rows r,
@@ -827,7 +843,7 @@ class PgStore final : public Store {
   }
 
   Result<std::unique_ptr<ChangeWatch>> Watch() override { return WatchNotifications(conn_->url()); }
-  std::string Describe() const override { return RedactUrl(conn_->url()); }
+  std::string Describe() const override { return store::Describe(conn_->url()); }
   const Clock& clock() const override { return clock_; }
   bool SharedByHosts() const override { return true; }
 

@@ -512,6 +512,15 @@ class SqliteTxn final : public Txn {
     return ReadAll<Worker>(s, ReadWorker);
   }
 
+  Result<std::vector<Worker>> ListLiveWorkersInSlot(std::string_view pool,
+                                                    std::string_view slot) override {
+    TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("SELECT " WORKER_COLS " FROM workers WHERE status <> "
+                                            "'stopped' AND status <> 'dead' AND slot = ?1 AND "
+                                            "pool = ?2 ORDER BY registered_at DESC, rowid DESC"));
+    s.Bind(1, slot).Bind(2, pool);
+    return ReadAll<Worker>(s, ReadWorker);
+  }
+
   Status AppendEvent(Event& e) override {
     TX_RETURN_IF_ERROR(AppendEventData(e.type, e.at, e.task_id, e.worker_id, e.data.dump()));
     e.id = db_.LastInsertRowid();
