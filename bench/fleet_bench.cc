@@ -2,7 +2,7 @@
 // workers heartbeat every `interval` over C store connections, and the server's CPU is measured.
 //
 //   tx_fleet_bench --pg SERVER_URL --server-pid PID --workers N [--connections C]
-//                  [--interval 1s] [--seconds 30] [--warmup 10s]
+//                  [--interval 1s] [--seconds 30] [--warmup 10s] [--batch-window MS]
 //
 // One run per invocation, on a fresh database of that server (ScratchStore, dropped afterwards);
 // bench/fleet_bench.sh runs it for several fleet sizes and tabulates. A real worker holds a store
@@ -18,6 +18,10 @@
 // metadata HeartbeatLoop::Metadata sends (cpu_percent, rss_mb, tasks_completed, agent_pid) on the
 // thread's Store and that store's clock (the server's) — the very call a worker's heartbeat thread
 // makes through its LocalCoordinator. A thread that falls behind beats at once, never skips.
+// With --batch-window W (ms), a thread instead gathers the beats due within W of the first one
+// and records them together at its end with WorkerService::HeartbeatMany, one transaction: what
+// `tx serve` does with its remote workers' beats (api/heartbeat_batcher.h); a beat's latency then
+// includes its wait in the window. --connections 1 is then one tx serve.
 //
 // After a warm-up, for `seconds`, it measures:
 //   - the server's CPU: utime + stime of every process of the cluster (the postmaster, whose pid is
@@ -76,13 +80,15 @@ struct Options {
   Millis interval_ms = 1'000;
   Millis seconds_ms = 30'000;
   Millis warmup_ms = 10'000;
+  Millis batch_window_ms = 0;  // 0: a transaction per beat
 };
 
 [[noreturn]] void Usage(const std::string& msg) {
   std::fprintf(stderr,
                "tx_fleet_bench: %s\n"
                "usage: tx_fleet_bench --pg SERVER_URL --server-pid PID --workers N "
-               "[--connections C] [--interval 1s] [--seconds 30] [--warmup 10s]\n",
+               "[--connections C] [--interval 1s] [--seconds 30] [--warmup 10s] "
+               "[--batch-window MS]\n",
                msg.c_str());
   std::exit(2);
 }
@@ -125,6 +131,8 @@ Options ParseArgs(int argc, char** argv) {
       o.seconds_ms = 1000 * ParseInt(a, value(), 1);
     } else if (a == "--warmup") {
       o.warmup_ms = ParseMillis(a, value());
+    } else if (a == "--batch-window") {
+      o.batch_window_ms = ParseInt(a, value(), 0);
     } else if (a == "-h" || a == "--help") {
       Usage("help");
     } else {
@@ -382,31 +390,58 @@ int Main(int argc, char** argv) {
       me.max_gap_s.assign(me.workers.size(), 0);
       registered.arrive_and_wait();
       if (!me.error.empty()) return;
-      for (std::int64_t round = 0; !stop; ++round) {
-        for (std::size_t k = 0; k < me.workers.size() && !stop; ++k) {
-          const int i = me.workers[k];
-          auto due = start + round * interval +
-                     std::chrono::microseconds(o.interval_ms * 1000 * i / o.workers);
-          std::this_thread::sleep_until(due);
-          auto t0 = Steady::now();
-          service::HeartbeatUpdate update{WorkerStatus::kIdle, BeatMetadata(i, round)};
-          Result<Worker> hb = fleet->Heartbeat(me.ids[k], update);
-          auto t1 = Steady::now();
-          if (t0 >= window_begin && t0 < window_end) {  // beats that start in the window count
-            me.latency_us.push_back(Micros(t1 - t0));
-            me.lag_us.push_back(Micros(t0 - due));
-            if (hb.ok()) {
-              ++me.ok;
-            } else {
-              ++me.failed;
-              ++me.errors[ShortError(hb.error().message())];
-            }
+      // Counts the beat of worker k (due at `due`, sent at t0, answered at t1).
+      auto record = [&](std::size_t k, const Result<Worker>& hb, Steady::time_point due,
+                        Steady::time_point t0, Steady::time_point t1) {
+        if (t0 >= window_begin && t0 < window_end) {  // beats that start in the window count
+          me.latency_us.push_back(Micros(t1 - due));
+          me.lag_us.push_back(Micros(t0 - due));
+          if (hb.ok()) {
+            ++me.ok;
+          } else {
+            ++me.failed;
+            ++me.errors[ShortError(hb.error().message())];
           }
-          if (hb.ok() && t1 <= window_end) {
-            if (t1 > window_begin) {
-              me.max_gap_s[k] = std::max(me.max_gap_s[k], Seconds(t1 - me.last_ok[k]));
-            }
-            me.last_ok[k] = t1;
+        }
+        if (hb.ok() && t1 <= window_end) {
+          if (t1 > window_begin) {
+            me.max_gap_s[k] = std::max(me.max_gap_s[k], Seconds(t1 - me.last_ok[k]));
+          }
+          me.last_ok[k] = t1;
+        }
+      };
+      auto due_of = [&](std::int64_t round, std::size_t k) {
+        return start + round * interval +
+               std::chrono::microseconds(o.interval_ms * 1000 * me.workers[k] / o.workers);
+      };
+      const auto window = std::chrono::milliseconds(o.batch_window_ms);
+      for (std::int64_t round = 0; !stop; ++round) {
+        for (std::size_t k = 0; k < me.workers.size() && !stop;) {
+          if (o.batch_window_ms == 0) {
+            auto due = due_of(round, k);
+            std::this_thread::sleep_until(due);
+            auto t0 = Steady::now();
+            service::HeartbeatUpdate update{WorkerStatus::kIdle,
+                                            BeatMetadata(me.workers[k], round)};
+            Result<Worker> hb = fleet->Heartbeat(me.ids[k], update);
+            record(k, hb, due, t0, Steady::now());
+            ++k;
+            continue;
+          }
+          // The beats due within the window of this one, sent together at its end.
+          auto first_due = due_of(round, k);
+          std::vector<std::size_t> batch;
+          std::vector<service::WorkerService::Beat> beats;
+          for (; k < me.workers.size() && due_of(round, k) < first_due + window; ++k) {
+            batch.push_back(k);
+            beats.push_back({me.ids[k], {WorkerStatus::kIdle, BeatMetadata(me.workers[k], round)}});
+          }
+          std::this_thread::sleep_until(first_due + window);
+          auto t0 = Steady::now();
+          std::vector<Result<Worker>> results = fleet->HeartbeatMany(beats);
+          auto t1 = Steady::now();
+          for (std::size_t b = 0; b < batch.size(); ++b) {
+            record(batch[b], results[b], due_of(round, batch[b]), t0, t1);
           }
         }
       }
@@ -499,6 +534,7 @@ int Main(int argc, char** argv) {
               {"store", "postgres"},
               {"workers", o.workers},
               {"connections", C},
+              {"batch_window_ms", o.batch_window_ms},
               {"interval_ms", o.interval_ms},
               {"window_s", Round(window_s, 2)},
               {"server_cpu_pct", Round(100 * cpu["total"] / window_s, 2)},

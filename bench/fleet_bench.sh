@@ -14,8 +14,12 @@
 # is restarted with it; its overhead stays out of the table) prints the statements a heartbeat
 # costs: calls and execution time per beat.
 #
+# BATCH_WINDOW=W (ms) records the beats due within W ms of one another in one transaction
+# (WorkerService::HeartbeatMany), as `tx serve` records its remote workers' beats
+# (api/heartbeat_batcher.h, 5 ms): with CONNECTIONS=1, one tx serve in front of the fleet.
+#
 # Environment: BUILD_DIR (default build/bench), FLEETS ("1000 2000 5000"), RUNS (3),
-# CONNECTIONS (16), INTERVAL (1s), WINDOW (30, seconds), WARMUP (10s), TARGET_PCT (50),
+# CONNECTIONS (16), BATCH_WINDOW (0: a transaction per beat), INTERVAL (1s), WINDOW (30, seconds), WARMUP (10s), TARGET_PCT (50),
 # PROFILE=1, PROFILE_FLEET (the first of FLEETS), WAIT_IDLE (e.g. 0.5: before each run, wait until
 # the 1-minute load average is below it, at most WAIT_IDLE_MAX seconds, default 600), OUT_DIR (raw
 # JSON lines; default a temp dir), TX_PG_FAST=1 (a non-durable server, not the real thing).
@@ -27,6 +31,7 @@ BUILD_DIR=${BUILD_DIR:-$ROOT/build/bench}
 FLEETS=${FLEETS:-1000 2000 5000}
 RUNS=${RUNS:-3}
 CONNECTIONS=${CONNECTIONS:-16}
+BATCH_WINDOW=${BATCH_WINDOW:-0}
 INTERVAL=${INTERVAL:-1s}
 WINDOW=${WINDOW:-30}
 WARMUP=${WARMUP:-10s}
@@ -74,6 +79,7 @@ settle() {
 fleet() {
   "$BENCH" --pg "$PG_URL" --server-pid "$(postmaster)" --workers "$1" \
     --connections "$CONNECTIONS" --interval "$INTERVAL" --seconds "$WINDOW" --warmup "$WARMUP" \
+    --batch-window "$BATCH_WINDOW" \
     >"$OUT_DIR/last.out"
   grep -v '^JSON ' "$OUT_DIR/last.out" >&2
   sed -n 's/^JSON //p' "$OUT_DIR/last.out"
@@ -112,8 +118,13 @@ echo "# tx: the heartbeating fleet one PostgreSQL server holds"
 echo
 echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) · $(nproc) cpus · $(uname -sr) · PostgreSQL ${PG_VERSION:-?}$([ "${TX_PG_FAST:-0}" = 1 ] && echo ' (TX_PG_FAST=1: not durable)') · git $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$ROOT" diff --quiet HEAD 2>/dev/null || echo '+dirty') · load average at start: $load_at_start"
 echo
+if [ "$BATCH_WINDOW" = 0 ]; then
+  how="a transaction per beat (WorkerService::Heartbeat, as a worker's own heartbeat thread)"
+else
+  how="the beats due within $BATCH_WINDOW ms of one another in one transaction (WorkerService::HeartbeatMany, as tx serve records its remote workers' beats)"
+fi
 echo "Simulated workers registered on a fresh database, then each beating every $INTERVAL"
-echo "(WorkerService::Heartbeat, status idle + a worker's metadata), phases spread evenly, over"
+echo "(status idle + a worker's metadata), phases spread evenly, $how, over"
 echo "$CONNECTIONS connections (threads of one client process, a Store each); measured for $WINDOW s"
 echo "after a $WARMUP warm-up. Server CPU = utime + stime of all the cluster's processes (exited"
 echo "ones through the postmaster's cutime/cstime), in % of one core; backends = our $CONNECTIONS"

@@ -62,6 +62,10 @@ Result<std::unique_ptr<ApiServer>> ApiServer::Start(ServerOptions options) {
   }
   TX_ASSIGN_OR_RETURN(s->hub_, EventHub::Start(store::OpenOptions{s->options_.db_path, false},
                                                s->options_.event_poll));
+  TX_ASSIGN_OR_RETURN(
+      s->beats_,
+      HeartbeatBatcher::Start(store::OpenOptions{s->options_.db_path, false}, s->options_.service,
+                              s->options_.heartbeat_window, s->options_.heartbeat_batch));
   // A client that goes away mid-stream must cost a failed write, not the process: the library
   // sends without MSG_NOSIGNAL. (Children started through exec/ reset every signal.)
   ::signal(SIGPIPE, SIG_IGN);
@@ -96,6 +100,7 @@ void ApiServer::Stop() {
   hub_->Stop();  // ends the event streams, which would otherwise hold their threads
   http_->stop();
   thread_.join();
+  beats_->Stop();
 }
 
 void ApiServer::Routes() {

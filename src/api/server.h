@@ -15,6 +15,7 @@
 
 #include "api/auth.h"
 #include "api/event_hub.h"
+#include "api/heartbeat_batcher.h"
 #include "api/server_options.h"
 #include "api/store_pool.h"
 #include "core/error.h"
@@ -54,6 +55,7 @@ class ApiServer {
   bool loopback_;
   StorePool stores_;
   std::unique_ptr<EventHub> hub_;
+  std::unique_ptr<HeartbeatBatcher> beats_;  // remote workers' heartbeats, a batch at a time
   std::atomic<int> waiting_claims_{0};
   std::unique_ptr<httplib::Server> http_;
   std::thread thread_;

@@ -24,6 +24,10 @@ struct ServerOptions {
   // worker holds one while it lasts. At most half of them hold waiting claims; past that a claim
   // does not wait and its worker is told to come back in a second (Retry-After).
   int threads = 256;
+  // Remote workers' heartbeats that arrive within this window of the first are recorded in one
+  // transaction, up to this many (api/heartbeat_batcher.h).
+  std::chrono::milliseconds heartbeat_window{5};
+  std::size_t heartbeat_batch = 256;
   service::ServiceOptions service;
 };
 

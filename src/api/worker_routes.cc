@@ -104,13 +104,13 @@ void ApiServer::WorkerRoutes() {
         });
       });
 
-  h.Post("/api/worker/heartbeat", [serve, &opts](const httplib::Request& req,
-                                                 httplib::Response& res) {
+  // Recorded with the other heartbeats that arrive within a few milliseconds, in one
+  // transaction (HeartbeatBatcher).
+  h.Post("/api/worker/heartbeat", [this, serve](const httplib::Request& req,
+                                                httplib::Response& res) {
     serve(req, res, 200, [&](store::Store& store, const json& body) -> Result<json> {
       TX_ASSIGN_OR_RETURN(HeartbeatBody hb, DecodeHeartbeat(body));
-      TX_ASSIGN_OR_RETURN(
-          Worker w,
-          service::WorkerService(store, store.clock(), opts).Heartbeat(hb.worker_id, hb.update));
+      TX_ASSIGN_OR_RETURN(Worker w, beats_->Beat(std::move(hb.worker_id), std::move(hb.update)));
       return json{{"worker", ToJson(w, store.clock().NowMs())}};
     });
   });

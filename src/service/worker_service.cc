@@ -1,5 +1,7 @@
 #include "service/worker_service.h"
 
+#include <map>
+
 #include "core/duration.h"
 #include "core/ids.h"
 #include "core/validation.h"
@@ -66,29 +68,76 @@ Result<Worker> WorkerService::Register(Registration r, std::vector<Worker>* repl
   return std::move(*out);
 }
 
+namespace {
+
+// Checks a heartbeat of `w` and applies it: conflict, writing nothing, when the worker is no
+// longer live; else its heartbeat time, status (with a worker.status event), metadata and
+// request as `update` says, and the row written.
+Status ApplyHeartbeat(store::Txn& txn, Worker& w, const HeartbeatUpdate& update, Millis now) {
+  if (!IsLive(w.status)) {
+    return Error::Conflict("worker " + w.id + " is " + std::string(ToString(w.status)) +
+                           "; register again");
+  }
+  w.last_heartbeat_at = now;
+  if (update.status && *update.status != w.status) {
+    TX_RETURN_IF_ERROR(Emit(txn, now, "worker.status", "", w.id,
+                            {{"from", ToString(w.status)}, {"to", ToString(*update.status)}}));
+    w.status = *update.status;
+  }
+  if (update.metadata.is_object() && !update.metadata.empty()) {
+    w.metadata.merge_patch(update.metadata);
+  }
+  if (update.clear_request) w.request = WorkerRequest::kNone;
+  return txn.UpdateWorker(w);
+}
+
+}  // namespace
+
 Result<Worker> WorkerService::Heartbeat(std::string_view id, const HeartbeatUpdate& update) {
   std::optional<Worker> out;
   Millis now = clock_.NowMs();
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
     TX_ASSIGN_OR_RETURN(Worker w, LoadWorker(txn, id));
-    if (!IsLive(w.status)) {
-      return Error::Conflict("worker " + w.id + " is " + std::string(ToString(w.status)) +
-                             "; register again");
-    }
-    w.last_heartbeat_at = now;
-    if (update.status && *update.status != w.status) {
-      TX_RETURN_IF_ERROR(Emit(txn, now, "worker.status", "", w.id,
-                              {{"from", ToString(w.status)}, {"to", ToString(*update.status)}}));
-      w.status = *update.status;
-    }
-    if (update.metadata.is_object() && !update.metadata.empty())
-      w.metadata.merge_patch(update.metadata);
-    if (update.clear_request) w.request = WorkerRequest::kNone;
-    TX_RETURN_IF_ERROR(txn.UpdateWorker(w));
+    TX_RETURN_IF_ERROR(ApplyHeartbeat(txn, w, update, now));
     out = std::move(w);
     return Ok();
   }));
   return std::move(*out);
+}
+
+std::vector<Result<Worker>> WorkerService::HeartbeatMany(const std::vector<Beat>& beats) {
+  std::vector<Result<Worker>> out;
+  Millis now = clock_.NowMs();
+  Status s = store_.Write([&](store::Txn& txn) -> Status {
+    out.clear();  // a transaction run again starts over
+    std::vector<std::string> ids;
+    for (const auto& b : beats) ids.push_back(b.worker_id);
+    TX_ASSIGN_OR_RETURN(std::vector<Worker> found, txn.GetWorkers(ids));
+    std::map<std::string, Worker> by_id;
+    for (auto& w : found) by_id.emplace(w.id, std::move(w));
+    for (const auto& b : beats) {
+      auto it = by_id.find(b.worker_id);
+      if (it == by_id.end()) {
+        out.emplace_back(Error::NotFound("worker " + b.worker_id + " not found"));
+        continue;
+      }
+      // A worker beating twice in one batch: the second sees the first's row.
+      Worker w = it->second;
+      Status applied = ApplyHeartbeat(txn, w, b.update, now);
+      if (!applied.ok()) {
+        out.emplace_back(applied.error());
+        continue;
+      }
+      it->second = w;
+      out.emplace_back(std::move(w));
+    }
+    return Ok();
+  });
+  if (!s.ok()) {
+    out.clear();
+    for (std::size_t i = 0; i < beats.size(); ++i) out.emplace_back(s.error());
+  }
+  return out;
 }
 
 Result<Worker> WorkerService::Request(std::string_view id_or_name, WorkerRequest request) {

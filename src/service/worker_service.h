@@ -56,6 +56,16 @@ class WorkerService {
   // Records a heartbeat. conflict: the worker is dead or stopped (it must register again).
   Result<Worker> Heartbeat(std::string_view id, const HeartbeatUpdate& update);
 
+  // Many heartbeats in one transaction (tx serve gathers the beats of its remote workers that
+  // arrive together): each recorded as Heartbeat would, with its own result, in `beats`' order;
+  // one worker refused (unknown, dead, stopped) does not hold up the others. An error of the
+  // store itself is every beat's result.
+  struct Beat {
+    std::string worker_id;
+    HeartbeatUpdate update;
+  };
+  std::vector<Result<Worker>> HeartbeatMany(const std::vector<Beat>& beats);
+
   // Asks a live worker to pause, resume or stop (tx worker pause|resume|stop) and wakes it; the
   // worker acts, records its new status and clears the request. `id_or_name` as for Get.
   // conflict: the worker is stopped or dead; pausing a paused worker; resuming one that is

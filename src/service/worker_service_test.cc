@@ -30,6 +30,41 @@ TEST_F(WorkerServiceTest, ANewRegistrationInASlotRetiresThePreviousIncarnationAn
   EXPECT_EQ(ClaimNextFor(fresh).task.id, t.id);
 }
 
+// Many beats in one transaction (tx serve's batch): each its own result, a refusal holding up no
+// other, a worker beating twice seeing its first beat.
+TEST_F(WorkerServiceTest, HeartbeatManyRecordsEachBeatAndRefusesOnlyTheBadOnes) {
+  Worker a = Register("a");
+  Worker b = Register("b");
+  Worker gone = Register("gone");
+  ASSERT_OK(workers_.Deregister(gone.id, "done"));
+  clock_.Advance(3s);
+  HeartbeatUpdate busy;
+  busy.status = WorkerStatus::kBusy;
+  busy.metadata = {{"rss_mb", 7}};
+  HeartbeatUpdate more;
+  more.metadata = {{"cpu_percent", 3}};
+  std::vector<Result<Worker>> got = workers_.HeartbeatMany(
+      {{a.id, busy}, {"worker-nosuchon", {}}, {gone.id, {}}, {b.id, {}}, {a.id, more}});
+  ASSERT_EQ(got.size(), 5u);
+  ASSERT_TRUE(got[0].ok()) << got[0].error().message();
+  EXPECT_EQ(got[0]->status, WorkerStatus::kBusy);
+  EXPECT_EQ(got[1].error().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(got[2].error().code(), ErrorCode::kConflict);
+  ASSERT_TRUE(got[3].ok());
+  ASSERT_TRUE(got[4].ok());
+  EXPECT_EQ(got[4]->status, WorkerStatus::kBusy) << "the second beat sees the first";
+  EXPECT_EQ(got[4]->metadata["rss_mb"], 7);
+  EXPECT_EQ(got[4]->metadata["cpu_percent"], 3);
+  Worker stored = GetWorker(a.id);
+  EXPECT_EQ(stored.last_heartbeat_at, clock_.NowMs());
+  EXPECT_EQ(stored.status, WorkerStatus::kBusy);
+  EXPECT_EQ(stored.metadata["cpu_percent"], 3);
+  EXPECT_EQ(GetWorker(b.id).last_heartbeat_at, clock_.NowMs());
+  EXPECT_EQ(GetWorker(gone.id).status, WorkerStatus::kStopped) << "a refused beat wrote nothing";
+  auto types = EventTypes();
+  EXPECT_EQ(std::count(types.begin(), types.end(), "worker.status"), 1);
+}
+
 TEST_F(WorkerServiceTest, HeartbeatRefreshesFreshnessAndRecordsStatusChanges) {
   Worker w = Register();
   clock_.Advance(15s);

@@ -101,6 +101,9 @@ class Txn {
   virtual Result<std::optional<Worker>> GetWorker(std::string_view id) = 0;
   // Workers in the given states (all when empty), newest registration first.
   virtual Result<std::vector<Worker>> ListWorkers(const std::vector<WorkerStatus>& statuses) = 0;
+  // The workers with these ids (those that exist), by id: on PostgreSQL all locked in one
+  // statement, in id order (so two such transactions never deadlock each other).
+  virtual Result<std::vector<Worker>> GetWorkers(const std::vector<std::string>& ids) = 0;
   // The live workers of one slot of one pool (the one a registration replaces): reads, and on
   // PostgreSQL locks, only those rows, not the whole fleet's.
   virtual Result<std::vector<Worker>> ListLiveWorkersInSlot(std::string_view pool,

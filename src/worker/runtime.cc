@@ -537,25 +537,47 @@ void WorkerRuntime::Finish(const service::ClaimResult& claimed, const exec::Exit
   }
   std::optional<int> code;
   if (outcome.kind != exec::ExitOutcome::Kind::kSpawnFailed) code = outcome.exit_code;
-  Result<Task> r = Error::Internal("unreachable");
-  switch (outcome.Classify()) {
-    case exec::ExitOutcome::Class::kSuccess:
-      r = fleet_->Report(task.id, claim.token, service::Outcome::kDone, "", code);
-      if (r.ok()) state_.CountCompleted();
-      break;
-    case exec::ExitOutcome::Class::kTimedOut:
-      r = fleet_->Fail(task.id, claim.token, EndReason::kTimedOut,
-                       "timed out after " +
-                           FormatDuration(std::min(task.timeout_ms, config_.task_timeout_cap_ms)),
-                       code);
-      break;
-    case exec::ExitOutcome::Class::kStalled:
-      r = fleet_->Fail(task.id, claim.token, EndReason::kStalled,
-                       "stalled: no output for " + FormatDuration(config_.stall_timeout_ms), code);
-      break;
-    default:
-      r = fleet_->Fail(task.id, claim.token, EndReason::kFailed, outcome.Describe(), code);
-      break;
+  auto report = [&]() -> Result<Task> {
+    switch (outcome.Classify()) {
+      case exec::ExitOutcome::Class::kSuccess:
+        return fleet_->Report(task.id, claim.token, service::Outcome::kDone, "", code);
+      case exec::ExitOutcome::Class::kTimedOut:
+        return fleet_->Fail(task.id, claim.token, EndReason::kTimedOut,
+                            "timed out after " + FormatDuration(std::min(
+                                                     task.timeout_ms, config_.task_timeout_cap_ms)),
+                            code);
+      case exec::ExitOutcome::Class::kStalled:
+        return fleet_->Fail(task.id, claim.token, EndReason::kStalled,
+                            "stalled: no output for " + FormatDuration(config_.stall_timeout_ms),
+                            code);
+      default:
+        return fleet_->Fail(task.id, claim.token, EndReason::kFailed, outcome.Describe(), code);
+    }
+  };
+  // The store out of reach (a connection dropped, maybe during the commit, so the outcome may or
+  // may not be recorded): ask again, a few times over some seconds, unless the claim shows it was.
+  // Never reporting would leave the claim to its lease, and the task to run a second time.
+  Result<Task> r = report();
+  auto wait = std::chrono::milliseconds(100);
+  for (int tries = 1; !r.ok() && r.error().code() == ErrorCode::kUnavailable && tries < 8;
+       ++tries) {
+    spdlog::warn("{}; recording it failed, trying again in {} ms: {}", head, wait.count(),
+                 r.error().message());
+    std::this_thread::sleep_for(wait);
+    wait = std::min(wait * 2, std::chrono::milliseconds(5'000));
+    Result<Claim> held = fleet_->Inspect(claim.token);
+    if (held.ok() && held->status != ClaimStatus::kActive) {
+      spdlog::info("{}; recorded after all: claim {} ({})", head, ToString(held->status),
+                   ToString(held->end_reason));
+      if (held->status == ClaimStatus::kCompleted) state_.CountCompleted();
+      state_.Drop();
+      heartbeat_->Kick();
+      return;
+    }
+    r = report();
+  }
+  if (r.ok() && outcome.Classify() == exec::ExitOutcome::Class::kSuccess) {
+    state_.CountCompleted();
   }
   if (r.ok()) {
     spdlog::info("{} → {}", head, ToString(r->status));

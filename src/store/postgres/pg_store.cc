@@ -642,6 +642,21 @@ class PgTxn final : public Txn {
     return out;
   }
 
+  Result<std::vector<Worker>> GetWorkers(const std::vector<std::string>& ids) override {
+#define SOME_WORKERS_BY_ID     \
+  "SELECT " WORKER_COLS        \
+  " FROM workers WHERE id IN " \
+  "(SELECT jsonb_array_elements_text($1::jsonb)) ORDER BY id"
+    TX_ASSIGN_OR_RETURN(Rows r,
+                        c_.Exec(write_ ? SOME_WORKERS_BY_ID " FOR UPDATE" : SOME_WORKERS_BY_ID,
+                                Params().Add(ListText(ids))));
+    TX_ASSIGN_OR_RETURN(std::vector<Worker> out, ReadAll<Worker>(r, ReadWorker));
+    if (write_) {
+      for (const auto& w : out) workers_[w.id] = w;
+    }
+    return out;
+  }
+
   Result<std::vector<Worker>> ListLiveWorkersInSlot(std::string_view pool,
                                                     std::string_view slot) override {
 #define SLOT_WORKERS                                              \

@@ -512,6 +512,13 @@ class SqliteTxn final : public Txn {
     return ReadAll<Worker>(s, ReadWorker);
   }
 
+  Result<std::vector<Worker>> GetWorkers(const std::vector<std::string>& ids) override {
+    TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("SELECT " WORKER_COLS " FROM workers WHERE id IN "
+                                            "(SELECT value FROM json_each(?1)) ORDER BY id"));
+    s.Bind(1, ListText(ids));
+    return ReadAll<Worker>(s, ReadWorker);
+  }
+
   Result<std::vector<Worker>> ListLiveWorkersInSlot(std::string_view pool,
                                                     std::string_view slot) override {
     TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("SELECT " WORKER_COLS " FROM workers WHERE status <> "

@@ -1,0 +1,73 @@
+#include "api/heartbeat_batcher.h"
+
+#include <vector>
+
+namespace tx::api {
+
+Result<std::unique_ptr<HeartbeatBatcher>> HeartbeatBatcher::Start(
+    const store::OpenOptions& options, const service::ServiceOptions& service,
+    std::chrono::milliseconds window, std::size_t max_batch) {
+  TX_ASSIGN_OR_RETURN(std::unique_ptr<store::Store> s, store::Open(options));
+  std::unique_ptr<HeartbeatBatcher> b(
+      new HeartbeatBatcher(std::move(s), service, window, max_batch));
+  b->thread_ = std::thread([raw = b.get()] { raw->Run(); });
+  return b;
+}
+
+HeartbeatBatcher::HeartbeatBatcher(std::unique_ptr<store::Store> store,
+                                   const service::ServiceOptions& options,
+                                   std::chrono::milliseconds window, std::size_t max_batch)
+    : store_(std::move(store)),
+      workers_(*store_, store_->clock(), options),
+      window_(window),
+      max_batch_(max_batch) {}
+
+HeartbeatBatcher::~HeartbeatBatcher() { Stop(); }
+
+void HeartbeatBatcher::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+Result<Worker> HeartbeatBatcher::Beat(std::string worker_id, service::HeartbeatUpdate update) {
+  std::future<Result<Worker>> result;
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return Error::Unavailable("the server is stopping");
+    queue_.push_back(Pending{{std::move(worker_id), std::move(update)}, {}});
+    result = queue_.back().done.get_future();
+  }
+  wake_.notify_all();
+  return result.get();
+}
+
+void HeartbeatBatcher::Run() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) break;  // stopping, nothing left
+    // Let the batch fill for `window` after its first beat (or until it is full).
+    auto deadline = std::chrono::steady_clock::now() + window_;
+    wake_.wait_until(lock, deadline, [&] { return stopping_ || queue_.size() >= max_batch_; });
+    std::vector<Pending> batch;
+    while (!queue_.empty() && batch.size() < max_batch_) {
+      batch.push_back(std::move(queue_.front()));
+      queue_.pop_front();
+    }
+    lock.unlock();
+    std::vector<service::WorkerService::Beat> beats;
+    beats.reserve(batch.size());
+    for (const auto& p : batch) beats.push_back(p.beat);
+    std::vector<Result<Worker>> results = workers_.HeartbeatMany(beats);
+    for (std::size_t i = 0; i < batch.size(); ++i) batch[i].done.set_value(std::move(results[i]));
+    lock.lock();
+  }
+  for (auto& p : queue_) p.done.set_value(Error::Unavailable("the server is stopping"));
+  queue_.clear();
+}
+
+}  // namespace tx::api
