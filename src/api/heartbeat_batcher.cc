@@ -1,5 +1,6 @@
 #include "api/heartbeat_batcher.h"
 
+#include <exception>
 #include <vector>
 
 namespace tx::api {
@@ -62,7 +63,13 @@ void HeartbeatBatcher::Run() {
     std::vector<service::WorkerService::Beat> beats;
     beats.reserve(batch.size());
     for (const auto& p : batch) beats.push_back(p.beat);
-    std::vector<Result<Worker>> results = workers_.HeartbeatMany(beats);
+    // An exception here would end the process (this thread's): the batch fails instead.
+    std::vector<Result<Worker>> results;
+    try {
+      results = workers_.HeartbeatMany(beats);
+    } catch (const std::exception& e) {
+      results.assign(batch.size(), Error::Internal(std::string("heartbeat batch: ") + e.what()));
+    }
     for (std::size_t i = 0; i < batch.size(); ++i) batch[i].done.set_value(std::move(results[i]));
     lock.lock();
   }

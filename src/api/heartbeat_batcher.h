@@ -42,6 +42,8 @@ class HeartbeatBatcher {
   Result<Worker> Beat(std::string worker_id, service::HeartbeatUpdate update);
   // Ends the thread; idempotent.
   void Stop();
+  // The store's clock (the server's time on PostgreSQL).
+  const Clock& clock() const { return store_->clock(); }
 
  private:
   struct Pending {

@@ -105,14 +105,17 @@ void ApiServer::WorkerRoutes() {
       });
 
   // Recorded with the other heartbeats that arrive within a few milliseconds, in one
-  // transaction (HeartbeatBatcher).
-  h.Post("/api/worker/heartbeat", [this, serve](const httplib::Request& req,
-                                                httplib::Response& res) {
-    serve(req, res, 200, [&](store::Store& store, const json& body) -> Result<json> {
-      TX_ASSIGN_OR_RETURN(HeartbeatBody hb, DecodeHeartbeat(body));
-      TX_ASSIGN_OR_RETURN(Worker w, beats_->Beat(std::move(hb.worker_id), std::move(hb.update)));
-      return json{{"worker", ToJson(w, store.clock().NowMs())}};
-    });
+  // transaction (HeartbeatBatcher), which has a store of its own: the request holds none while
+  // it waits for its batch.
+  h.Post("/api/worker/heartbeat", [this](const httplib::Request& req, httplib::Response& res) {
+    Result<json> body = ParseObject(req.body);
+    if (!body.ok()) return ReplyError(res, body.error());
+    Result<HeartbeatBody> hb = DecodeHeartbeat(*body);
+    if (!hb.ok()) return ReplyError(res, hb.error());
+    Result<Worker> w = beats_->Beat(std::move(hb->worker_id), std::move(hb->update));
+    if (!w.ok()) return ReplyError(res, w.error());
+    Millis now = beats_->clock().NowMs();
+    Reply(res, 200, json{{"worker", ToJson(*w, now)}, {"server_time", now}});
   });
 
   h.Post("/api/worker/deregister", [serve, &opts](const httplib::Request& req,

@@ -264,30 +264,7 @@ Handler SetupMigrate(CLI::App& cmd) {
     }
     // A consistent copy needs a quiet source: no orchestrator, no worker still at work on it.
     TX_ASSIGN_OR_RETURN(store::Store * source, ctx.Store());
-    Millis now = ctx.now();
-    TX_ASSIGN_OR_RETURN(std::vector<OrchestratorState> rows,
-                        service::OrchestratorService(*source, ctx.clock()).List());
-    for (const auto& o : rows) {
-      if (o.status != "stopped" && ctx.options().orchestrator_alive(o, now)) {
-        return Error::Conflict("an orchestrator runs on " + from + " (pid " +
-                               std::to_string(o.pid) + " on " + o.hostname +
-                               "): stop it first (tx orchestrator stop)");
-      }
-    }
-    service::WorkerService workers(*source, ctx.clock(), ctx.options());
-    TX_ASSIGN_OR_RETURN(std::vector<Worker> live, workers.List(LiveWorkerStatuses()));
-    std::string busy;
-    int n = 0;
-    for (const auto& w : live) {
-      // Gone (the new store's reconciler declares it dead), or a name a hand claim registered
-      // (tx claim --worker NAME): no process that would go on writing to the old store.
-      if (IsStale(w, now) || w.metadata.value("manual", false)) continue;
-      if (++n <= 3) busy += (busy.empty() ? "" : ", ") + w.id;
-    }
-    if (n > 0) {
-      return Error::Conflict(std::to_string(n) + " workers still run on " + from + " (" + busy +
-                             (n > 3 ? ", …" : "") + "): stop them first (tx worker stop --all)");
-    }
+    TX_RETURN_IF_ERROR(service::CheckNothingRuns(*source, ctx.options(), ctx.now()));
     auto started = std::chrono::steady_clock::now();
     TX_ASSIGN_OR_RETURN(store::MigrateReport r,
                         store::CopySqliteToPostgres(store::AbsoluteLocation(from), *to));

@@ -444,6 +444,20 @@ void Orchestrator::MaybeLead() {
   next_reconcile_check_ = now;
 }
 
+void Orchestrator::HandOverTheLead() {
+  if (lead_->Held()) {
+    Result<ReconcileReport> report = reconciler_->RunOnce(Now());
+    if (report.ok() && report->Total() > 0) {
+      spdlog::info("last reconcile before handing over the lead repaired: {}",
+                   ToJson(*report).dump());
+    }
+    Status cleared = row_->ClearLeader(id_);
+    if (!cleared.ok()) spdlog::warn("cannot clear the lead: {}", cleared.error().message());
+  }
+  lead_.reset();
+  spdlog::info("stopping: the reconciler's lead is free for another orchestrator");
+}
+
 void Orchestrator::KillStaleAgentsOfThisHost(Millis now) {
   Result<std::vector<Worker>> live = workers_->List(LiveWorkerStatuses());
   if (!live.ok()) return;
@@ -577,6 +591,9 @@ void Orchestrator::BeginShutdown(bool force) {
     shutdown_deadline_ = Now() + config_.shutdown_timeout_ms;
     Status s = row_->SetStatus(id_, pid_, "stopping");
     if (!s.ok()) spdlog::warn("cannot record stopping: {}", s.error().message());
+    // On a shared store another orchestrator takes the lead now, not after this one's drain (up
+    // to the shutdown timeout), during which this one reconciles nothing.
+    if (lead_ && store_->SharedByHosts()) HandOverTheLead();
     spdlog::info("stopping: draining {} workers (up to {})", pool_->live(),
                  FormatDuration(config_.shutdown_timeout_ms));
     pool_->StopAll();

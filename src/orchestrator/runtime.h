@@ -101,6 +101,9 @@ class Orchestrator {
   // Takes the reconciler's lead when nobody holds it (at most once a second), and notices when
   // it was lost.
   void MaybeLead();
+  // A leader that stops on a shared store: one last pass, then the lock let go (another
+  // orchestrator takes the lead within a second).
+  void HandOverTheLead();
   // Kills the agent groups of this host's workers that have gone stale, so that none of a dead
   // worker's agents still edits files when its task runs again elsewhere. Every orchestrator
   // does this for its host; only the leader declares the workers dead.

@@ -130,6 +130,23 @@ Status ClaimService::ClaimNextLocked(store::Txn& txn, Worker& worker, Millis lea
                                      std::optional<ClaimResult>& out) {
   out.reset();
   TX_RETURN_IF_ERROR(CheckCanClaim(worker, now));
+  // A worker that claims while the store says it holds a claim lost the answer to that claim (a
+  // connection dropped while it committed): it gets the claim back, its lease running from now,
+  // rather than a second task, and the task does not wait out the lease for another attempt.
+  // (A name registered by hand claims, tx claim --worker NAME, may hold several on purpose.)
+  if (!worker.current_task_id.empty() && !worker.metadata.value("manual", false)) {
+    TX_ASSIGN_OR_RETURN(std::optional<Claim> held,
+                        txn.GetActiveClaimForTask(worker.current_task_id));
+    if (held && held->worker_id == worker.id) {
+      TX_ASSIGN_OR_RETURN(Task task, LoadTask(txn, held->task_id));
+      held->lease_expires_at = std::max(held->lease_expires_at, now + held->lease_ms);
+      TX_RETURN_IF_ERROR(txn.UpdateClaim(*held));
+      TX_RETURN_IF_ERROR(
+          Emit(txn, now, "claim.adopted", task.id, worker.id, {{"token", held->token}}));
+      out.emplace(ClaimResult{std::move(*held), std::move(task)});
+      return Ok();
+    }
+  }
   store::PickCriteria criteria{worker.queues, worker.capabilities, worker.name, worker.slot, now};
   if (criteria.queues.empty()) criteria.queues = {"default"};
   TX_ASSIGN_OR_RETURN(std::optional<Task> task, txn.PickNextReady(criteria));
@@ -400,6 +417,7 @@ Result<Claim> ClaimService::Inspect(std::int64_t token) {
 Result<std::vector<Session>> ClaimService::ListSessions() {
   std::vector<Session> out;
   TX_RETURN_IF_ERROR(store_.Read([&](store::Txn& txn) -> Status {
+    out.clear();  // a read run again (a dropped connection) starts over
     TX_ASSIGN_OR_RETURN(std::vector<Claim> active, txn.ListActiveClaims());
     std::sort(active.begin(), active.end(),
               [](const Claim& a, const Claim& b) { return a.token < b.token; });

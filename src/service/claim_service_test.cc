@@ -9,6 +9,29 @@ namespace {
 
 class ClaimServiceTest : public ServiceTest {};
 
+// The answer to a claim lost (a connection dropped during its commit): the worker, which thinks
+// it got nothing, claims again and gets the same claim back — not a second task — with its lease
+// running from now. A name registered by hand claims may hold several.
+TEST_F(ClaimServiceTest, AWorkerClaimingWhileItHoldsAClaimGetsThatClaimBack) {
+  Task first = AddTask("first");
+  Task second = AddTask("second");
+  Worker w = Register();
+  ClaimResult lost = ClaimNextFor(w);
+  ASSERT_EQ(lost.task.id, first.id);
+  clock_.Advance(10s);
+  ClaimResult again = ClaimNextFor(w);
+  EXPECT_EQ(again.task.id, first.id);
+  EXPECT_EQ(again.claim.token, lost.claim.token);
+  EXPECT_EQ(again.claim.lease_expires_at, clock_.NowMs() + lost.claim.lease_ms);
+  EXPECT_EQ(Get(second.id).status, TaskStatus::kReady);
+  EXPECT_EQ(Attempts(first.id).size(), 1u);
+  auto types = EventTypes();
+  EXPECT_NE(std::find(types.begin(), types.end(), "claim.adopted"), types.end());
+  // Once reported, the next claim is the next task.
+  ASSERT_OK(claims_.Report(first.id, again.claim.token, Outcome::kDone, ""));
+  EXPECT_EQ(ClaimNextFor(w).task.id, second.id);
+}
+
 TEST_F(ClaimServiceTest, ClaimNextTakesHighestPriorityThenOldest) {
   AddTask("low", 0);
   Task high1 = AddTask("high 1", 5);

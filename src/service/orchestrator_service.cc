@@ -49,6 +49,38 @@ Result<std::string> ChooseOrchestrator(const std::vector<OrchestratorState>& row
   return last_seen != nullptr ? last_seen->id : std::string();
 }
 
+Status CheckNothingRuns(store::Store& store, const ServiceOptions& given, Millis now) {
+  ServiceOptions options = WithDefaults(given);
+  std::vector<OrchestratorState> rows;
+  std::vector<Worker> live;
+  TX_RETURN_IF_ERROR(store.Read([&](store::Txn& txn) -> Status {
+    TX_ASSIGN_OR_RETURN(rows, txn.ListOrchestrators());
+    TX_ASSIGN_OR_RETURN(live, txn.ListWorkers(LiveWorkerStatuses()));
+    return Ok();
+  }));
+  for (const auto& o : rows) {
+    if (o.status != "stopped" && options.orchestrator_alive(o, now)) {
+      return Error::Conflict("an orchestrator runs on " + store.Describe() + " (pid " +
+                             std::to_string(o.pid) + " on " + o.hostname +
+                             "): stop it first (tx orchestrator stop)");
+    }
+  }
+  std::string busy;
+  int n = 0;
+  for (const auto& w : live) {
+    // Gone (a store's reconciler declares it dead), or a name a hand claim registered: no
+    // process that would go on writing to this store.
+    if (IsStale(w, now) || w.metadata.value("manual", false)) continue;
+    if (++n <= 3) busy += (busy.empty() ? "" : ", ") + w.id;
+  }
+  if (n > 0) {
+    return Error::Conflict(std::to_string(n) + " workers still run on " + store.Describe() + " (" +
+                           busy + (n > 3 ? ", …" : "") +
+                           "): stop them first (tx worker stop --all)");
+  }
+  return Ok();
+}
+
 OrchestratorService::OrchestratorService(store::Store& store, const Clock& clock)
     : store_(store), clock_(clock) {}
 

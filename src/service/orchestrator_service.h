@@ -19,6 +19,7 @@
 
 #include "core/clock.h"
 #include "core/orchestrator.h"
+#include "service/options.h"
 #include "store/store.h"
 
 namespace tx::service {
@@ -37,6 +38,11 @@ Result<std::string> ChooseOrchestrator(const std::vector<OrchestratorState>& row
                                        const std::string& leader,
                                        const std::function<bool(const OrchestratorState&)>& alive,
                                        bool any);
+
+// Whether anything still works on the store (tx migrate copies only a quiet one): conflict naming
+// a running orchestrator, or the worker processes still live (not stale; a name that a hand
+// claim registered, tx claim --worker NAME, is no process and does not count).
+Status CheckNothingRuns(store::Store& store, const ServiceOptions& options, Millis now);
 
 class OrchestratorService {
  public:

@@ -11,8 +11,11 @@ using detail::Emit;
 Reconciler::Reconciler(store::Store& store, ServiceOptions options)
     : store_(store), options_(WithDefaults(std::move(options))) {}
 
+// Each pass counts into its own field of the report, from zero at the top of its transaction:
+// a transaction that the store runs again (a deadlock, a dropped connection) must not count twice.
 Status Reconciler::DeclareDeadWorkers(Millis now, ReconcileReport& report) {
   return store_.Write([&](store::Txn& txn) -> Status {
+    report.dead_workers = 0;
     TX_ASSIGN_OR_RETURN(std::vector<Worker> workers, txn.ListWorkers(LiveWorkerStatuses()));
     for (auto& w : workers) {
       if (!IsLive(w.status) || !IsStale(w, now)) continue;
@@ -27,6 +30,7 @@ Status Reconciler::DeclareDeadWorkers(Millis now, ReconcileReport& report) {
 
 Status Reconciler::ReleaseExpiredLeases(Millis now, ReconcileReport& report) {
   return store_.Write([&](store::Txn& txn) -> Status {
+    report.expired_leases = 0;
     TX_ASSIGN_OR_RETURN(std::vector<Claim> expired, txn.ListActiveClaimsExpiredAt(now));
     for (auto& claim : expired) {
       TX_RETURN_IF_ERROR(
@@ -53,6 +57,7 @@ Status Reconciler::RequeueOrphanedTasks(Millis now, ReconcileReport& report) {
   }));
   if (candidates.empty()) return Ok();
   return store_.Write([&](store::Txn& txn) -> Status {
+    report.orphaned_tasks = 0;
     for (const auto& id : candidates) {
       TX_ASSIGN_OR_RETURN(Task task, detail::LoadTask(txn, id));
       if (task.status != TaskStatus::kRunning) continue;
@@ -68,6 +73,7 @@ Status Reconciler::RequeueOrphanedTasks(Millis now, ReconcileReport& report) {
 
 Status Reconciler::FixInconsistencies(Millis now, ReconcileReport& report) {
   return store_.Write([&](store::Txn& txn) -> Status {
+    report.inconsistencies_fixed = 0;
     TX_ASSIGN_OR_RETURN(std::vector<Claim> active, txn.ListActiveClaims());
     for (auto& claim : active) {
       TX_ASSIGN_OR_RETURN(std::optional<Worker> w, txn.GetWorker(claim.worker_id));

@@ -102,7 +102,8 @@ class Txn {
   // Workers in the given states (all when empty), newest registration first.
   virtual Result<std::vector<Worker>> ListWorkers(const std::vector<WorkerStatus>& statuses) = 0;
   // The workers with these ids (those that exist), by id: on PostgreSQL all locked in one
-  // statement, in id order (so two such transactions never deadlock each other).
+  // statement, in id order (so that two such transactions do not deadlock each other; against
+  // others, PostgreSQL detects a deadlock and the store runs the transaction again).
   virtual Result<std::vector<Worker>> GetWorkers(const std::vector<std::string>& ids) = 0;
   // The live workers of one slot of one pool (the one a registration replaces): reads, and on
   // PostgreSQL locks, only those rows, not the whole fleet's.

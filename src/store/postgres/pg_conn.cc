@@ -29,13 +29,34 @@ bool ConnectionState(std::string_view state) {
   return state.substr(0, 2) == "08" || state == "57P01" || state == "57P02" || state == "57P03";
 }
 
-// Connects with TCP keepalives, so that a server that vanished without closing the connection
-// (a host lost, a partition) is noticed in about 20 s, not after the kernel's two hours; the
-// URL's own settings win over these.
+// Connects so that a peer gone without closing the connection (a host lost, a partition) is
+// noticed in seconds, not after the kernels' two hours or fifteen minutes: TCP keepalives and a
+// bound on unacknowledged data (tcp_user_timeout) here; on the server, keepalives of its own,
+// which free the locks of a client host that vanished mid-transaction, and an end to sessions
+// idle inside a transaction for a minute (no tx transaction waits on anything but the store).
+// The URL's own settings win over these.
 PGconn* ConnectWithKeepalives(const std::string& url) {
-  const char* keys[] = {"application_name",    "connect_timeout",  "keepalives", "keepalives_idle",
-                        "keepalives_interval", "keepalives_count", "dbname",     nullptr};
-  const char* values[] = {"tx", "10", "1", "10", "5", "2", url.c_str(), nullptr};
+  static constexpr const char* keys[] = {"application_name",
+                                         "connect_timeout",
+                                         "keepalives",
+                                         "keepalives_idle",
+                                         "keepalives_interval",
+                                         "keepalives_count",
+                                         "tcp_user_timeout",
+                                         "options",
+                                         "dbname",
+                                         nullptr};
+  const char* values[] = {"tx",
+                          "10",
+                          "1",
+                          "10",
+                          "5",
+                          "2",
+                          "20000",
+                          "-c tcp_keepalives_idle=10 -c tcp_keepalives_interval=5 "
+                          "-c tcp_keepalives_count=3 -c idle_in_transaction_session_timeout=60000",
+                          url.c_str(),
+                          nullptr};
   return pq::PQconnectdbParams(keys, values, /*expand_dbname=*/1);
 }
 
@@ -164,6 +185,13 @@ Error Conn::ToError(const PGresult* result, std::string_view context) {
                         : ConnError(conn_.get());
   std::string where = " (in: " + std::string(context.substr(0, 80)) + ")";
   Error e = Error::Internal("");
+  if (sqlstate == "P0002" && result != nullptr) {
+    // tx_expect_one: a write that must have changed one row; its message is the whole story.
+    last_failure_ = Failure::kOther;
+    const char* primary = pq::PQresultErrorField(result, PG_DIAG_MESSAGE_PRIMARY);
+    last_error_ = Error::NotFound(primary != nullptr ? primary : msg);
+    return last_error_;
+  }
   if (sqlstate == "40001" || sqlstate == "40P01") {
     last_failure_ = Failure::kSerialization;
     e = Error::Unavailable("store busy: " + msg + where);
@@ -188,13 +216,13 @@ void Conn::SendFailed(const char* sql) {
   if (!send_error_) send_error_ = ToError(nullptr, sql);
 }
 
-void Conn::Send(const char* sql, const Params& params, std::string must_change_one) {
-  if (send_error_) return;  // the connection failed: nothing more is sent until the next Drain
+void Conn::Send(const char* sql, const Params& params, Rows* out) {
+  if (send_error_) return;  // a send failed: nothing more is sent until the next Drain
   auto it = prepared_.find(sql);
   if (it == prepared_.end()) {
-    std::string name = "tx" + std::to_string(prepared_.size());
+    std::string name = "tx" + std::to_string(next_name_++);
     if (pq::PQsendPrepare(conn_.get(), name.c_str(), sql, 0, nullptr) != 1) return SendFailed(sql);
-    pending_.push_back(Pending{nullptr, {}});
+    pending_.push_back(Pending{sql, /*prepare=*/true, nullptr});
     it = prepared_.emplace(sql, std::move(name)).first;
   }
   std::vector<const char*> values = params.Pointers();
@@ -202,68 +230,65 @@ void Conn::Send(const char* sql, const Params& params, std::string must_change_o
                               nullptr, nullptr, 0) != 1) {
     return SendFailed(sql);
   }
-  pending_.push_back(Pending{sql, std::move(must_change_one)});
+  pending_.push_back(Pending{sql, /*prepare=*/false, out});
 }
 
-void Conn::Queue(const char* sql, const Params& params, std::string must_change_one) {
-  Send(sql, params, std::move(must_change_one));
-}
+void Conn::Queue(const char* sql, const Params& params, Rows* out) { Send(sql, params, out); }
 
 // Only the first failure is classified and reported: the statements after it in the same sync
 // were not run (PGRES_PIPELINE_ABORTED) or ran in an aborted transaction, and say nothing new.
+// A prepare the server did not carry out (refused, or aborted by an earlier failure) is
+// forgotten, so that the statement is prepared again at its next use.
 Status Conn::Drain(Rows* last) {
   std::optional<Error> first = send_error_;
   send_error_.reset();
   if (pending_.empty()) return first ? Status(*first) : Ok();
-  if (!first && pq::PQpipelineSync(conn_.get()) != 1) first = ToError(nullptr, "sync");
-  if (first && broken()) {
-    // Nothing will answer: forget what was sent.
+  auto lost = [&](const char* context) -> Status {
+    if (!first) first = ToError(nullptr, context);
     pending_.clear();
-    prepared_.clear();
+    prepared_.clear();  // the session, and every statement it had, is gone
     return *first;
-  }
+  };
+  if (broken()) return lost("sync");
+  // A sync even after a failed send: without one the server never answers what was sent.
+  if (pq::PQpipelineSync(conn_.get()) != 1) return lost("sync");
   while (!pending_.empty()) {
-    Pending p = std::move(pending_.front());
+    Pending p = pending_.front();
     pending_.pop_front();
-    const char* context = p.sql != nullptr ? p.sql : "prepare";
     PgResultPtr r(pq::PQgetResult(conn_.get()));
-    if (!r) {  // the connection is gone
-      if (!first) first = ToError(nullptr, context);
-      pending_.clear();
-      prepared_.clear();
-      return *first;
-    }
+    if (!r) return lost(p.sql);
     // Each statement's results end with a null.
     while (PgResultPtr extra{pq::PQgetResult(conn_.get())}) {
     }
     ExecStatusType st = pq::PQresultStatus(r.get());
+    bool ok = st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK;
+    if (p.prepare) {
+      if (!ok) prepared_.erase(p.sql);
+      if (!ok && st != PGRES_PIPELINE_ABORTED && !first) first = ToError(r.get(), p.sql);
+      continue;
+    }
     if (st == PGRES_PIPELINE_ABORTED) continue;
-    if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
-      if (p.sql == nullptr) prepared_.clear();  // a failed prepare: its name is not taken
-      if (!first) first = ToError(r.get(), context);
+    if (!ok) {
+      if (!first) first = ToError(r.get(), p.sql);
       continue;
     }
-    if (!p.must_change_one.empty()) {
-      if (Rows(std::move(r)).Affected() != 1 && !first) {
-        last_failure_ = Failure::kOther;
-        first = Error::NotFound(p.must_change_one);
-        last_error_ = *first;
-      }
-      continue;
+    if (p.out != nullptr) {
+      *p.out = Rows(std::move(r));
+    } else if (pending_.empty() && last != nullptr) {
+      *last = Rows(std::move(r));
     }
-    if (pending_.empty() && last != nullptr) *last = Rows(std::move(r));
   }
   // The sync's own result.
   PgResultPtr sync(pq::PQgetResult(conn_.get()));
   if (!sync || pq::PQresultStatus(sync.get()) != PGRES_PIPELINE_SYNC) {
     if (!first) first = ToError(sync.get(), "sync");
-    prepared_.clear();
+    if (broken()) prepared_.clear();
   }
   return first ? Status(*first) : Ok();
 }
 
 Result<Rows> Conn::Exec(const char* sql, const Params& params) {
-  Send(sql, params, {});
+  Send(sql, params, nullptr);
   Rows rows;
   TX_RETURN_IF_ERROR(Drain(&rows));
   return rows;

@@ -5,10 +5,12 @@
 // retry. Not thread-safe: one Conn per thread.
 //
 // Why a pipeline: over TCP, each round trip to the server costs more CPU (in both kernels) than
-// the statement itself. A write whose result the caller does not need at once is Queue()d: it
-// is sent with the next statement that must be answered (Exec) or with the COMMIT, in one packet,
-// and its result is checked then. A transaction that reads three times therefore costs three
-// round trips however many rows it writes.
+// the statement itself. A statement whose result the caller does not need at once is Queue()d:
+// it is sent with the next statement that must be answered (Exec) or with the COMMIT, in one
+// packet, and its result is checked then. A transaction that reads three times therefore costs
+// three round trips however many rows it writes. A write that must change exactly one row says
+// so in its SQL (tx_expect_one, migrations.cc): the server raises, and the transaction aborts
+// there, before any COMMIT queued behind it.
 //
 // Reconnecting: when the server ends the connection (restart, pg_terminate_backend, a network
 // blip), Reconnect() opens a new one, with backoff, until the reconnect timeout; the prepared
@@ -95,10 +97,9 @@ class Conn {
   Conn& operator=(const Conn&) = delete;
 
   // Sends a statement (prepared on first use; `sql` must be a string literal) without waiting
-  // for its result, which is checked at the next Exec() or Sync(): an error there, or, when
-  // `must_change_one` is given, a change count other than 1, reported as not found with that
-  // text ("task task-x not found").
-  void Queue(const char* sql, const Params& params, std::string must_change_one = {});
+  // for its result, which is checked at the next Exec() or Sync(): an error there is theirs.
+  // With `out`, the statement's rows are stored there then (it must outlive that call).
+  void Queue(const char* sql, const Params& params, Rows* out = nullptr);
   // Sends a statement and returns its rows, after the results of everything queued before it.
   // The first failure among those is returned instead.
   Result<Rows> Exec(const char* sql, const Params& params = {});
@@ -133,15 +134,16 @@ class Conn {
  private:
   // A statement sent whose result is still to be read.
   struct Pending {
-    const char* sql;              // for messages; null for a Prepare
-    std::string must_change_one;  // not found with this text unless exactly one row changed
+    const char* sql;  // the literal: for messages, and the key of prepared_
+    bool prepare;     // the Prepare of `sql`, not its execution
+    Rows* out;        // where its rows go, if anywhere
   };
 
   Conn(std::string url, PgConnPtr conn, Millis reconnect_timeout_ms)
       : url_(std::move(url)), conn_(std::move(conn)), reconnect_timeout_ms_(reconnect_timeout_ms) {}
   Status AfterConnect();
   // Sends `sql` with `params`, preparing it first if this connection has not; records it pending.
-  void Send(const char* sql, const Params& params, std::string must_change_one);
+  void Send(const char* sql, const Params& params, Rows* out);
   // Sends a sync and reads every pending result; the rows of the last one when `want_last`.
   Status Drain(Rows* last);
   // Records a failure to send (the connection is gone) so that Drain reports it.
@@ -155,7 +157,10 @@ class Conn {
   Millis clock_offset_ms_ = 0;
   Failure last_failure_ = Failure::kNone;
   Error last_error_ = Error::Internal("the transaction was aborted");
-  std::unordered_map<const char*, std::string> prepared_;  // SQL literal → statement name
+  // SQL literal → statement name: sent for preparing (the server may still refuse it: Drain then
+  // forgets it). Names are never reused on a session: a name the server kept is never re-sent.
+  std::unordered_map<const char*, std::string> prepared_;
+  std::uint64_t next_name_ = 0;
   std::deque<Pending> pending_;
   std::optional<Error> send_error_;  // a send that failed since the last Drain
 };

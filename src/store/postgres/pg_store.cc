@@ -25,6 +25,16 @@ namespace {
 // dropped connection before it gives up with that error.
 constexpr int kMaxAttempts = 50;
 
+// Taken once by a transaction before its first event (see tx_event_horizon in migrations.cc).
+#define EVENT_FENCE                                                            \
+  "SELECT pg_advisory_xact_lock_shared(1953890304 + (last_value >> 31)::int, " \
+  "(last_value & 2147483647)::int) FROM events_id_seq"
+
+// The tail of a `WITH u AS (UPDATE … RETURNING 1)` that must change exactly one row: the server
+// raises (tx_expect_one, SQLSTATE P0002, read back as not found with message $n) and the
+// transaction aborts there, before the COMMIT that may be queued behind it.
+#define EXPECT_ONE(n) "SELECT tx_expect_one(count(*), " n ") FROM u"
+
 #define TASK_COLS                                                                                \
   "seq, id, title, description, instructions, deliverables, steps, priority, queue, requires, "  \
   "after, owner, workdir, command, agent, timeout_ms, max_attempts, review, repo, base_branch, " \
@@ -218,8 +228,8 @@ std::vector<std::string> JsonList(std::string_view text) { return StringList(std
 
 #define GET_TASK "SELECT " TASK_COLS " FROM tasks WHERE id = $1"
 #define GET_CLAIM "SELECT " CLAIM_COLS " FROM claims WHERE token = $1"
-// A claim with its task, its worker and the task's dependents, all three rows locked: every
-// caller that holds a token goes on to change the three (ClaimService::CheckToken, EndClaim).
+// A claim with its task and its worker, all three rows locked: every caller that holds a token
+// goes on to change the three (ClaimService::CheckToken, EndClaim).
 #define GET_CLAIM_AND_ROWS                                                                 \
   "SELECT c.token, c.task_id, c.worker_id, c.attempt, c.claimed_at, c.lease_ms, "          \
   "c.lease_expires_at, c.renewed_count, c.status, c.ended_at, c.end_reason, c.exit_code, " \
@@ -230,20 +240,27 @@ std::vector<std::string> JsonList(std::string_view text) { return StringList(std
   "t.finished_at, "                                                                        \
   "w.id, w.name, w.slot, w.hostname, w.pid, w.capabilities, w.queues, w.status, "          \
   "w.heartbeat_interval_ms, w.registered_at, w.last_heartbeat_at, w.current_task_id, "     \
-  "w.reason, w.metadata, w.request, w.pool, "                                              \
-  "coalesce((SELECT json_agg(d.task_id ORDER BY d.task_id) FROM task_deps d "              \
-  "WHERE d.depends_on = t.id)::text, '[]') "                                               \
+  "w.reason, w.metadata, w.request, w.pool "                                               \
   "FROM claims c JOIN tasks t ON t.id = c.task_id JOIN workers w ON w.id = c.worker_id "   \
   "WHERE c.token = $1 FOR UPDATE OF c, t, w"
+// The dependents of a claim's task, sent right after GET_CLAIM_AND_ROWS in the same round trip:
+// a statement of its own, so that it reads after the locks are held. (A subquery of the locking
+// statement would read the snapshot taken before it waited for a lock, and could miss a
+// dependent that the lock's holder had just added.)
+#define DEPENDENTS_OF_TOKEN                                                         \
+  "SELECT coalesce(json_agg(task_id ORDER BY task_id)::text, '[]') FROM task_deps " \
+  "WHERE depends_on = (SELECT task_id FROM claims WHERE token = $1)"
 constexpr int kClaimCols = 12;
 constexpr int kTaskCols = 30;
-constexpr int kWorkerCols = 16;
 
 // The pick, for a write: the best eligible row, locked (rows other claimers hold are skipped,
-// not waited for), with what the claim that follows needs — how many claims the task had
-// (the attempt number) and the fencing token reserved for it — so that claiming costs one
-// round trip for the pick and nothing more until the commit. The outer query computes them for
-// the chosen row only, not for every row the scan skips.
+// not waited for), with what the claim that follows needs — the fencing token reserved for it,
+// and, from PICKED_CLAIMS sent right after in the same round trip, how many claims the task had
+// (the attempt number) — so that claiming costs one round trip for the pick and nothing more
+// until the commit. The outer query works for the chosen row only, not for every row the scan
+// skips; it leaves the row's id in a transaction-local setting for PICKED_CLAIMS, which counts
+// in a snapshot of its own, taken once the row is locked (a subquery here would count in the
+// snapshot taken before the pick, and miss a claim made meanwhile on a task since requeued).
 #define PICK_WHERE                                \
   "status = 'ready' AND run_after <= $2 "         \
   "AND (owner = '' OR owner = $3 OR owner = $4) " \
@@ -257,9 +274,10 @@ constexpr int kWorkerCols = 16;
 #define PICK_ORDER "ORDER BY priority DESC, seq LIMIT 1 FOR UPDATE SKIP LOCKED"
 #define PICK_FOR_CLAIM(pick)                                                                  \
   "WITH picked AS (" pick PICK_ORDER                                                          \
-  ") SELECT picked.*, "                                                                       \
-  "(SELECT count(*) FROM claims c WHERE c.task_id = picked.id), nextval('claims_token_seq') " \
+  ") SELECT picked.*, nextval('claims_token_seq'), set_config('tx.picked', picked.id, true) " \
   "FROM picked"
+#define PICKED_CLAIMS \
+  "SELECT count(*) FROM claims WHERE task_id = current_setting('tx.picked', true)"
 
 // In a write transaction (READ COMMITTED) every task, claim and worker row that is read is
 // locked FOR UPDATE until the commit: a service's read-modify-write of a row then runs as if
@@ -330,16 +348,18 @@ class PgTxn final : public Txn {
 
   Status UpdateTask(const Task& t) override {
     made_ready_ = made_ready_ || t.status == TaskStatus::kReady;
+    Params p = TaskParams(t);
+    p.Add("task " + t.id + " not found");
     c_.Queue(
-        "UPDATE tasks SET title = $2, description = $3, instructions = $4, "
+        "WITH u AS (UPDATE tasks SET title = $2, description = $3, instructions = $4, "
         "deliverables = $5, steps = $6, priority = $7, queue = $8, "
         "requires = $9, after = $10, owner = $11, workdir = $12, "
         "command = $13, agent = $14, timeout_ms = $15, max_attempts = $16, "
         "review = $17, repo = $18, base_branch = $19, metadata = $20, "
         "result = $21, error = $22, status = $23, attempt = $24, "
         "run_after = $25, created_at = $26, updated_at = $27, "
-        "started_at = $28, finished_at = $29 WHERE id = $1",
-        TaskParams(t), "task " + t.id + " not found");
+        "started_at = $28, finished_at = $29 WHERE id = $1 RETURNING 1) " EXPECT_ONE("$30"),
+        p);
     if (auto it = tasks_.find(t.id); it != tasks_.end()) {
       std::int64_t seq = it->second.seq;
       it->second = t;
@@ -359,12 +379,13 @@ class PgTxn final : public Txn {
         .Add(t.error)
         .Add(t.updated_at)
         .Add(t.started_at)
-        .Add(t.finished_at);
+        .Add(t.finished_at)
+        .Add("task " + t.id + " not found");
     c_.Queue(
-        "UPDATE tasks SET status = $2, attempt = $3, run_after = $4, "
+        "WITH u AS (UPDATE tasks SET status = $2, attempt = $3, run_after = $4, "
         "result = $5, error = $6, updated_at = $7, started_at = $8, "
-        "finished_at = $9 WHERE id = $1",
-        p, "task " + t.id + " not found");
+        "finished_at = $9 WHERE id = $1 RETURNING 1) " EXPECT_ONE("$10"),
+        p);
     if (auto it = tasks_.find(t.id); it != tasks_.end()) {
       Task& cached = it->second;
       cached.status = t.status;
@@ -408,12 +429,14 @@ class PgTxn final : public Txn {
                           c_.Exec(one ? PICK_ONE_QUEUE PICK_ORDER : PICK_QUEUES PICK_ORDER, p));
       return ReadOne<Task>(r, ReadTask);
     }
-    TX_ASSIGN_OR_RETURN(
-        Rows r, c_.Exec(one ? PICK_FOR_CLAIM(PICK_ONE_QUEUE) : PICK_FOR_CLAIM(PICK_QUEUES), p));
+    Rows r, claims;
+    c_.Queue(one ? PICK_FOR_CLAIM(PICK_ONE_QUEUE) : PICK_FOR_CLAIM(PICK_QUEUES), p, &r);
+    c_.Queue(PICKED_CLAIMS, {}, &claims);
+    TX_RETURN_IF_ERROR(c_.Sync());
     TX_ASSIGN_OR_RETURN(std::optional<Task> t, ReadOne<Task>(r, ReadTask));
     if (t) {
       tasks_[t->id] = *t;
-      picked_[t->id] = Picked{r.Int(0, kTaskCols), r.Int(0, kTaskCols + 1)};
+      picked_[t->id] = Picked{claims.Int(0, 0), r.Int(0, kTaskCols)};
     }
     return t;
   }
@@ -509,12 +532,13 @@ class PgTxn final : public Txn {
         .Add(ToString(c.status))
         .Add(c.ended_at)
         .Add(ToString(c.end_reason))
-        .Add(c.exit_code);
+        .Add(c.exit_code)
+        .Add("claim " + std::to_string(c.token) + " not found");
     c_.Queue(
-        "UPDATE claims SET lease_ms = $2, lease_expires_at = $3, "
+        "WITH u AS (UPDATE claims SET lease_ms = $2, lease_expires_at = $3, "
         "renewed_count = $4, status = $5, ended_at = $6, end_reason = $7, "
-        "exit_code = $8 WHERE token = $1",
-        p, "claim " + std::to_string(c.token) + " not found");
+        "exit_code = $8 WHERE token = $1 RETURNING 1) " EXPECT_ONE("$9"),
+        p);
     return Ok();
   }
 
@@ -523,7 +547,10 @@ class PgTxn final : public Txn {
       TX_ASSIGN_OR_RETURN(Rows r, c_.Exec(GET_CLAIM, Params().Add(token)));
       return ReadOne<Claim>(r, ReadClaim);
     }
-    TX_ASSIGN_OR_RETURN(Rows r, c_.Exec(GET_CLAIM_AND_ROWS, Params().Add(token)));
+    Rows r, dependents;
+    c_.Queue(GET_CLAIM_AND_ROWS, Params().Add(token), &r);
+    c_.Queue(DEPENDENTS_OF_TOKEN, Params().Add(token), &dependents);
+    TX_RETURN_IF_ERROR(c_.Sync());
     if (r.empty()) return std::optional<Claim>();
     std::optional<Claim> claim(std::in_place);
     TX_RETURN_IF_ERROR(ReadClaim(r, 0, *claim));
@@ -538,7 +565,7 @@ class PgTxn final : public Txn {
       TX_RETURN_IF_ERROR(ReadWorker(r, 0, w, kClaimCols + kTaskCols));
       workers_.emplace(w.id, std::move(w));
     }
-    dependents_[claim->task_id] = JsonList(r.View(0, kClaimCols + kTaskCols + kWorkerCols));
+    dependents_[claim->task_id] = JsonList(dependents.View(0, 0));
     return claim;
   }
 
@@ -591,13 +618,15 @@ class PgTxn final : public Txn {
   }
 
   Status UpdateWorker(const Worker& w) override {
+    Params p = WorkerParams(w);
+    p.Add("worker " + w.id + " not found");
     c_.Queue(
-        "UPDATE workers SET name = $2, slot = $3, hostname = $4, pid = $5, "
+        "WITH u AS (UPDATE workers SET name = $2, slot = $3, hostname = $4, pid = $5, "
         "capabilities = $6, queues = $7, status = $8, "
         "heartbeat_interval_ms = $9, registered_at = $10, "
         "last_heartbeat_at = $11, current_task_id = $12, reason = $13, "
-        "metadata = $14, request = $15, pool = $16 WHERE id = $1",
-        WorkerParams(w), "worker " + w.id + " not found");
+        "metadata = $14, request = $15, pool = $16 WHERE id = $1 RETURNING 1) " EXPECT_ONE("$17"),
+        p);
     if (auto it = workers_.find(w.id); it != workers_.end()) it->second = w;
     return Ok();
   }
@@ -673,6 +702,7 @@ class PgTxn final : public Txn {
   }
 
   Status AppendEvent(Event& e) override {
+    FenceEvents();
     TX_ASSIGN_OR_RETURN(
         Rows r,
         c_.Exec("INSERT INTO events (type, at, task_id, worker_id, data) "
@@ -684,6 +714,7 @@ class PgTxn final : public Txn {
 
   Status AppendEventData(const std::string& type, Millis at, const std::string& task_id,
                          const std::string& worker_id, std::string_view data) override {
+    FenceEvents();
     c_.Queue("INSERT INTO events (type, at, task_id, worker_id, data) VALUES ($1, $2, $3, $4, $5)",
              Params().Add(type).Add(at).Add(task_id).Add(worker_id).Add(data));
     return Ok();
@@ -700,7 +731,7 @@ class PgTxn final : public Txn {
     // Only events older than the horizon (tx_event_horizon, migrations.cc): a follower never
     // steps past an id that is still to commit.
     TX_ASSIGN_OR_RETURN(Rows r, c_.Exec("SELECT id, type, at, task_id, worker_id, data "
-                                        "FROM events WHERE id > $1 AND tx < "
+                                        "FROM events WHERE id > $1 AND id < "
                                         "(SELECT tx_event_horizon()) ORDER BY id LIMIT $2",
                                         p));
     std::vector<Event> out;
@@ -714,7 +745,7 @@ class PgTxn final : public Txn {
 
   Result<std::int64_t> LastEventId() override {
     TX_ASSIGN_OR_RETURN(Rows r, c_.Exec("SELECT coalesce(max(id), 0) FROM events "
-                                        "WHERE tx < (SELECT tx_event_horizon())"));
+                                        "WHERE id < (SELECT tx_event_horizon())"));
     return r.Int(0, 0);
   }
 
@@ -771,12 +802,19 @@ class PgTxn final : public Txn {
             .Add(rec.leader)
             .Add(rec.leader_since)
             .Add(rec.last_reconcile_at)
-            .Add(rec.last_report.dump()),
-        "the reconciler's row");
+            .Add(rec.last_report.dump()));
     return Ok();
   }
 
  private:
+  // Before this transaction's first event: the lock that keeps readers below its ids until it
+  // ends (tx_event_horizon). Queued, so it costs no round trip.
+  void FenceEvents() {
+    if (fenced_) return;
+    fenced_ = true;
+    c_.Queue(EVENT_FENCE, {});
+  }
+
   // What a pick learned about the task it locked, for the claim that follows.
   struct Picked {
     std::int64_t claims = 0;  // claims the task has had
@@ -786,6 +824,7 @@ class PgTxn final : public Txn {
   Conn& c_;
   bool write_;
   bool made_ready_ = false;
+  bool fenced_ = false;
   std::unordered_map<std::string, Task> tasks_;      // locked rows, as this transaction has them
   std::unordered_map<std::string, Worker> workers_;  // locked rows, likewise
   std::unordered_map<std::string, std::vector<std::string>> dependents_;
@@ -843,14 +882,15 @@ class PgStore final : public Store {
   // A snapshot: every read of the transaction sees the same committed state.
   Status Read(const TxnFn& fn) override { return Run(fn, false); }
 
-  // The next transaction id to be assigned plus the oldest one still running: the first moves
-  // whenever a transaction starts to write, the second when the oldest writer ends (which may
-  // make events visible, see ListEvents); neither ever goes back, so the sum moves with either.
+  // Moves whenever a transaction commits a change that readers can see: the latest completed
+  // transaction, the event horizon and the last event id, hashed together (any of them may stay
+  // put while another moves).
   Result<std::int64_t> ChangeCounter() override {
     for (int attempt = 0;; ++attempt) {
       auto r = conn_->Exec(
-          "SELECT pg_snapshot_xmax(s)::text::bigint + pg_snapshot_xmin(s)::text::bigint "
-          "FROM pg_current_snapshot() s");
+          "SELECT hashtextextended(pg_snapshot_xmax(pg_current_snapshot())::text || ':' || "
+          "(SELECT tx_event_horizon())::text || ':' || "
+          "(SELECT last_value FROM events_id_seq)::text, 0)");
       if (r.ok()) return r->Int(0, 0);
       if (conn_->last_failure() != Failure::kConnection || attempt > 0) return r.error();
       TX_RETURN_IF_ERROR(Reconnect());

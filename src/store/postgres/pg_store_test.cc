@@ -320,28 +320,47 @@ TEST(PostgresStore, TheWatchListensAgainAfterItsConnectionIsTerminated) {
 }
 
 // Event 1 is written by a transaction that commits after the one writing event 2: a follower
-// that read 2 first would never see 1. So neither is listed until both have committed.
+// that read 2 first would never see 1. So neither is listed until both have committed — also
+// when the transaction of event 2 began (took its transaction id) before that of event 1, so
+// that transaction ids and event ids disagree on the order.
 TEST(PostgresStore, AnEventIsListedOnlyOnceEveryEarlierIdHasCommitted) {
   PgTestDb db;
   ASSERT_TRUE(db.ok()) << db.error();
   auto reader = OpenOrDie(db.url(), true);
+  Worker w = NewWorker("worker-aaaaaaaa");
+  ASSERT_TRUE(reader->Write([&](Txn& txn) { return txn.InsertWorker(w); }).ok());
   std::atomic<int> stage{0};
-  std::thread slow([&] {
+  auto wait_for = [&](int n) {
+    while (stage.load() < n) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  };
+  // E: begins first (a row lock gives it its transaction id), writes its event last, commits first.
+  std::thread early([&] {
+    auto store = Open({db.url(), false});
+    ASSERT_TRUE(store.ok());
+    Status s = (*store)->Write([&](Txn& txn) -> Status {
+      TX_RETURN_IF_ERROR(txn.GetWorker(w.id).ok() ? Ok() : Status(Error::Internal("read")));
+      stage = 1;
+      wait_for(2);  // F has written event 1 and waits
+      TX_RETURN_IF_ERROR(txn.AppendEventData("second", 2, "", "", "{}"));
+      return Ok();
+    });
+    EXPECT_TRUE(s.ok()) << s.error().message();
+    stage = 3;
+  });
+  // F: begins second, writes event 1, commits last.
+  std::thread late([&] {
+    wait_for(1);
     auto store = Open({db.url(), false});
     ASSERT_TRUE(store.ok());
     Status s = (*store)->Write([&](Txn& txn) -> Status {
       TX_RETURN_IF_ERROR(txn.AppendEventData("first", 1, "", "", "{}"));
       TX_RETURN_IF_ERROR(txn.LastEventId().ok() ? Ok() : Status(Error::Internal("read")));
-      stage = 1;  // its event has its id; the transaction stays open
-      while (stage.load() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      stage = 2;  // event 1 has its id; the transaction stays open
+      wait_for(4);
       return Ok();
     });
     EXPECT_TRUE(s.ok()) << s.error().message();
   });
-  while (stage.load() < 1) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  auto fast = OpenOrDie(db.url());
-  Event second{0, "second", 2, "", "", {}};
-  ASSERT_TRUE(fast->Write([&](Txn& txn) { return txn.AppendEvent(second); }).ok());
   auto list = [&] {
     std::vector<std::string> types;
     EXPECT_TRUE(reader
@@ -353,24 +372,24 @@ TEST(PostgresStore, AnEventIsListedOnlyOnceEveryEarlierIdHasCommitted) {
                     .ok());
     return types;
   };
+  wait_for(3);  // E committed event 2; F still holds event 1
   EXPECT_EQ(list(), std::vector<std::string>{}) << "event 2 listed before event 1 committed";
+  ASSERT_TRUE(reader
+                  ->Read([&](Txn& txn) -> Status {
+                    EXPECT_EQ(txn.LastEventId().value(), 0);
+                    return Ok();
+                  })
+                  .ok());
   std::int64_t counter = reader->ChangeCounter().value();
-  stage = 2;
-  slow.join();
-  // Visible once both committed — at the latest a moment later: a transaction the horizon cannot
-  // place (another database's, ended between the snapshot and the look at pg_stat_activity)
-  // counts as this store's until the next read, which is what a follower does anyway.
-  std::vector<std::string> after;
-  for (int i = 0; i < 100 && after.size() < 2; ++i) {
-    after = list();
-    if (after.size() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  EXPECT_EQ(after, (std::vector<std::string>{"first", "second"}));
+  stage = 4;
+  late.join();
+  early.join();
+  EXPECT_EQ(list(), (std::vector<std::string>{"first", "second"}));
   EXPECT_NE(reader->ChangeCounter().value(), counter)
       << "the change counter did not move when the events became visible";
   ASSERT_TRUE(reader
                   ->Read([&](Txn& txn) -> Status {
-                    EXPECT_EQ(txn.LastEventId().value(), second.id);
+                    EXPECT_EQ(txn.LastEventId().value(), 2);
                     return Ok();
                   })
                   .ok());
