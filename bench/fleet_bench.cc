@@ -72,6 +72,9 @@ namespace {
 using nlohmann::json;
 using Steady = std::chrono::steady_clock;
 
+// At most this many beats in one batch: as tx serve's (ServerOptions::heartbeat_batch).
+constexpr std::size_t kMaxBatch = 256;
+
 struct Options {
   std::string pg;
   int server_pid = 0;
@@ -428,15 +431,19 @@ int Main(int argc, char** argv) {
             ++k;
             continue;
           }
-          // The beats due within the window of this one, sent together at its end.
+          // As HeartbeatBatcher does: wait the window after the first beat, then take every beat
+          // that has arrived by then (a thread behind its schedule takes all it owes), at most
+          // kMaxBatch.
           auto first_due = due_of(round, k);
+          std::this_thread::sleep_until(first_due + window);
+          auto cutoff = std::max(first_due + window, Steady::now());
           std::vector<std::size_t> batch;
           std::vector<service::WorkerService::Beat> beats;
-          for (; k < me.workers.size() && due_of(round, k) < first_due + window; ++k) {
+          for (; k < me.workers.size() && batch.size() < kMaxBatch && due_of(round, k) <= cutoff;
+               ++k) {
             batch.push_back(k);
             beats.push_back({me.ids[k], {WorkerStatus::kIdle, BeatMetadata(me.workers[k], round)}});
           }
-          std::this_thread::sleep_until(first_due + window);
           auto t0 = Steady::now();
           std::vector<Result<Worker>> results = fleet->HeartbeatMany(beats);
           auto t1 = Steady::now();

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "http_client.h"
 #include "pg_test_db.h"
 #include "tx_proc.h"
 #include "tx_process.h"
@@ -319,6 +320,50 @@ TEST_F(FleetTest, AStoppingLeaderHandsOverTheLeadBeforeItsWorkersDrain) {
       << "the running task finished, the drain was graceful";
 }
 
+// The HTTP API on a PostgreSQL store, and a remote worker on the other host that reaches the fleet
+// over HTTP alone (its heartbeats recorded in batches): tasks added over HTTP are run and read
+// back, the orchestrator's status shows its lead, the metrics count it.
+TEST_F(FleetTest, TheHttpApiAndARemoteWorkerWorkOnPostgres) {
+  std::ofstream(a_.dir.path() / ".tx" / "tokens") << "worker w-secret\n";
+  std::string admin = ReadFile((a_.dir.path() / ".tx" / "token").string());
+  while (!admin.empty() && admin.back() == '\n') admin.pop_back();
+  StartOrchestrator(a_, {"--workers", "0", "--http", "127.0.0.1:0", "--reconcile-interval", "1s"});
+  std::string url = Status(a_)["config"].value("http", "");
+  ASSERT_FALSE(url.empty()) << Status(a_).dump(2);
+  ApiClient api(std::stoi(url.substr(url.rfind(':') + 1)), admin);
+  ASSERT_EQ(api.Get("/healthz").status, 200);
+
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) {
+    HttpReply added = api.Post("/api/tasks", {{"title", "over http " + std::to_string(i)},
+                                              {"command", "sh -c 'echo hi'"}});
+    ASSERT_EQ(added.status, 201) << added.body.dump();
+    ids.push_back(added.body.value("id", ""));
+  }
+  BackgroundProcess& remote = Start(b_, {"worker", "start", "--server", url, "--token", "w-secret",
+                                         "--name", "far", "--heartbeat-interval", "500ms"});
+  ASSERT_TRUE(WaitFor([&] {
+    for (const auto& id : ids) {
+      if (api.Get("/api/tasks/" + id).body.value("status", "") != "done") return false;
+    }
+    return true;
+  })) << remote.Output();
+  json orchestrator = api.Get("/api/orchestrator").body;
+  EXPECT_TRUE(orchestrator.value("leads", false)) << orchestrator.dump(2);
+  EXPECT_EQ(orchestrator.value("id", ""), a_.id());
+  // Beats keep coming, a batch at a time: the worker stays fresh for a few of its intervals.
+  std::this_thread::sleep_for(2s);
+  json far = api.Get("/api/workers/far").body;
+  EXPECT_EQ(far.value("status", ""), "idle") << far.dump(2);
+  EXPECT_FALSE(far.value("stale", true)) << far.dump(2);
+  EXPECT_LT(far.value("heartbeat_age_ms", 99'999), 1'500) << far.dump(2);
+  httplib::Result metrics = api.Raw().Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_NE(metrics->body.find("tx_orchestrator_up 1"), std::string::npos) << metrics->body;
+  remote.Signal(SIGTERM);
+  EXPECT_EQ(remote.Wait(20s), 0) << remote.Output();
+}
+
 // A worker whose wall clock is ten minutes slow (or fast) is judged by the server's clock: it
 // renews a short lease many times over a long task and is never thought dead; killed, it is
 // declared dead within two heartbeat intervals, not ten minutes later.
@@ -405,7 +450,8 @@ TEST_F(FleetTest, DroppedConnectionsMidRunAreReconnectedAndNothingIsLostOrDoneTw
   // A claim whose holder was cut off mid-report is the only kind allowed to end otherwise, and
   // then only by its lease (5 s), never left active.
   for (const auto& id : ids) {
-    for (const auto& at : TxJson(a_, {"task", "show", id})["attempts"]) {
+    json shown = TxJson(a_, {"task", "show", id});
+    for (const auto& at : shown["attempts"]) {
       EXPECT_NE(at.value("status", ""), "active") << id;
     }
   }
