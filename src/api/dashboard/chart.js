@@ -31,10 +31,13 @@ export function drawChart(canvas, stats) {
   const ph = h - pad.t - pad.b;
   const from = stats.from;
   const to = stats.to;
-  const span = Math.max(1, to - from);
-  const x = (t) => pad.l + ((t - from) / span) * pw;
   const throughput = (stats.throughput || []).filter((b) => b.at + stats.bucket_ms > from && b.at <= to);
   const depth = (stats.depth || []).filter((d) => d.at >= from && d.at <= to);
+  // The axis runs to the end of the current bucket, not to now: a bucket that began a moment ago
+  // gets its whole width, where ending at now would leave its bar a sliver or nothing.
+  const end = Math.max(to, ...throughput.map((b) => b.at + stats.bucket_ms));
+  const span = Math.max(1, end - from);
+  const x = (t) => pad.l + ((t - from) / span) * pw;
   // The depth holds from its last sample until now.
   if (depth.length) depth.push(Object.assign({}, depth[depth.length - 1], {at: to}));
   const maxT = niceCeil(Math.max(0, ...throughput.map((b) => (b.done || 0) + (b.failed || 0))));
@@ -62,9 +65,9 @@ export function drawChart(canvas, stats) {
   ctx.fillText('0', pad.l + pw + 4, pad.t + ph);
   ctx.textAlign = 'center';
   ctx.textBaseline = 'top';
-  const minutes = Math.round(span / 60000);
+  const minutes = Math.round((to - from) / 60000);
   for (let i = 0; i <= 4; i++) {
-    const t = from + (span * i) / 4;
+    const t = from + ((to - from) * i) / 4;
     const label = i === 4 ? 'now' : '-' + Math.round(minutes - (minutes * i) / 4) + 'm';
     ctx.fillText(label, Math.min(Math.max(x(t), pad.l + 10), pad.l + pw - 10), pad.t + ph + 4);
   }
