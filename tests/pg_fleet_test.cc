@@ -234,7 +234,19 @@ TEST_F(FleetTest, WhenTheLeadersHostDiesTheOtherOrchestratorTakesOverAndRecovers
   EXPECT_EQ(b_status.value("leader", ""), a_.id());
   EXPECT_EQ(b_status.value("orchestrators", json::array()).size(), 2u) << b_status.dump(2);
 
-  std::vector<std::string> ids = AddTasks(a_, 12, "sleep 1");
+  // All four workers registered and waiting before the tasks come, so that A's two get theirs
+  // together even when a loaded machine starts one pool's workers seconds after the other's.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        int idle = 0;
+        for (const auto& w : Poll(a_, {"worker", "list"})) {
+          idle += w.value("status", "") == "idle" ? 1 : 0;
+        }
+        return idle == 4;
+      },
+      60s))
+      << Poll(a_, {"worker", "list"}).dump(2);
+  std::vector<std::string> ids = AddTasks(a_, 12, "sleep 2");
   // Both pools busy; A's two workers hold tasks.
   std::vector<std::string> a_workers;
   ASSERT_TRUE(WaitFor(

@@ -1,6 +1,7 @@
 #include "service/worker_service.h"
 
 #include <map>
+#include <set>
 
 #include "core/duration.h"
 #include "core/ids.h"
@@ -70,9 +71,9 @@ Result<Worker> WorkerService::Register(Registration r, std::vector<Worker>* repl
 
 namespace {
 
-// Checks a heartbeat of `w` and applies it: conflict, writing nothing, when the worker is no
-// longer live; else its heartbeat time, status (with a worker.status event), metadata and
-// request as `update` says, and the row written.
+// Checks a heartbeat of `w` and applies it to `w`: conflict, writing nothing, when the worker is
+// no longer live; else its heartbeat time, status (with a worker.status event), metadata and
+// request as `update` says. The caller writes the row.
 Status ApplyHeartbeat(store::Txn& txn, Worker& w, const HeartbeatUpdate& update, Millis now) {
   if (!IsLive(w.status)) {
     return Error::Conflict("worker " + w.id + " is " + std::string(ToString(w.status)) +
@@ -88,7 +89,7 @@ Status ApplyHeartbeat(store::Txn& txn, Worker& w, const HeartbeatUpdate& update,
     w.metadata.merge_patch(update.metadata);
   }
   if (update.clear_request) w.request = WorkerRequest::kNone;
-  return txn.UpdateWorker(w);
+  return Ok();
 }
 
 }  // namespace
@@ -99,6 +100,7 @@ Result<Worker> WorkerService::Heartbeat(std::string_view id, const HeartbeatUpda
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
     TX_ASSIGN_OR_RETURN(Worker w, LoadWorker(txn, id));
     TX_RETURN_IF_ERROR(ApplyHeartbeat(txn, w, update, now));
+    TX_RETURN_IF_ERROR(txn.UpdateWorker(w));
     out = std::move(w);
     return Ok();
   }));
@@ -115,6 +117,7 @@ std::vector<Result<Worker>> WorkerService::HeartbeatMany(const std::vector<Beat>
     TX_ASSIGN_OR_RETURN(std::vector<Worker> found, txn.GetWorkers(ids));
     std::map<std::string, Worker> by_id;
     for (auto& w : found) by_id.emplace(w.id, std::move(w));
+    std::set<std::string> beaten;
     for (const auto& b : beats) {
       auto it = by_id.find(b.worker_id);
       if (it == by_id.end()) {
@@ -129,9 +132,13 @@ std::vector<Result<Worker>> WorkerService::HeartbeatMany(const std::vector<Beat>
         continue;
       }
       it->second = w;
+      beaten.insert(w.id);
       out.emplace_back(std::move(w));
     }
-    return Ok();
+    // Each worker's row as its last beat left it, all written together.
+    std::vector<Worker> rows;
+    for (const auto& id : beaten) rows.push_back(by_id.at(id));
+    return txn.UpdateWorkers(rows);
   });
   if (!s.ok()) {
     out.clear();

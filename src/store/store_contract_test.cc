@@ -408,6 +408,61 @@ TEST_P(StoreContract, WorkersRoundTripAndListByStatus) {
                   .ok());
 }
 
+// UpdateWorkers writes every row as given, every column; one missing worker fails the whole
+// write with NotFound, and the transaction leaves nothing behind.
+TEST_P(StoreContract, UpdateWorkersWritesEachRowOrNoneWhenOneIsMissing) {
+  auto worker = [](const char* id) {
+    Worker w;
+    w.id = id;
+    w.name = id;
+    w.status = WorkerStatus::kIdle;
+    w.last_heartbeat_at = 1'000;
+    return w;
+  };
+  std::vector<Worker> ws = {worker("worker-aaaaaaa1"), worker("worker-aaaaaaa2"),
+                            worker("worker-aaaaaaa3")};
+  ASSERT_TRUE(store_
+                  ->Write([&](Txn& txn) -> Status {
+                    for (const auto& w : ws) TX_RETURN_IF_ERROR(txn.InsertWorker(w));
+                    return Ok();
+                  })
+                  .ok());
+  ws[0].last_heartbeat_at = 2'000;
+  ws[0].metadata = {{"rss_mb", 7}, {"quote", "it's \"a\" test"}};
+  ws[1].status = WorkerStatus::kBusy;
+  ws[1].current_task_id = "task-aaaaaaa1";
+  ws[1].request = WorkerRequest::kPause;
+  ws[1].slot = "slot-2";
+  ASSERT_TRUE(store_->Write([&](Txn& txn) { return txn.UpdateWorkers({ws[0], ws[1]}); }).ok());
+  auto get = [&](const std::string& id) {
+    std::optional<Worker> out;
+    EXPECT_TRUE(store_
+                    ->Read([&](Txn& txn) -> Status {
+                      TX_ASSIGN_OR_RETURN(out, txn.GetWorker(id));
+                      return Ok();
+                    })
+                    .ok());
+    return out.value_or(Worker{});
+  };
+  Worker a = get("worker-aaaaaaa1");
+  EXPECT_EQ(a.last_heartbeat_at, 2'000);
+  EXPECT_EQ(a.metadata, ws[0].metadata);
+  Worker b = get("worker-aaaaaaa2");
+  EXPECT_EQ(b.status, WorkerStatus::kBusy);
+  EXPECT_EQ(b.current_task_id, "task-aaaaaaa1");
+  EXPECT_EQ(b.request, WorkerRequest::kPause);
+  EXPECT_EQ(b.slot, "slot-2");
+  EXPECT_EQ(get("worker-aaaaaaa3").last_heartbeat_at, 1'000) << "a worker not in the list";
+
+  ws[2].last_heartbeat_at = 3'000;
+  Status missing = store_->Write([&](Txn& txn) {
+    return txn.UpdateWorkers({ws[2], worker("worker-aaaaaaa9")});
+  });
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().code(), ErrorCode::kNotFound) << missing.error().message();
+  EXPECT_EQ(get("worker-aaaaaaa3").last_heartbeat_at, 1'000) << "the failed write changed a row";
+}
+
 TEST_P(StoreContract, ListLiveWorkersInSlotTakesOnlyThatSlotOfThatPool) {
   auto worker = [](const char* id, const char* pool, const char* slot, WorkerStatus st) {
     Worker w;

@@ -631,6 +631,53 @@ class PgTxn final : public Txn {
     return Ok();
   }
 
+  // One statement for the lot: the rows come as one JSON array (jsonb_to_recordset), so a batch
+  // of beats costs one parse, plan and executor start instead of one per worker.
+  Status UpdateWorkers(const std::vector<Worker>& workers) override {
+    if (workers.empty()) return Ok();
+    if (workers.size() == 1) return UpdateWorker(workers.front());
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& w : workers) {
+      rows.push_back({{"id", w.id},
+                      {"name", w.name},
+                      {"slot", w.slot},
+                      {"hostname", w.hostname},
+                      {"pid", w.pid},
+                      {"capabilities", ListText(w.capabilities)},
+                      {"queues", ListText(w.queues)},
+                      {"status", ToString(w.status)},
+                      {"heartbeat_interval_ms", w.heartbeat_interval_ms},
+                      {"registered_at", w.registered_at},
+                      {"last_heartbeat_at", w.last_heartbeat_at},
+                      {"current_task_id", w.current_task_id},
+                      {"reason", w.reason},
+                      {"metadata", w.metadata.dump()},
+                      {"request", ToString(w.request)},
+                      {"pool", w.pool}});
+    }
+    Params p;
+    p.Add(rows.dump()).Add(static_cast<std::int64_t>(workers.size()));
+    p.Add("of " + std::to_string(workers.size()) + " workers to update, some were not found");
+    c_.Queue(
+        "WITH v AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS v(id text, name text, "
+        "slot text, hostname text, pid bigint, capabilities text, queues text, status text, "
+        "heartbeat_interval_ms bigint, registered_at bigint, last_heartbeat_at bigint, "
+        "current_task_id text, reason text, metadata text, request text, pool text)), "
+        "u AS (UPDATE workers w SET name = v.name, slot = v.slot, hostname = v.hostname, "
+        "pid = v.pid, capabilities = v.capabilities, queues = v.queues, "
+        "status = v.status::tx_worker_status, heartbeat_interval_ms = v.heartbeat_interval_ms, "
+        "registered_at = v.registered_at, last_heartbeat_at = v.last_heartbeat_at, "
+        "current_task_id = v.current_task_id, reason = v.reason, metadata = v.metadata, "
+        "request = v.request::tx_worker_request, pool = v.pool FROM v WHERE w.id = v.id "
+        "RETURNING 1) "
+        "SELECT tx_expect_one((count(*) = $2)::int, $3) FROM u",
+        p);
+    for (const auto& w : workers) {
+      if (auto it = workers_.find(w.id); it != workers_.end()) it->second = w;
+    }
+    return Ok();
+  }
+
   Result<std::optional<Worker>> GetWorker(std::string_view id) override {
 #define GET_WORKER "SELECT " WORKER_COLS " FROM workers WHERE id = $1"
     if (write_) {
