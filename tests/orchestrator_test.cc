@@ -582,11 +582,14 @@ TEST_F(OrchestratorTest, DaemonModeDetachesOnceRunning) {
 }
 
 TEST_F(OrchestratorTest, TheHeartbeatFileMirrorsThePool) {
-  std::string id = AddShellTask("sleep 2");
+  // Long enough to be running still when the second slot's worker is up on a loaded machine.
+  std::string id = AddShellTask("sleep 5");
   BackgroundProcess& o = StartOrchestrator({"--workers", "2", "--heartbeat-file", "hb.json"});
   json doc;
   std::string working;
   ASSERT_TRUE(WaitFor([&] {
+    // Judged on this reading alone: a slot seen working in an earlier one may be done by now.
+    working.clear();
     doc = json::parse(ReadFile(Path("hb.json")), nullptr, false);
     if (doc.is_discarded() || !doc.contains("workers")) return false;
     for (const char* slot : {"slot-1", "slot-2"}) {
