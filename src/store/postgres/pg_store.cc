@@ -632,7 +632,8 @@ class PgTxn final : public Txn {
   }
 
   // One statement for the lot: the rows come as one JSON array (jsonb_to_recordset), so a batch
-  // of beats costs one parse, plan and executor start instead of one per worker.
+  // of beats costs one parse, plan and executor start instead of one per worker. The ANY(ARRAY())
+  // term makes the planner find the rows by primary key rather than hash the whole table.
   Status UpdateWorkers(const std::vector<Worker>& workers) override {
     if (workers.empty()) return Ok();
     if (workers.size() == 1) return UpdateWorker(workers.front());
@@ -669,6 +670,7 @@ class PgTxn final : public Txn {
         "registered_at = v.registered_at, last_heartbeat_at = v.last_heartbeat_at, "
         "current_task_id = v.current_task_id, reason = v.reason, metadata = v.metadata, "
         "request = v.request::tx_worker_request, pool = v.pool FROM v WHERE w.id = v.id "
+        "AND w.id = ANY(ARRAY(SELECT id FROM v)) "
         "RETURNING 1) "
         "SELECT tx_expect_one((count(*) = $2)::int, $3) FROM u",
         p);
@@ -719,10 +721,12 @@ class PgTxn final : public Txn {
   }
 
   Result<std::vector<Worker>> GetWorkers(const std::vector<std::string>& ids) override {
-#define SOME_WORKERS_BY_ID     \
-  "SELECT " WORKER_COLS        \
-  " FROM workers WHERE id IN " \
-  "(SELECT jsonb_array_elements_text($1::jsonb)) ORDER BY id"
+// = ANY(ARRAY(...)), not IN (SELECT ...): the array is built once and looked up in the primary
+// key, where the semi-join planned a scan of the whole fleet's rows for every batch of beats.
+#define SOME_WORKERS_BY_ID             \
+  "SELECT " WORKER_COLS                \
+  " FROM workers WHERE id = ANY(ARRAY" \
+  "(SELECT jsonb_array_elements_text($1::jsonb))) ORDER BY id"
     TX_ASSIGN_OR_RETURN(Rows r,
                         c_.Exec(write_ ? SOME_WORKERS_BY_ID " FOR UPDATE" : SOME_WORKERS_BY_ID,
                                 Params().Add(ListText(ids))));
