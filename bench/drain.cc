@@ -3,7 +3,7 @@
 // at a time, the way K `tx worker` processes would with an instant agent.
 //
 //   tx_drain --claimers K --tasks N [--runs R] [--sync NORMAL|FULL] [--queued Q] [--batch B]
-//            [--combined] [--pg SERVER_URL]
+//            [--combined] [--claim-batch C] [--pg SERVER_URL]
 //
 // Each run: a fresh store — a SQLite file in a temp dir, or with --pg a fresh database on that
 // PostgreSQL server (dropped afterwards); N ready tasks seeded with TaskService::AddMany (B per
@@ -11,7 +11,10 @@
 // notice); the store is closed; then K children are forked, each opening the store itself,
 // registering a worker and claiming until the queue is empty (with a backlog: until N claims in
 // all). With --combined, each claimer reports and claims its next task in one transaction
-// (ClaimService::ReportAndClaimNext), as a worker between two tasks does. The clock runs from just
+// (ClaimService::ReportAndClaimNext), as a worker between two tasks does. With --claim-batch C,
+// each claimer reports the C tasks it holds and claims its next C in one transaction
+// (ClaimService::ReportAndClaimBatch, POST /api/worker/batch), as a pg-boss worker with
+// batchSize C does. The clock runs from just
 // before the first fork to the last child's exit, so it includes process start-up, opening the
 // store and registering, as the peers' figures do. Afterwards the parent checks that all N tasks
 // are done and none is running.
@@ -54,6 +57,7 @@ struct Options {
   std::int64_t queued = 0;
   std::int64_t batch = 10'000;
   bool combined = false;  // ReportAndClaimNext: one transaction per task instead of two
+  int claim_batch = 0;    // ReportAndClaimBatch of this many: one transaction per batch
   std::string pg;         // a PostgreSQL server's URL: each run's store is a database there
 };
 
@@ -74,7 +78,8 @@ std::int64_t MonoNs() {
 [[noreturn]] void Usage(const char* msg) {
   std::fprintf(stderr,
                "tx_drain: %s\nusage: tx_drain [--claimers K] [--tasks N] [--runs R] "
-               "[--sync NORMAL|FULL] [--queued Q] [--batch B] [--combined] [--pg URL]\n",
+               "[--sync NORMAL|FULL] [--queued Q] [--batch B] [--combined] [--claim-batch C] "
+               "[--pg URL]\n",
                msg);
   std::exit(2);
 }
@@ -115,6 +120,9 @@ Options ParseArgs(int argc, char** argv) {
       o.pg = value();
     } else if (a == "--combined") {
       o.combined = true;
+    } else if (a == "--claim-batch") {
+      o.claim_batch = static_cast<int>(ParseInt("--claim-batch", value(), 1));
+      if (o.claim_batch > service::ClaimService::kMaxBatch) Usage("at most 100 per batch");
     } else if (a == "-h" || a == "--help") {
       Usage("help");
     } else {
@@ -159,6 +167,28 @@ int Claimer(const Options& o, const std::string& path, int index, Shared* shared
     std::fprintf(stderr, "claimer %d: %s %s: %s\n", index, what, task.c_str(), e.message().c_str());
     return 1;
   };
+  if (o.claim_batch > 0) {
+    // Up to C claims from the shared budget (all C when there is no backlog).
+    auto take_many = [&]() -> int {
+      if (!budgeted) return o.claim_batch;
+      std::int64_t left = shared->budget.fetch_sub(o.claim_batch);
+      return static_cast<int>(std::clamp<std::int64_t>(left, 0, o.claim_batch));
+    };
+    std::vector<service::ClaimService::Finished> finished;
+    for (;;) {
+      auto r = claims.ReportAndClaimBatch(worker->id, finished, take_many());
+      if (!r.ok()) {
+        return fail("report and claim a batch after", finished.empty() ? "" : finished[0].task_id,
+                    r.error());
+      }
+      for (std::size_t i = 0; i < finished.size(); ++i) record();
+      finished.clear();
+      if (r->claimed.empty()) return 0;
+      for (const auto& c : r->claimed) {
+        finished.push_back({c.task.id, c.claim.token, service::Outcome::kDone, "", std::nullopt});
+      }
+    }
+  }
   std::optional<service::ClaimResult> held;
   if (take_budget()) {
     auto c = claims.ClaimNext(worker->id);
@@ -311,11 +341,11 @@ std::string Json(const Options& o, const std::vector<RunResult>& results, const 
   std::snprintf(
       buf, sizeof buf,
       "{\"bench\":\"drain\",\"claimers\":%d,\"tasks\":%lld,\"queued\":%lld,"
-      "\"sync\":\"%s\",\"combined\":%s,\"runs\":[%s],\"median\":%.1f,\"min\":%.1f,\"max\":%.1f,"
+      "\"sync\":\"%s\",\"combined\":%s,\"claim_batch\":%d,\"runs\":[%s],\"median\":%.1f,\"min\":%.1f,\"max\":%.1f,"
       "\"spread_pct\":%.1f,\"after_ready_median\":%.1f,\"cpu_us_per_task\":%.1f,"
       "\"store\":\"%s\",\"sqlite\":\"%s\"}",
       o.claimers, static_cast<long long>(o.tasks), static_cast<long long>(o.queued), o.sync.c_str(),
-      o.combined ? "true" : "false", runs.c_str(), s.median, s.min, s.max, s.spread_pct,
+      o.combined ? "true" : "false", o.claim_batch, runs.c_str(), s.median, s.min, s.max, s.spread_pct,
       ready.median, cpu.median, o.pg.empty() ? "sqlite" : "postgres", sqlite3_libversion());
   return buf;
 }
@@ -330,12 +360,15 @@ int Main(int argc, char** argv) {
   }
   auto* shared = new (mem) Shared();
 
+  std::string path = o.claim_batch > 0 ? "ReportAndClaimBatch of " + std::to_string(o.claim_batch)
+                     : o.combined      ? "ReportAndClaimNext"
+                                       : "ClaimNext + Report";
   std::printf(
       "drain: %d claimers, %lld tasks + %lld queued backlog, %s, %s, %d runs "
       "(sqlite %s, %ld cpus)\n",
       o.claimers, static_cast<long long>(o.tasks), static_cast<long long>(o.queued),
-      o.pg.empty() ? ("sync " + o.sync).c_str() : "PostgreSQL",
-      o.combined ? "ReportAndClaimNext" : "ClaimNext + Report", o.runs, sqlite3_libversion(),
+      o.pg.empty() ? ("sync " + o.sync).c_str() : "PostgreSQL", path.c_str(), o.runs,
+      sqlite3_libversion(),
       sysconf(_SC_NPROCESSORS_ONLN));
   std::vector<RunResult> results;
   std::vector<double> rates;

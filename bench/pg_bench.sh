@@ -7,6 +7,9 @@
 #              (--combined: report and claim the next task in one transaction, as a tx worker does
 #              between tasks): the headline rows
 #   tx plain:  the same with ClaimNext → Report (two transactions per task)
+#   tx batch:  the same with --claim-batch CLAIM_BATCH (default 10, pg-boss's batchSize in the
+#              harness): each claimer reports the tasks it holds and claims its next CLAIM_BATCH in
+#              one transaction (ReportAndClaimBatch, POST /api/worker/batch)
 #   pg-boss, graphile-worker: the peers harness's drain-noop workload (the "same workload" the
 #              issue names: N no-op jobs queued first, then one worker unit of concurrency K drains
 #              them), run through the harness exactly as its README does, drain profile
@@ -30,7 +33,7 @@
 #
 # Environment: BUILD_DIR (default build/bench), TASKS (20000, tx's tasks per run), PEER_TASKS
 # (default TASKS: the same N for every system), RUNS (3), CONCURRENCY ("4 16 64"), SKIP_PEERS=1,
-# SKIP_PLAIN=1 (no two-transaction tx rows), RUN_TIMEOUT (600 s, bounds each tx run),
+# SKIP_PLAIN=1 (no two-transaction tx rows), CLAIM_BATCH (10; 0 = no batch rows), RUN_TIMEOUT (600 s, bounds each tx run),
 # PEER_TIMEOUT (900 s, bounds each peer drain; each peer run as a whole gets PEER_TIMEOUT + 300 s),
 # PEERS_SRC (/work/shared/peers), PEERS_WORK (${TMPDIR:-/tmp}/tx-pg-bench-peers),
 # WAIT_IDLE (e.g. 0.5: before each run, wait until the 1-minute load average is below it, at most
@@ -47,6 +50,7 @@ RUNS=${RUNS:-3}
 CONCURRENCY=${CONCURRENCY:-4 16 64}
 SKIP_PEERS=${SKIP_PEERS:-0}
 SKIP_PLAIN=${SKIP_PLAIN:-0}
+CLAIM_BATCH=${CLAIM_BATCH:-10}
 RUN_TIMEOUT=${RUN_TIMEOUT:-600}
 PEER_TIMEOUT=${PEER_TIMEOUT:-900}
 PEERS_SRC=${PEERS_SRC:-/work/shared/peers}
@@ -65,6 +69,8 @@ is_uint() { [[ $1 =~ ^[1-9][0-9]*$ ]]; }
 for v in TASKS PEER_TASKS RUNS RUN_TIMEOUT PEER_TIMEOUT; do
   is_uint "${!v}" || die "$v must be a positive integer, not '${!v}'"
 done
+[[ $CLAIM_BATCH =~ ^(0|[1-9][0-9]*)$ ]] && ((CLAIM_BATCH <= 100)) ||
+  die "CLAIM_BATCH must be 0 to 100, not '$CLAIM_BATCH'"
 read -r -a CONCS <<<"$CONCURRENCY"
 [ ${#CONCS[@]} -gt 0 ] || die "CONCURRENCY is empty"
 for c in "${CONCS[@]}"; do
@@ -227,6 +233,7 @@ echo
 echo '```'
 tx_cmd K --combined
 [ "$SKIP_PLAIN" != 1 ] && tx_cmd K
+[ "$CLAIM_BATCH" != 0 ] && tx_cmd K "--claim-batch $CLAIM_BATCH"
 if [ "$SKIP_PEERS" != 1 ]; then
   for s in "${PEER_SYSTEMS[@]}"; do peer_cmd "$s" K R; done
 fi
@@ -239,13 +246,13 @@ record() {
     '{series: $s, conc: $c, run: $r, load_at_start: $load} + .' <<<"$4" >>"$RUNS_FILE"
 }
 
-# tx_run SERIES CONC RUN [--combined]: one tx_drain run (a fresh database on the server).
+# tx_run SERIES CONC RUN [FLAGS]: one tx_drain run (a fresh database on the server).
 tx_run() {
   local series=$1 c=$2 r=$3 extra=${4:-} rc=0 out j
   out=$OUT_DIR/raw/$series-c$c-r$r.txt
   settle
   echo "$series: $c claimers, $TASKS tasks, run $r/$RUNS (load $LOAD) ..." >&2
-  # shellcheck disable=SC2086 # extra is empty or one flag
+  # shellcheck disable=SC2086 # extra is empty, one flag or one flag and its value
   run_bounded timeout -k 10 "$RUN_TIMEOUT" "$DRAIN" --pg "$PG_URL" --claimers "$c" --tasks "$TASKS" --runs 1 $extra \
     >"$out" 2>&1 || rc=$?
   j=$(sed -n 's/^JSON //p' "$out")
@@ -302,6 +309,7 @@ peer_run() {
 }
 
 series=(tx)
+[ "$CLAIM_BATCH" != 0 ] && series+=(tx_batch)
 [ "$SKIP_PLAIN" != 1 ] && series+=(tx_plain)
 [ "$SKIP_PEERS" != 1 ] && series+=("${PEER_SYSTEMS[@]}")
 
@@ -309,6 +317,7 @@ run_one() {  # run_one SERIES CONC RUN
   case $1 in
     tx) tx_run tx "$2" "$3" --combined ;;
     tx_plain) tx_run tx_plain "$2" "$3" ;;
+    tx_batch) tx_run tx_batch "$2" "$3" "--claim-batch $CLAIM_BATCH" ;;
     *) peer_run "$1" "$2" "$3" ;;
   esac
 }
@@ -348,6 +357,7 @@ label() {
   case $1 in
     tx) echo "**tx** — ReportAndClaimNext (one transaction per task)" ;;
     tx_plain) echo "tx — ClaimNext → Report (two transactions)" ;;
+    tx_batch) echo "**tx** — ReportAndClaimBatch of $CLAIM_BATCH (one transaction per $CLAIM_BATCH tasks)" ;;
     pgboss) echo "pg-boss $PGBOSS_VERSION — batchSize 10, burst (harness drain profile)" ;;
     graphile) echo "graphile-worker $GRAPHILE_VERSION — defaults (harness drain profile)" ;;
   esac
@@ -358,9 +368,10 @@ how_many() { case $1 in tx*) echo "$TASKS" ;; *) echo "$PEER_TASKS" ;; esac; }
 echo "## Throughput: K workers claim and complete N no-op tasks (jobs/s, including start-up)"
 echo
 echo "tx: K forked claimer processes (\`tx_drain --pg\`), each its own connection, claiming one task at"
-echo "a time; clock from the first fork to the last exit, every task checked done. pg-boss: one Node"
+echo "a time, or (batch) $CLAIM_BATCH at a time, reported together with the claim of the next $CLAIM_BATCH;"
+echo "clock from the first fork to the last exit, every task checked done. pg-boss: one Node"
 echo "process, \`work({localConcurrency: K, batchSize: 10, burstWhenBatchFull})\` — it fetches ten jobs"
-echo "per query while tx claims one; graphile-worker: one Node process, \`run({concurrency: K})\` (pool"
+echo "per query; graphile-worker: one Node process, \`run({concurrency: K})\` (pool"
 echo "of 10 connections by default, a job per fetch); both from the worker's spawn to the last completion"
 echo "(the harness counts the done records). After ready: from the first claimer registered (tx) / the"
 echo "worker ready (peers) to the last completion. ± = half the min..max range over the median."
@@ -376,7 +387,7 @@ for c in "${CONCS[@]}"; do
     cpu='—'
     [[ $s == tx* ]] && cpu=$(fmt "$(median "$s" "$c" cpu_us)")
     med=$(fmt "$m")
-    [ "$s" = tx ] && [ -n "$m" ] && med="**$med**"
+    [[ $s == tx || $s == tx_batch ]] && [ -n "$m" ] && med="**$med**"
     echo "| $c | $(label "$s") | $(how_many "$s") | $med | ${sp:-—} | $(runs_of "$s" "$c" per_s) | $(fmt "$(median "$s" "$c" after_ready)") | $cpu | $(count "$s" "$c" ' and .ok')/$(count "$s" "$c" '') | $(runs_of "$s" "$c" load_at_start) |"
   done
 done
@@ -410,22 +421,32 @@ if [ "$SKIP_PEERS" != 1 ]; then
     plain_head=" tx plain / pg-boss | tx plain / graphile |"
     plain_sep="---:|---:|"
   fi
+  if [ "$CLAIM_BATCH" != 0 ]; then
+    plain_head+=" tx batch jobs/s | tx batch / pg-boss | tx batch / graphile |"
+    plain_sep+="---:|---:|---:|"
+  fi
   echo "| K | tx jobs/s | pg-boss jobs/s | graphile jobs/s | tx / pg-boss | tx / graphile |$plain_head"
   echo "|---:|---:|---:|---:|---:|---:|$plain_sep"
   for c in "${CONCS[@]}"; do
     row="| $c | $(fmt "$(median tx "$c" per_s)") | $(fmt "$(median pgboss "$c" per_s)") | $(fmt "$(median graphile "$c" per_s)") | $(ratio tx pgboss "$c") | $(ratio tx graphile "$c") |"
     [ "$SKIP_PLAIN" != 1 ] && row+=" $(ratio tx_plain pgboss "$c") | $(ratio tx_plain graphile "$c") |"
+    [ "$CLAIM_BATCH" != 0 ] && row+=" $(fmt "$(median tx_batch "$c" per_s)") | $(ratio tx_batch pgboss "$c") | $(ratio tx_batch graphile "$c") |"
     echo "$row"
   done
   echo
 fi
 
 # The issue's target at 16 workers: ≥ 5,000 tasks/s and at least both peers' figures.
+target_series=(tx)
+[ "$CLAIM_BATCH" != 0 ] && target_series+=(tx_batch)
+for ts in "${target_series[@]}"; do
 if printf '%s\n' "${CONCS[@]}" | grep -qx 16; then
-  t16=$(median tx 16 per_s)
+  t16=$(median "$ts" 16 per_s)
   if [ -n "$t16" ]; then
     verdict=$(awk -v t="$t16" 'BEGIN { print (t >= 5000 ? "met" : "NOT met") }')
-    line="Target at 16 workers (issue 6): ≥ 5,000 tasks/s — $verdict ($(fmt "$t16") tasks/s)"
+    what="tx, one task per transaction"
+    [ "$ts" = tx_batch ] && what="tx, batches of $CLAIM_BATCH"
+    line="Target at 16 workers (issue 6), $what: ≥ 5,000 tasks/s — $verdict ($(fmt "$t16") tasks/s)"
     if [ "$SKIP_PEERS" != 1 ]; then
       for s in "${PEER_SYSTEMS[@]}"; do
         p=$(median "$s" 16 per_s)
@@ -436,6 +457,7 @@ if printf '%s\n' "${CONCS[@]}" | grep -qx 16; then
     echo
   fi
 fi
+done
 
 failed=$(jq -s 'map(select(.ok | not)) | length' "$RUNS_FILE")
 if [ "$failed" -gt 0 ]; then

@@ -204,6 +204,63 @@ TEST_F(RemoteWorkerTest, TheProtocolIsFencedByTheClaimTokenAndByTheTokenScope) {
   EXPECT_EQ(worker.Post("/api/worker/heartbeat", {{"worker_id", wid}}).status, 409);
 }
 
+// POST /api/worker/batch: a client that works in batches reports several outcomes and claims the
+// next tasks in one call; one refused report refuses the batch, and bad bodies are 400s.
+TEST_F(RemoteWorkerTest, ABatchReportsOutcomesAndClaimsTheNextTasksInOneCall) {
+  StartServer();
+  ApiClient worker(port_, "w-secret");
+  HttpReply reg = worker.Post("/api/worker/register",
+                              {{"name", "batcher"}, {"heartbeat_interval_ms", 60000}});
+  ASSERT_EQ(reg.status, 201) << reg.body.dump();
+  std::string wid = reg.body["worker"]["id"];
+  std::vector<std::string> ids;
+  for (int i = 0; i < 5; ++i) ids.push_back(AddShellTask("true"));
+
+  HttpReply first = worker.Post("/api/worker/batch", {{"worker_id", wid}, {"claim", 3}});
+  ASSERT_EQ(first.status, 200) << first.body.dump();
+  EXPECT_TRUE(first.body["reported"].empty());
+  ASSERT_EQ(first.body["claims"].size(), 3u);
+  EXPECT_TRUE(first.body["server_time"].is_number());
+  json finished = json::array();
+  for (const json& c : first.body["claims"]) {
+    EXPECT_EQ(TaskStatus(c["task"]["id"]), "running");
+    finished.push_back({{"task_id", c["task"]["id"]},
+                        {"token", c["claim"]["token"]},
+                        {"outcome", "done"},
+                        {"text", "ok"}});
+  }
+  finished[2]["outcome"] = "fail";
+
+  // One stale token in the batch: 409, and nothing of the batch is recorded.
+  json with_stale = finished;
+  with_stale[1]["token"] = with_stale[1]["token"].get<std::int64_t>() + 100;
+  HttpReply refused = worker.Post("/api/worker/batch",
+                                  {{"worker_id", wid}, {"finished", with_stale}, {"claim", 3}});
+  EXPECT_EQ(refused.status, 409) << refused.body.dump();
+  EXPECT_EQ(TaskStatus(finished[0]["task_id"]), "running");
+
+  HttpReply second = worker.Post("/api/worker/batch",
+                                 {{"worker_id", wid}, {"finished", finished}, {"claim", 3}});
+  ASSERT_EQ(second.status, 200) << second.body.dump();
+  ASSERT_EQ(second.body["reported"].size(), 3u);
+  EXPECT_EQ(second.body["reported"][0]["status"], "done");
+  EXPECT_EQ(second.body["reported"][2]["status"], "ready");  // failed once: retried later
+  EXPECT_EQ(second.body["claims"].size(), 2u);  // the two never claimed
+  EXPECT_EQ(TaskStatus(finished[0]["task_id"]), "done");
+
+  for (const json& bad :
+       {json{{"claim", 1}}, json{{"worker_id", wid}, {"claim", 101}},
+        json{{"worker_id", wid}, {"claim", -1}}, json{{"worker_id", wid}, {"finished", "all"}},
+        json{{"worker_id", wid}, {"finished", json::array({{{"task_id", "x"}}})}},
+        json{{"worker_id", wid},
+             {"finished", json::array({{{"task_id", "x"}, {"token", 1}, {"outcome", "maybe"}}})}}}) {
+    HttpReply r = worker.Post("/api/worker/batch", bad);
+    EXPECT_EQ(r.status, 400) << bad.dump() << " -> " << r.body.dump();
+  }
+  EXPECT_EQ(ApiClient(port_, "r-secret").Post("/api/worker/batch", {{"worker_id", wid}}).status,
+            403);
+}
+
 TEST_F(RemoteWorkerTest, PastHalfTheServersThreadsAClaimDoesNotWaitAndSaysWhenToComeBack) {
   StartServer({"--http-threads", "4"});  // at most 2 claims wait at once
   ApiClient worker(port_, "w-secret");

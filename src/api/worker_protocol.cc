@@ -152,4 +152,37 @@ Result<FencedBody> DecodeFenced(FencedCall call, const json& body) {
   return f;
 }
 
+Result<BatchBody> DecodeBatch(const json& body) {
+  BatchBody b;
+  TX_RETURN_IF_ERROR(RequiredString(body, "worker_id", b.worker_id));
+  TX_RETURN_IF_ERROR(ReadMillis(body, "lease_ms", 0, 7 * 24 * 3'600'000, b.lease_ms));
+  std::int64_t claim = 0;
+  TX_RETURN_IF_ERROR(ReadInteger(body, "claim", claim));
+  if (claim < 0 || claim > service::ClaimService::kMaxBatch) {
+    return Error::InvalidArgument("field 'claim' must be from 0 to " +
+                                  std::to_string(service::ClaimService::kMaxBatch));
+  }
+  b.claim = static_cast<int>(claim);
+  if (auto it = body.find("finished"); it != body.end() && !it->is_null()) {
+    if (!it->is_array()) return WrongType("finished", "an array of reports");
+    if (it->size() > static_cast<std::size_t>(service::ClaimService::kMaxBatch)) {
+      return Error::InvalidArgument("field 'finished' holds more than " +
+                                    std::to_string(service::ClaimService::kMaxBatch) +
+                                    " reports");
+    }
+    for (std::size_t i = 0; i < it->size(); ++i) {
+      const json& one = (*it)[i];
+      if (!one.is_object()) return WrongType("finished", "an array of report objects");
+      Result<FencedBody> f = DecodeFenced(FencedCall::kReport, one);
+      if (!f.ok()) {
+        return Error::InvalidArgument("finished[" + std::to_string(i) +
+                                      "]: " + f.error().message());
+      }
+      b.finished.push_back({std::move(f->task_id), f->token, f->outcome, std::move(f->text),
+                            f->exit_code});
+    }
+  }
+  return b;
+}
+
 }  // namespace tx::api

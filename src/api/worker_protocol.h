@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/claim.h"
 #include "core/error.h"
@@ -62,5 +63,15 @@ struct FencedBody {
 };
 enum class FencedCall { kRenew, kRelease, kReport, kFail, kGiveUp };
 Result<FencedBody> DecodeFenced(FencedCall call, const nlohmann::json& body);
+
+// batch: {"worker_id" (required), "finished": [report bodies: {"task_id", "token", "outcome",
+// "text", "exit_code"}] (at most 100), "claim" (0..100 tasks to claim), "lease_ms"}.
+struct BatchBody {
+  std::string worker_id;
+  std::vector<service::ClaimService::Finished> finished;
+  int claim = 0;
+  Millis lease_ms = 0;
+};
+Result<BatchBody> DecodeBatch(const nlohmann::json& body);
 
 }  // namespace tx::api

@@ -219,6 +219,23 @@ void ApiServer::WorkerRoutes() {
   h.Post("/api/worker/fail", fenced(FencedCall::kFail));
   h.Post("/api/worker/give-up", fenced(FencedCall::kGiveUp));
 
+  // Reports a batch of outcomes and claims up to `claim` more tasks in one transaction
+  // (ClaimService::ReportAndClaimBatch), for clients that work through short tasks in batches;
+  // it does not wait for tasks. All or nothing: one refused report refuses the batch (409).
+  h.Post("/api/worker/batch", [serve, &opts](const httplib::Request& req,
+                                             httplib::Response& res) {
+    serve(req, res, 200, [&](store::Store& store, const json& body) -> Result<json> {
+      TX_ASSIGN_OR_RETURN(BatchBody b, DecodeBatch(body));
+      TX_ASSIGN_OR_RETURN(service::ClaimService::BatchResult r,
+                          service::ClaimService(store, store.clock(), opts)
+                              .ReportAndClaimBatch(b.worker_id, b.finished, b.claim, b.lease_ms));
+      json out = {{"reported", json::array()}, {"claims", json::array()}};
+      for (const Task& t : r.reported) out["reported"].push_back(ToJson(t, {}));
+      for (const auto& c : r.claimed) out["claims"].push_back(ClaimJson(c));
+      return out;
+    });
+  });
+
   // An attempt's output from a remote worker, written at `offset` of the server's copy of its log
   // (where GET /api/tasks/ID/log reads it); offset 0 starts the copy afresh. Fenced by the token
   // of that attempt's claim (ended or not: the last output comes as the attempt ends).

@@ -94,7 +94,7 @@ ClaimService::ClaimService(store::Store& store, const Clock& clock, ServiceOptio
     : store_(store), clock_(clock), options_(WithDefaults(std::move(options))) {}
 
 Status ClaimService::ClaimLocked(store::Txn& txn, ClaimResult& out, Worker& worker, Millis lease_ms,
-                                 Millis now) {
+                                 Millis now, bool write_worker) {
   Task& task = out.task;
   TX_RETURN_IF_ERROR(
       CheckTransition(task.id, task.status, TaskEvent::kClaim, TaskStatus::kRunning));
@@ -118,7 +118,7 @@ Status ClaimService::ClaimLocked(store::Txn& txn, ClaimResult& out, Worker& work
   worker.status = WorkerStatus::kBusy;
   worker.current_task_id = task.id;
   worker.last_heartbeat_at = now;  // a claim is proof of life
-  TX_RETURN_IF_ERROR(txn.UpdateWorker(worker));
+  if (write_worker) TX_RETURN_IF_ERROR(txn.UpdateWorker(worker));
   // {"attempt":..,"lease":..,"token":..}: a duration is digits and unit letters, no escapes.
   return detail::EmitData(txn, now, "task.claimed", task.id, worker.id,
                           "{\"attempt\":" + std::to_string(task.attempt) + ",\"lease\":\"" +
@@ -338,6 +338,69 @@ Result<ClaimService::ReportResult> ClaimService::ReportAndClaimNext(
     TX_RETURN_IF_ERROR(ClaimNextLocked(txn, worker, lease_ms, now, out.next));
     if (!out.next) return txn.UpdateWorker(worker);
     return Ok();
+  });
+  if (!s.ok()) result = s.error();
+  return result;
+}
+
+Result<ClaimService::BatchResult> ClaimService::ReportAndClaimBatch(
+    std::string_view worker_id, const std::vector<Finished>& finished, int want,
+    Millis lease_ms) {
+  if (want < 0 || want > kMaxBatch) {
+    return Error::InvalidArgument("a batch claims 0 to " + std::to_string(kMaxBatch) +
+                                  " tasks, not " + std::to_string(want));
+  }
+  if (finished.size() > static_cast<std::size_t>(kMaxBatch)) {
+    return Error::InvalidArgument("a batch reports at most " + std::to_string(kMaxBatch) +
+                                  " outcomes, not " + std::to_string(finished.size()));
+  }
+  std::vector<std::int64_t> tokens;
+  for (const Finished& f : finished) tokens.push_back(f.token);
+  std::sort(tokens.begin(), tokens.end());
+  if (auto dup = std::adjacent_find(tokens.begin(), tokens.end()); dup != tokens.end()) {
+    return Error::InvalidArgument("token " + std::to_string(*dup) + " is reported twice");
+  }
+  Result<BatchResult> result(std::in_place);
+  Millis now = clock_.NowMs();
+  Status s = store_.Write([&](store::Txn& txn) -> Status {
+    BatchResult& out = *result;
+    out.reported.clear();  // a transaction run again (a dropped connection) starts over
+    out.claimed.clear();
+    TX_RETURN_IF_ERROR(txn.LockClaims(tokens));
+    // The worker is read once and written once, however many claims it ends and makes.
+    TX_ASSIGN_OR_RETURN(Worker worker, LoadWorker(txn, worker_id));
+    out.reported.reserve(finished.size());
+    for (const Finished& f : finished) {
+      TX_ASSIGN_OR_RETURN(std::optional<Claim> claim, txn.GetClaim(f.token));
+      if (claim && claim->worker_id != worker.id) {
+        return Error::Conflict("token " + std::to_string(f.token) + " is held by worker " +
+                               claim->worker_id + ", not " + worker.id);
+      }
+      TX_RETURN_IF_ERROR(ReportLocked(txn, f.task_id, f.token, f.outcome, f.text, f.exit_code,
+                                      now, out.reported.emplace_back(), &worker));
+    }
+    Status may_claim = CheckCanClaim(worker, now);
+    if (want > 0 && may_claim.ok()) {
+      store::PickCriteria criteria{worker.queues, worker.capabilities, worker.name, worker.slot,
+                                   now};
+      if (criteria.queues.empty()) criteria.queues = {"default"};
+      out.claimed.reserve(want);
+      while (static_cast<int>(out.claimed.size()) < want) {
+        TX_ASSIGN_OR_RETURN(
+            std::vector<Task> picked,
+            txn.PickReady(criteria, want - static_cast<int>(out.claimed.size())));
+        if (picked.empty()) break;
+        for (Task& t : picked) {
+          ClaimResult& c = out.claimed.emplace_back();
+          c.task = std::move(t);
+          TX_RETURN_IF_ERROR(ClaimLocked(txn, c, worker, lease_ms, now, /*write_worker=*/false));
+        }
+      }
+    } else if (want > 0 && finished.empty()) {
+      return may_claim;
+    }
+    if (finished.empty() && out.claimed.empty()) return Ok();
+    return txn.UpdateWorker(worker);
   });
   if (!s.ok()) result = s.error();
   return result;

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/claim.h"
 #include "core/clock.h"
@@ -79,6 +80,36 @@ class ClaimService {
                                           std::optional<int> exit_code = std::nullopt,
                                           Millis lease_ms = 0);
 
+  // One outcome of a batch (ReportAndClaimBatch), as Report takes it.
+  struct Finished {
+    std::string task_id;
+    std::int64_t token = 0;
+    Outcome outcome = Outcome::kDone;
+    std::string text;
+    std::optional<int> exit_code;
+  };
+  // What ReportAndClaimBatch returns: each reported task as it now stands, in the order given,
+  // and the new claims, best task first.
+  struct BatchResult {
+    std::vector<Task> reported;
+    std::vector<ClaimResult> claimed;
+  };
+  // The most outcomes, and the most claims, one batch takes.
+  static constexpr int kMaxBatch = 100;
+
+  // For a client that works through short tasks in batches, as pg-boss's batchSize does: records
+  // each outcome exactly as Report does, then claims up to `want` tasks as ClaimNext does, each
+  // with a claim and fencing token of its own, all in one transaction. All or nothing: an outcome
+  // Report would refuse (a stale or expired token), or a token another worker holds, refuses the
+  // whole call and nothing is written. The worker may hold several claims at once; unlike
+  // ClaimNext it is not handed back a claim whose answer it lost (those expire and are requeued,
+  // the attempt counted). A worker that may not claim (stopping, paused) gets its outcomes
+  // recorded and no claims; one with no outcomes to record gets ClaimNext's conflict.
+  // invalid_argument: `want` or the number of outcomes outside 0..kMaxBatch, or a token twice.
+  Result<BatchResult> ReportAndClaimBatch(std::string_view worker_id,
+                                          const std::vector<Finished>& finished, int want,
+                                          Millis lease_ms = 0);
+
   // Records the holder's outcome. kDone goes to `review` instead when the task asks for review.
   // A failure retries with backoff until max_attempts, then fails the task.
   // `task_id` may be empty to skip the check that the token belongs to it.
@@ -119,8 +150,10 @@ class ClaimService {
   // The *Locked steps run inside a Write and fill their caller's objects in place. `worker` is
   // updated in the store and in memory when a claim is made.
   // ClaimLocked claims out.task (read by the caller) and fills out.claim.
+  // With write_worker false, the worker is changed in memory only, for a caller that writes it
+  // once after several claims.
   Status ClaimLocked(store::Txn& txn, ClaimResult& out, Worker& worker, Millis lease_ms,
-                     Millis now);
+                     Millis now, bool write_worker = true);
   // `out` is nullopt when no task is eligible.
   Status ClaimNextLocked(store::Txn& txn, Worker& worker, Millis lease_ms, Millis now,
                          std::optional<ClaimResult>& out);

@@ -385,6 +385,160 @@ TEST_F(ReportAndClaimNextTest, AStaleTokenIsRefusedAndNothingIsClaimed) {
   EXPECT_EQ(EventCount(), events);
 }
 
+class ReportAndClaimBatchTest : public ServiceTest {
+ protected:
+  static std::vector<ClaimService::Finished> AllDone(const std::vector<ClaimResult>& held) {
+    std::vector<ClaimService::Finished> out;
+    for (const auto& c : held) out.push_back({c.task.id, c.claim.token, Outcome::kDone, "ok", 0});
+    return out;
+  }
+};
+
+TEST_F(ReportAndClaimBatchTest, ClaimsUpToTheBatchInPickOrderEachWithItsOwnToken) {
+  Task low = AddTask("low", 0);
+  Task high1 = AddTask("high 1", 5);
+  Task high2 = AddTask("high 2", 5);
+  Worker w = Register();
+  ASSERT_OK_AND_ASSIGN(auto r, claims_.ReportAndClaimBatch(w.id, {}, 2));
+  EXPECT_TRUE(r.reported.empty());
+  ASSERT_EQ(r.claimed.size(), 2u);
+  EXPECT_EQ(r.claimed[0].task.id, high1.id);
+  EXPECT_EQ(r.claimed[1].task.id, high2.id);
+  EXPECT_LT(r.claimed[0].claim.token, r.claimed[1].claim.token);
+  for (const auto& c : r.claimed) {
+    EXPECT_EQ(c.task.status, TaskStatus::kRunning);
+    EXPECT_EQ(c.claim.attempt, 1);
+    EXPECT_EQ(c.claim.worker_id, w.id);
+    EXPECT_EQ(c.claim.lease_expires_at, clock_.NowMs() + 60'000);
+    EXPECT_EQ(Get(c.task.id).status, TaskStatus::kRunning);
+  }
+  EXPECT_EQ(Get(low.id).status, TaskStatus::kReady);
+  Worker after = GetWorker(w.id);
+  EXPECT_EQ(after.status, WorkerStatus::kBusy);
+  EXPECT_EQ(after.current_task_id, high2.id);  // the last one claimed
+}
+
+TEST_F(ReportAndClaimBatchTest, ReportsTheBatchAndClaimsTheNextInOneCall) {
+  std::vector<Task> added;
+  for (int i = 0; i < 5; ++i) added.push_back(AddTask("task " + std::string(1, static_cast<char>('a' + i))));
+  Worker w = Register();
+  ASSERT_OK_AND_ASSIGN(auto first, claims_.ReportAndClaimBatch(w.id, {}, 3));
+  ASSERT_EQ(first.claimed.size(), 3u);
+  clock_.Advance(5s);
+  ASSERT_OK_AND_ASSIGN(auto second, claims_.ReportAndClaimBatch(w.id, AllDone(first.claimed), 3));
+  ASSERT_EQ(second.reported.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(second.reported[i].id, first.claimed[i].task.id);
+    EXPECT_EQ(second.reported[i].status, TaskStatus::kDone);
+    EXPECT_EQ(second.reported[i].result, "ok");
+    EXPECT_EQ(Attempts(added[i].id)[0].status, ClaimStatus::kCompleted);
+    EXPECT_EQ(Attempts(added[i].id)[0].exit_code, 0);
+  }
+  ASSERT_EQ(second.claimed.size(), 2u);  // all that was left
+  EXPECT_EQ(second.claimed[0].task.id, added[3].id);
+  EXPECT_EQ(second.claimed[1].task.id, added[4].id);
+  EXPECT_EQ(GetWorker(w.id).metadata["tasks_completed"], 3);
+  EXPECT_EQ(GetWorker(w.id).last_heartbeat_at, clock_.NowMs());
+
+  ASSERT_OK_AND_ASSIGN(auto last, claims_.ReportAndClaimBatch(w.id, AllDone(second.claimed), 3));
+  EXPECT_EQ(last.reported.size(), 2u);
+  EXPECT_TRUE(last.claimed.empty());
+  Worker idle = GetWorker(w.id);
+  EXPECT_EQ(idle.status, WorkerStatus::kIdle);
+  EXPECT_TRUE(idle.current_task_id.empty());
+  EXPECT_EQ(idle.metadata["tasks_completed"], 5);
+  for (const Task& t : added) EXPECT_EQ(Get(t.id).status, TaskStatus::kDone);
+}
+
+TEST_F(ReportAndClaimBatchTest, AFailureInTheBatchRetriesThatTaskAlone) {
+  Task a = AddTask("a");
+  Task b = AddTask("b");
+  Worker w = Register();
+  ASSERT_OK_AND_ASSIGN(auto held, claims_.ReportAndClaimBatch(w.id, {}, 2));
+  auto finished = AllDone(held.claimed);
+  finished[1].outcome = Outcome::kFail;
+  finished[1].text = "boom";
+  ASSERT_OK_AND_ASSIGN(auto r, claims_.ReportAndClaimBatch(w.id, finished, 0));
+  EXPECT_EQ(Get(a.id).status, TaskStatus::kDone);
+  EXPECT_EQ(Get(b.id).status, TaskStatus::kReady);  // after its backoff
+  EXPECT_EQ(Get(b.id).error, "boom");
+  EXPECT_TRUE(r.claimed.empty());
+}
+
+TEST_F(ReportAndClaimBatchTest, OneRefusedReportRefusesTheWholeBatchAndWritesNothing) {
+  for (int i = 0; i < 3; ++i) AddTask("task " + std::string(1, static_cast<char>('a' + i)));
+  Worker w = Register();
+  ASSERT_OK_AND_ASSIGN(auto held, claims_.ReportAndClaimBatch(w.id, {}, 2));
+  ASSERT_OK(claims_.Release(held.claimed[1].task.id, held.claimed[1].claim.token));
+  std::int64_t events = EventCount();
+  EXPECT_ERROR_CODE(claims_.ReportAndClaimBatch(w.id, AllDone(held.claimed), 1),
+                    ErrorCode::kConflict);
+  EXPECT_EQ(EventCount(), events);
+  EXPECT_EQ(Get(held.claimed[0].task.id).status, TaskStatus::kRunning);  // not reported
+  EXPECT_EQ(Attempts(held.claimed[0].task.id)[0].status, ClaimStatus::kActive);
+
+  // An expired lease is refused the same way.
+  clock_.Advance(61s);
+  ASSERT_OK(workers_.Heartbeat(w.id, {}));
+  events = EventCount();
+  EXPECT_ERROR_CODE(claims_.ReportAndClaimBatch(w.id, AllDone({held.claimed[0]}), 0),
+                    ErrorCode::kConflict);
+  EXPECT_EQ(EventCount(), events);
+}
+
+TEST_F(ReportAndClaimBatchTest, AnotherWorkersTokenIsRefused) {
+  AddTask("a");
+  Worker w1 = Register("w1");
+  Worker w2 = Register("w2");
+  ASSERT_OK_AND_ASSIGN(auto held, claims_.ReportAndClaimBatch(w1.id, {}, 1));
+  std::int64_t events = EventCount();
+  auto r = claims_.ReportAndClaimBatch(w2.id, AllDone(held.claimed), 0);
+  EXPECT_ERROR_CODE(r, ErrorCode::kConflict);
+  EXPECT_NE(r.error().message().find("held by worker " + w1.id), std::string::npos)
+      << r.error().message();
+  EXPECT_EQ(EventCount(), events);
+}
+
+TEST_F(ReportAndClaimBatchTest, BadArgumentsAreRefusedBeforeAnyWrite) {
+  AddTask("a");
+  Worker w = Register();
+  EXPECT_ERROR_CODE(claims_.ReportAndClaimBatch(w.id, {}, -1), ErrorCode::kInvalidArgument);
+  EXPECT_ERROR_CODE(claims_.ReportAndClaimBatch(w.id, {}, ClaimService::kMaxBatch + 1),
+                    ErrorCode::kInvalidArgument);
+  ASSERT_OK_AND_ASSIGN(auto held, claims_.ReportAndClaimBatch(w.id, {}, 1));
+  auto twice = AllDone(held.claimed);
+  twice.push_back(twice[0]);
+  EXPECT_ERROR_CODE(claims_.ReportAndClaimBatch(w.id, twice, 0), ErrorCode::kInvalidArgument);
+  EXPECT_ERROR_CODE(claims_.ReportAndClaimBatch("worker-nobody00", {}, 1), ErrorCode::kNotFound);
+  EXPECT_EQ(Get(held.claimed[0].task.id).status, TaskStatus::kRunning);
+}
+
+TEST_F(ReportAndClaimBatchTest, AWorkerThatMayNotClaimHasItsReportsRecordedAndNoClaims) {
+  for (int i = 0; i < 3; ++i) AddTask("task " + std::string(1, static_cast<char>('a' + i)));
+  Worker w = Register();
+  ASSERT_OK_AND_ASSIGN(auto held, claims_.ReportAndClaimBatch(w.id, {}, 1));
+  HeartbeatUpdate stopping;
+  stopping.status = WorkerStatus::kStopping;
+  ASSERT_OK(workers_.Heartbeat(w.id, stopping));
+  ASSERT_OK_AND_ASSIGN(auto r, claims_.ReportAndClaimBatch(w.id, AllDone(held.claimed), 2));
+  EXPECT_EQ(r.reported[0].status, TaskStatus::kDone);
+  EXPECT_TRUE(r.claimed.empty());
+  // With nothing to report, it is told why.
+  EXPECT_ERROR_CODE(claims_.ReportAndClaimBatch(w.id, {}, 2), ErrorCode::kConflict);
+  // A stale worker too, as ClaimNext tells it.
+  Worker stale = Register("w2");
+  clock_.Advance(10min);
+  EXPECT_ERROR_CODE(claims_.ReportAndClaimBatch(stale.id, {}, 1), ErrorCode::kConflict);
+}
+
+TEST_F(ReportAndClaimBatchTest, WithNothingEligibleNothingIsWritten) {
+  Worker w = Register();
+  std::int64_t events = EventCount();
+  ASSERT_OK_AND_ASSIGN(auto r, claims_.ReportAndClaimBatch(w.id, {}, 5));
+  EXPECT_TRUE(r.claimed.empty());
+  EXPECT_EQ(EventCount(), events);
+}
+
 TEST_F(ClaimServiceTest, EndingASessionCancelsTheAttemptAndRequeuesTheTaskCountingIt) {
   Task t = AddTask("t");
   Worker w = Register();

@@ -36,7 +36,12 @@ Status EndClaim(Txn& txn, Claim& claim, ClaimStatus status, EndReason reason, Mi
   claim.ended_at = now;
   claim.exit_code = exit_code;
   TX_RETURN_IF_ERROR(txn.UpdateClaim(claim));
-  TX_ASSIGN_OR_RETURN(std::optional<Worker> w, txn.GetWorker(claim.worker_id));
+  std::optional<Worker> w;
+  if (deferred != nullptr && !deferred->id.empty() && deferred->id == claim.worker_id) {
+    w = std::move(*deferred);
+  } else {
+    TX_ASSIGN_OR_RETURN(w, txn.GetWorker(claim.worker_id));
+  }
   if (!w) {
     if (deferred != nullptr) deferred->id.clear();
     return Ok();

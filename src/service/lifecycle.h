@@ -35,7 +35,9 @@ struct WorkerTouch {
 // Ends an active claim with `status` and `reason`, and frees its worker if that worker's current
 // task is this claim's task (one read and at most one write of the worker). With `deferred`,
 // the updated worker is handed back there instead of written, for a caller that writes it
-// anyway (ReportAndClaimNext); its id is empty when the worker no longer exists.
+// anyway (ReportAndClaimNext); its id is empty when the worker no longer exists. A `deferred`
+// that already holds the claim's worker (a batch ending several of its claims) is taken as the
+// worker's current state instead of reading it again.
 Status EndClaim(Txn& txn, Claim& claim, ClaimStatus status, EndReason reason, Millis now,
                 std::optional<int> exit_code = std::nullopt, WorkerTouch touch = {},
                 Worker* deferred = nullptr);

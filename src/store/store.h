@@ -74,6 +74,16 @@ class Txn {
   // The best ready task for the criteria: priority desc, then FIFO. Locks it on backends that
   // lock rows (skipping rows other transactions hold).
   virtual Result<std::optional<Task>> PickNextReady(const PickCriteria& criteria) = 0;
+  // Up to `limit` of the best ready tasks for the criteria, best first, for a batch of claims: a
+  // write transaction must take each out of `ready` before it picks again. On PostgreSQL all are
+  // locked in one statement; the default picks one.
+  virtual Result<std::vector<Task>> PickReady(const PickCriteria& criteria, int limit) {
+    std::vector<Task> out;
+    if (limit <= 0) return out;
+    TX_ASSIGN_OR_RETURN(std::optional<Task> t, PickNextReady(criteria));
+    if (t) out.push_back(std::move(*t));
+    return out;
+  }
   // The earliest run_after later than criteria.now among ready tasks in the criteria's queues
   // (a retry waiting out its backoff): when an idle worker should look again. nullopt if none.
   virtual Result<std::optional<Millis>> NextReadyAt(const PickCriteria& criteria) = 0;
@@ -89,6 +99,13 @@ class Txn {
   virtual Status InsertClaim(Claim& claim) = 0;
   virtual Status UpdateClaim(const Claim& claim) = 0;
   virtual Result<std::optional<Claim>> GetClaim(std::int64_t token) = 0;
+  // A hint before a batch of GetClaim calls (ClaimService::ReportAndClaimBatch): on PostgreSQL
+  // the claims, their tasks and their workers are read and locked in one statement, in token
+  // order, and the GetClaim calls that follow cost nothing. The default does nothing.
+  virtual Status LockClaims(const std::vector<std::int64_t>& tokens) {
+    (void)tokens;
+    return Ok();
+  }
   virtual Result<std::optional<Claim>> GetActiveClaimForTask(std::string_view task_id) = 0;
   virtual Result<std::vector<Claim>> ListClaimsForTask(std::string_view task_id) = 0;
   virtual Result<std::vector<Claim>> ListActiveClaims() = 0;

@@ -350,6 +350,95 @@ TEST_P(StoreContract, TokensIncreaseAndOnlyOneClaimPerTaskIsActive) {
                   .ok());
 }
 
+// A batch's pick: the best ready tasks in pick order, each taken out of `ready` before the next
+// pick. PostgreSQL hands out the whole batch at once; the default, one at a time.
+TEST_P(StoreContract, PickReadyTakesTheBestTasksInPickOrder) {
+  Insert(NewTask("task-aaaaaaa1", 0));
+  Insert(NewTask("task-aaaaaaa2", 5));
+  Insert(NewTask("task-aaaaaaa3", 5));
+  Insert(NewTask("task-aaaaaaa4", 9, "other"));
+  Task later = NewTask("task-aaaaaaa5", 7);
+  later.run_after = 9000;
+  Insert(later);
+  std::vector<std::string> order;
+  std::size_t first_call = 0;
+  ASSERT_TRUE(store_
+                  ->Write([&](Txn& txn) -> Status {
+                    order.clear();
+                    for (int call = 0; order.size() < 5; ++call) {
+                      TX_ASSIGN_OR_RETURN(std::vector<Task> got,
+                                          txn.PickReady(Default(), 5 - int(order.size())));
+                      if (call == 0) first_call = got.size();
+                      if (got.empty()) break;
+                      for (Task& t : got) {
+                        order.push_back(t.id);
+                        t.status = TaskStatus::kRunning;
+                        TX_RETURN_IF_ERROR(txn.UpdateTaskState(t));
+                      }
+                    }
+                    return Ok();
+                  })
+                  .ok());
+  EXPECT_EQ(order, (std::vector<std::string>{"task-aaaaaaa2", "task-aaaaaaa3", "task-aaaaaaa1"}));
+  EXPECT_EQ(first_call, GetParam().kind == Kind::kPostgres ? 3u : 1u);
+  ASSERT_TRUE(store_
+                  ->Write([&](Txn& txn) -> Status {
+                    auto none = txn.PickReady(Default(), 0);
+                    EXPECT_TRUE(none.ok() && none->empty());
+                    return Ok();
+                  })
+                  .ok());
+}
+
+// LockClaims is a hint: GetClaim reads the same claims after it as without it, an unknown token
+// is still nullopt, and a claim this transaction changed reads back as changed.
+TEST_P(StoreContract, GetClaimAfterLockClaimsSeesTheRowsAndTheTransactionsOwnWrites) {
+  Insert(NewTask("task-aaaaaaa1"));
+  Insert(NewTask("task-aaaaaaa2"));
+  Worker w;
+  w.id = "worker-aaaaaaaa";
+  w.name = "w";
+  ASSERT_TRUE(store_->Write([&](Txn& txn) { return txn.InsertWorker(w); }).ok());
+  Claim a{0, "task-aaaaaaa1", w.id, 1, 1, 100, 101};
+  Claim b{0, "task-aaaaaaa2", w.id, 1, 1, 100, 101};
+  ASSERT_TRUE(store_
+                  ->Write([&](Txn& txn) -> Status {
+                    TX_RETURN_IF_ERROR(txn.InsertClaim(a));
+                    return txn.InsertClaim(b);
+                  })
+                  .ok());
+  ASSERT_TRUE(store_
+                  ->Write([&](Txn& txn) -> Status {
+                    TX_RETURN_IF_ERROR(txn.LockClaims({b.token, a.token, 999999}));
+                    auto got_a = txn.GetClaim(a.token);
+                    EXPECT_TRUE(got_a.ok() && *got_a && (*got_a)->task_id == "task-aaaaaaa1");
+                    auto missing = txn.GetClaim(999999);
+                    EXPECT_TRUE(missing.ok() && !*missing);
+                    Claim ended = b;
+                    ended.status = ClaimStatus::kCompleted;
+                    ended.ended_at = 150;
+                    TX_RETURN_IF_ERROR(txn.UpdateClaim(ended));
+                    auto got_b = txn.GetClaim(b.token);
+                    EXPECT_TRUE(got_b.ok() && *got_b &&
+                                (*got_b)->status == ClaimStatus::kCompleted &&
+                                (*got_b)->ended_at == 150);
+                    auto task = txn.GetTask("task-aaaaaaa2");
+                    EXPECT_TRUE(task.ok() && *task && (*task)->title == "title of task-aaaaaaa2");
+                    auto worker = txn.GetWorker(w.id);
+                    EXPECT_TRUE(worker.ok() && *worker && (*worker)->name == "w");
+                    return Ok();
+                  })
+                  .ok());
+  ASSERT_TRUE(store_
+                  ->Read([&](Txn& txn) -> Status {
+                    auto got_b = txn.GetClaim(b.token);
+                    EXPECT_TRUE(got_b.ok() && *got_b &&
+                                (*got_b)->status == ClaimStatus::kCompleted);
+                    return Ok();
+                  })
+                  .ok());
+}
+
 TEST_P(StoreContract, EventsAreNumberedInOrder) {
   std::vector<std::int64_t> ids;
   for (int i = 0; i < 3; ++i) {

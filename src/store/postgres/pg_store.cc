@@ -250,6 +250,26 @@ std::vector<std::string> JsonList(std::string_view text) { return StringList(std
 #define DEPENDENTS_OF_TOKEN                                                         \
   "SELECT coalesce(json_agg(task_id ORDER BY task_id)::text, '[]') FROM task_deps " \
   "WHERE depends_on = (SELECT task_id FROM claims WHERE token = $1)"
+// GET_CLAIM_AND_ROWS for several tokens ($1, an array literal), locked in token order (so that
+// two such transactions take their locks in the same order), and the dependents of each claim's
+// task, sent right after it (for the reason above).
+#define GET_CLAIMS_AND_ROWS                                                                \
+  "SELECT c.token, c.task_id, c.worker_id, c.attempt, c.claimed_at, c.lease_ms, "          \
+  "c.lease_expires_at, c.renewed_count, c.status, c.ended_at, c.end_reason, c.exit_code, " \
+  "t.seq, t.id, t.title, t.description, t.instructions, t.deliverables, t.steps, "         \
+  "t.priority, t.queue, t.requires, t.after, t.owner, t.workdir, t.command, t.agent, "     \
+  "t.timeout_ms, t.max_attempts, t.review, t.repo, t.base_branch, t.metadata, t.result, "  \
+  "t.error, t.status, t.attempt, t.run_after, t.created_at, t.updated_at, t.started_at, "  \
+  "t.finished_at, "                                                                        \
+  "w.id, w.name, w.slot, w.hostname, w.pid, w.capabilities, w.queues, w.status, "          \
+  "w.heartbeat_interval_ms, w.registered_at, w.last_heartbeat_at, w.current_task_id, "     \
+  "w.reason, w.metadata, w.request, w.pool "                                               \
+  "FROM claims c JOIN tasks t ON t.id = c.task_id JOIN workers w ON w.id = c.worker_id "   \
+  "WHERE c.token = ANY($1::bigint[]) ORDER BY c.token FOR UPDATE OF c, t, w"
+#define DEPENDENTS_OF_TOKENS                                                          \
+  "SELECT c.task_id, coalesce((SELECT json_agg(d.task_id ORDER BY d.task_id) "        \
+  "FROM task_deps d WHERE d.depends_on = c.task_id)::text, '[]') FROM claims c WHERE " \
+  "c.token = ANY($1::bigint[])"
 constexpr int kClaimCols = 12;
 constexpr int kTaskCols = 30;
 
@@ -278,6 +298,19 @@ constexpr int kTaskCols = 30;
   "FROM picked"
 #define PICKED_CLAIMS \
   "SELECT count(*) FROM claims WHERE task_id = current_setting('tx.picked', true)"
+// The same for up to $6 rows (PickReady): the ids go into the setting as a JSON array. When no
+// row is picked the server need not evaluate `ids` at all, so the setting is emptied first
+// (RESET_PICKED, in the same round trip) and an empty one reads as no rows.
+#define RESET_PICKED "SELECT set_config('tx.picked', '', true)"
+#define PICK_MANY_FOR_CLAIM(pick)                                                             \
+  "WITH picked AS (" pick "ORDER BY priority DESC, seq LIMIT $6 FOR UPDATE SKIP LOCKED), "    \
+  "ids AS (SELECT set_config('tx.picked', coalesce(json_agg(id), '[]')::text, true) FROM "   \
+  "picked) SELECT picked.*, nextval('claims_token_seq') FROM picked, ids "                    \
+  "ORDER BY priority DESC, seq"
+#define PICKED_MANY_CLAIMS                                                                   \
+  "SELECT p.id, (SELECT count(*) FROM claims c WHERE c.task_id = p.id) FROM "                \
+  "jsonb_array_elements_text(coalesce(nullif(current_setting('tx.picked', true), ''), '[]')" \
+  "::jsonb) AS p(id)"
 
 // In a write transaction (READ COMMITTED) every task, claim and worker row that is read is
 // locked FOR UPDATE until the commit: a service's read-modify-write of a row then runs as if
@@ -441,6 +474,29 @@ class PgTxn final : public Txn {
     return t;
   }
 
+  Result<std::vector<Task>> PickReady(const PickCriteria& c, int limit) override {
+    if (!write_ || limit <= 1) return Txn::PickReady(c, limit);
+    Params p;
+    p.Add(ListText(c.queues))
+        .Add(c.now)
+        .Add(c.worker_name.empty() ? std::string("\x01") : c.worker_name)
+        .Add(c.worker_slot.empty() ? std::string("\x01") : c.worker_slot)
+        .Add(ListText(c.capabilities))
+        .Add(limit);
+    Rows r, claims;
+    c_.Queue(RESET_PICKED, {});
+    c_.Queue(c.queues.size() == 1 ? PICK_MANY_FOR_CLAIM(PICK_ONE_QUEUE)
+                                  : PICK_MANY_FOR_CLAIM(PICK_QUEUES),
+             p, &r);
+    c_.Queue(PICKED_MANY_CLAIMS, {}, &claims);
+    TX_RETURN_IF_ERROR(c_.Sync());
+    TX_ASSIGN_OR_RETURN(std::vector<Task> out, ReadAll<Task>(r, ReadTask));
+    for (int i = 0; i < r.size(); ++i) picked_[out[i].id].token = r.Int(i, kTaskCols);
+    for (int i = 0; i < claims.size(); ++i) picked_[claims.Text(i, 0)].claims = claims.Int(i, 1);
+    for (const Task& t : out) tasks_[t.id] = t;
+    return out;
+  }
+
   Result<std::optional<Millis>> NextReadyAt(const PickCriteria& c) override {
     TX_ASSIGN_OR_RETURN(Rows r,
                         c_.Exec("SELECT min(run_after) FROM tasks WHERE status = 'ready' "
@@ -539,6 +595,7 @@ class PgTxn final : public Txn {
         "renewed_count = $4, status = $5, ended_at = $6, end_reason = $7, "
         "exit_code = $8 WHERE token = $1 RETURNING 1) " EXPECT_ONE("$9"),
         p);
+    if (auto it = claims_.find(c.token); it != claims_.end()) it->second = c;
     return Ok();
   }
 
@@ -547,6 +604,7 @@ class PgTxn final : public Txn {
       TX_ASSIGN_OR_RETURN(Rows r, c_.Exec(GET_CLAIM, Params().Add(token)));
       return ReadOne<Claim>(r, ReadClaim);
     }
+    if (auto it = claims_.find(token); it != claims_.end()) return {it->second};
     Rows r, dependents;
     c_.Queue(GET_CLAIM_AND_ROWS, Params().Add(token), &r);
     c_.Queue(DEPENDENTS_OF_TOKEN, Params().Add(token), &dependents);
@@ -566,7 +624,42 @@ class PgTxn final : public Txn {
       workers_.emplace(w.id, std::move(w));
     }
     dependents_[claim->task_id] = JsonList(dependents.View(0, 0));
+    claims_[token] = *claim;
     return claim;
+  }
+
+  Status LockClaims(const std::vector<std::int64_t>& tokens) override {
+    if (!write_ || tokens.empty()) return Ok();
+    std::string list = "{";
+    for (std::int64_t t : tokens) {
+      if (list.size() > 1) list += ',';
+      list += std::to_string(t);
+    }
+    list += '}';
+    Rows r, dependents;
+    c_.Queue(GET_CLAIMS_AND_ROWS, Params().Add(list), &r);
+    c_.Queue(DEPENDENTS_OF_TOKENS, Params().Add(list), &dependents);
+    TX_RETURN_IF_ERROR(c_.Sync());
+    for (int i = 0; i < r.size(); ++i) {
+      Claim claim;
+      TX_RETURN_IF_ERROR(ReadClaim(r, i, claim));
+      // A row this transaction has already read (and may have changed) is kept as it is.
+      if (!tasks_.count(claim.task_id)) {
+        Task t;
+        TX_RETURN_IF_ERROR(ReadTask(r, i, t, kClaimCols));
+        tasks_.emplace(t.id, std::move(t));
+      }
+      if (!workers_.count(claim.worker_id)) {
+        Worker w;
+        TX_RETURN_IF_ERROR(ReadWorker(r, i, w, kClaimCols + kTaskCols));
+        workers_.emplace(w.id, std::move(w));
+      }
+      claims_.emplace(claim.token, std::move(claim));
+    }
+    for (int i = 0; i < dependents.size(); ++i) {
+      dependents_[dependents.Text(i, 0)] = JsonList(dependents.View(i, 1));
+    }
+    return Ok();
   }
 
   Result<std::optional<Claim>> GetActiveClaimForTask(std::string_view task_id) override {
@@ -880,6 +973,7 @@ class PgTxn final : public Txn {
   std::unordered_map<std::string, Worker> workers_;  // locked rows, likewise
   std::unordered_map<std::string, std::vector<std::string>> dependents_;
   std::unordered_map<std::string, Picked> picked_;
+  std::unordered_map<std::int64_t, Claim> claims_;  // locked rows, likewise (by token)
 };
 
 // The database server's clock, read without asking it: this machine's monotonic clock plus the
