@@ -439,6 +439,107 @@ TEST_P(StoreContract, GetClaimAfterLockClaimsSeesTheRowsAndTheTransactionsOwnWri
                   .ok());
 }
 
+// Many writes of a kind in one transaction (on PostgreSQL kept back and sent as one statement per
+// kind): each lands as last written, claims made in the transaction and then changed land
+// changed, events keep their order, and one missing row fails them all.
+TEST_P(StoreContract, ManyWritesInOneTransactionLandAsLastWrittenAndInOrder) {
+  for (const char* id : {"task-aaaaaaa1", "task-aaaaaaa2", "task-aaaaaaa3", "task-aaaaaaa4"}) {
+    Insert(NewTask(id));
+  }
+  Worker w;
+  w.id = "worker-aaaaaaaa";
+  w.name = "w";
+  ASSERT_TRUE(store_->Write([&](Txn& txn) { return txn.InsertWorker(w); }).ok());
+  std::vector<Claim> made;
+  ASSERT_TRUE(store_
+                  ->Write([&](Txn& txn) -> Status {
+                    made.clear();
+                    while (made.size() < 3) {
+                      TX_ASSIGN_OR_RETURN(std::vector<Task> got,
+                                          txn.PickReady(Default(), 3 - int(made.size())));
+                      if (got.empty()) return Error::Internal("ran out of tasks");
+                      for (Task& t : got) {
+                        t.status = TaskStatus::kRunning;
+                        t.attempt = 1;
+                        TX_RETURN_IF_ERROR(txn.UpdateTaskState(t));
+                        Claim c{0, t.id, w.id, 1, 100, 1000, 1100};
+                        TX_RETURN_IF_ERROR(txn.InsertClaim(c));
+                        made.push_back(c);
+                      }
+                    }
+                    Claim ended = made[0];
+                    ended.status = ClaimStatus::kCompleted;
+                    ended.ended_at = 150;
+                    ended.exit_code = 3;
+                    TX_RETURN_IF_ERROR(txn.UpdateClaim(ended));
+                    TX_ASSIGN_OR_RETURN(std::optional<Task> first, txn.GetTask("task-aaaaaaa1"));
+                    first->status = TaskStatus::kDone;
+                    first->result = "first";
+                    TX_RETURN_IF_ERROR(txn.UpdateTaskState(*first));
+                    first->result = "second";
+                    first->finished_at = 160;
+                    TX_RETURN_IF_ERROR(txn.UpdateTaskState(*first));
+                    TX_ASSIGN_OR_RETURN(std::optional<Task> fourth, txn.GetTask("task-aaaaaaa4"));
+                    fourth->error = "untouched otherwise";
+                    TX_RETURN_IF_ERROR(txn.UpdateTaskState(*fourth));
+                    for (int n = 1; n <= 4; ++n) {
+                      TX_RETURN_IF_ERROR(txn.AppendEventData("e" + std::to_string(n), 200 + n,
+                                                             "task-aaaaaaa1", w.id,
+                                                             "{\"n\":" + std::to_string(n) + "}"));
+                    }
+                    return Ok();
+                  })
+                  .ok());
+  ASSERT_EQ(made.size(), 3u);
+  ASSERT_TRUE(store_
+                  ->Read([&](Txn& txn) -> Status {
+                    auto first = txn.GetTask("task-aaaaaaa1");
+                    EXPECT_TRUE(first.ok() && *first && (*first)->status == TaskStatus::kDone &&
+                                (*first)->result == "second" && (*first)->finished_at == 160);
+                    auto third = txn.GetTask("task-aaaaaaa3");
+                    EXPECT_TRUE(third.ok() && *third && (*third)->status == TaskStatus::kRunning);
+                    auto fourth = txn.GetTask("task-aaaaaaa4");
+                    EXPECT_TRUE(fourth.ok() && *fourth && (*fourth)->status == TaskStatus::kReady &&
+                                (*fourth)->error == "untouched otherwise");
+                    auto c0 = txn.GetClaim(made[0].token);
+                    EXPECT_TRUE(c0.ok() && *c0 && (*c0)->status == ClaimStatus::kCompleted &&
+                                (*c0)->ended_at == 150 && (*c0)->exit_code == 3 &&
+                                (*c0)->task_id == made[0].task_id);
+                    auto c2 = txn.GetClaim(made[2].token);
+                    EXPECT_TRUE(c2.ok() && *c2 && (*c2)->status == ClaimStatus::kActive &&
+                                (*c2)->lease_expires_at == 1100);
+                    auto events = txn.ListEvents(0, 0);
+                    EXPECT_TRUE(events.ok() && events->size() == 4);
+                    if (events.ok() && events->size() == 4) {
+                      for (int n = 1; n <= 4; ++n) {
+                        const Event& e = (*events)[n - 1];
+                        EXPECT_EQ(e.type, "e" + std::to_string(n));
+                        EXPECT_EQ(e.at, 200 + n);
+                        EXPECT_EQ(e.data["n"], n);
+                      }
+                    }
+                    return Ok();
+                  })
+                  .ok());
+
+  Status s = store_->Write([&](Txn& txn) -> Status {
+    for (const char* id : {"task-aaaaaaa4", "task-missing0", "task-aaaaaaa2"}) {
+      Task t = NewTask(id);
+      t.status = TaskStatus::kFailed;
+      TX_RETURN_IF_ERROR(txn.UpdateTaskState(t));
+    }
+    return Ok();
+  });
+  EXPECT_FALSE(s.ok());
+  ASSERT_TRUE(store_
+                  ->Read([&](Txn& txn) -> Status {
+                    auto fourth = txn.GetTask("task-aaaaaaa4");
+                    EXPECT_TRUE(fourth.ok() && *fourth && (*fourth)->status == TaskStatus::kReady);
+                    return Ok();
+                  })
+                  .ok());
+}
+
 TEST_P(StoreContract, EventsAreNumberedInOrder) {
   std::vector<std::int64_t> ids;
   for (int i = 0; i < 3; ++i) {

@@ -25,6 +25,11 @@ namespace {
 // dropped connection before it gives up with that error.
 constexpr int kMaxAttempts = 50;
 
+// Kept-back writes of one kind (PgTxn::FlushWrites) go as one statement from this many rows; fewer
+// go one statement each, which costs the server less than unpacking a JSON document (the one
+// or two of a transaction that claims or reports a single task).
+constexpr std::size_t kSetWriteRows = 3;
+
 // Taken once by a transaction before its first event (see tx_event_horizon in migrations.cc).
 #define EVENT_FENCE                                                            \
   "SELECT pg_advisory_xact_lock_shared(1953890304 + (last_value >> 31)::int, " \
@@ -328,15 +333,31 @@ class PgTxn final : public Txn {
   bool made_ready() const { return made_ready_; }
   void WakeWatchersOnCommit() override { made_ready_ = true; }
 
+  // Sends the writes kept back (queued: they go with the next statement that is answered, or the
+  // COMMIT). Task-state updates, claim updates, claim inserts and events are kept back until
+  // anything else is sent, then go as one statement per kind — claim updates, claim inserts, task
+  // states, events, in that order — which is what lets a batch of claims cost a few statements
+  // instead of six per task. Within a kind a row's last write stands for all of its writes (each
+  // writes every column it owns); across kinds the order above is safe because none of them
+  // reads another's rows (the claims' foreign keys point at tasks and workers already written,
+  // and a claim ended before another of its task's is inserted comes first).
+  void FlushWrites() {
+    FlushClaimUpdates();
+    FlushClaimInserts();
+    FlushTaskStates();
+    FlushEvents();
+    pending_claim_at_.clear();
+  }
+
   Result<std::optional<Task>> GetTask(std::string_view id) override {
     if (write_) {
       if (auto it = tasks_.find(std::string(id)); it != tasks_.end()) return {it->second};
-      TX_ASSIGN_OR_RETURN(Rows r, c_.Exec(GET_TASK " FOR UPDATE", Params().Add(id)));
+      TX_ASSIGN_OR_RETURN(Rows r, Exec(GET_TASK " FOR UPDATE", Params().Add(id)));
       TX_ASSIGN_OR_RETURN(std::optional<Task> t, ReadOne<Task>(r, ReadTask));
       if (t) tasks_[t->id] = *t;
       return t;
     }
-    TX_ASSIGN_OR_RETURN(Rows r, c_.Exec(GET_TASK, Params().Add(id)));
+    TX_ASSIGN_OR_RETURN(Rows r, Exec(GET_TASK, Params().Add(id)));
     return ReadOne<Task>(r, ReadTask);
   }
 
@@ -351,7 +372,7 @@ class PgTxn final : public Txn {
       p.AddNull();  // LIMIT NULL: no limit
     }
     p.Add(f.cursor);
-    TX_ASSIGN_OR_RETURN(Rows r, c_.Exec(f.newest_first ? "SELECT " TASK_COLS " FROM tasks "
+    TX_ASSIGN_OR_RETURN(Rows r, Exec(f.newest_first ? "SELECT " TASK_COLS " FROM tasks "
                                                          "WHERE ($1 = '' OR status::text = $1) "
                                                          "AND ($2 = '' OR queue = $2) "
                                                          "AND ($3 = '' OR owner = $3) "
@@ -369,7 +390,7 @@ class PgTxn final : public Txn {
   Status InsertTask(Task& t) override {
     made_ready_ = made_ready_ || t.status == TaskStatus::kReady;
     TX_ASSIGN_OR_RETURN(
-        Rows r, c_.Exec("INSERT INTO tasks (" TASK_COLS ") VALUES (DEFAULT, $1, $2, $3, $4, $5, "
+        Rows r, Exec("INSERT INTO tasks (" TASK_COLS ") VALUES (DEFAULT, $1, $2, $3, $4, $5, "
                         "$6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, "
                         "$21, $22, $23, $24, $25, $26, $27, $28, $29) RETURNING seq",
                         TaskParams(t)));
@@ -383,7 +404,7 @@ class PgTxn final : public Txn {
     made_ready_ = made_ready_ || t.status == TaskStatus::kReady;
     Params p = TaskParams(t);
     p.Add("task " + t.id + " not found");
-    c_.Queue(
+    Queue(
         "WITH u AS (UPDATE tasks SET title = $2, description = $3, instructions = $4, "
         "deliverables = $5, steps = $6, priority = $7, queue = $8, "
         "requires = $9, after = $10, owner = $11, workdir = $12, "
@@ -403,22 +424,15 @@ class PgTxn final : public Txn {
 
   Status UpdateTaskState(const Task& t) override {
     made_ready_ = made_ready_ || t.status == TaskStatus::kReady;
-    Params p;
-    p.Add(t.id)
-        .Add(ToString(t.status))
-        .Add(t.attempt)
-        .Add(t.run_after)
-        .Add(t.result)
-        .Add(t.error)
-        .Add(t.updated_at)
-        .Add(t.started_at)
-        .Add(t.finished_at)
-        .Add("task " + t.id + " not found");
-    c_.Queue(
-        "WITH u AS (UPDATE tasks SET status = $2, attempt = $3, run_after = $4, "
-        "result = $5, error = $6, updated_at = $7, started_at = $8, "
-        "finished_at = $9 WHERE id = $1 RETURNING 1) " EXPECT_ONE("$10"),
-        p);
+    // Kept back (FlushWrites): a second write of the row replaces the first.
+    TaskState state{t.id,         t.status,     t.attempt,    t.run_after, t.result,
+                    t.error,      t.updated_at, t.started_at, t.finished_at};
+    if (auto at = pending_state_at_.find(t.id); at != pending_state_at_.end()) {
+      pending_states_[at->second] = std::move(state);
+    } else {
+      pending_state_at_.emplace(t.id, pending_states_.size());
+      pending_states_.push_back(std::move(state));
+    }
     if (auto it = tasks_.find(t.id); it != tasks_.end()) {
       Task& cached = it->second;
       cached.status = t.status;
@@ -436,9 +450,9 @@ class PgTxn final : public Txn {
   Status ReplaceDependencies(const std::string& task_id,
                              const std::vector<std::string>& after) override {
     dependents_.clear();
-    c_.Queue("DELETE FROM task_deps WHERE task_id = $1", Params().Add(task_id));
+    Queue("DELETE FROM task_deps WHERE task_id = $1", Params().Add(task_id));
     for (const auto& dep : after) {
-      c_.Queue(
+      Queue(
           "INSERT INTO task_deps (task_id, depends_on) VALUES ($1, $2) "
           "ON CONFLICT DO NOTHING",
           Params().Add(task_id).Add(dep));
@@ -459,13 +473,13 @@ class PgTxn final : public Txn {
     bool one = c.queues.size() == 1;
     if (!write_) {
       TX_ASSIGN_OR_RETURN(Rows r,
-                          c_.Exec(one ? PICK_ONE_QUEUE PICK_ORDER : PICK_QUEUES PICK_ORDER, p));
+                          Exec(one ? PICK_ONE_QUEUE PICK_ORDER : PICK_QUEUES PICK_ORDER, p));
       return ReadOne<Task>(r, ReadTask);
     }
     Rows r, claims;
-    c_.Queue(one ? PICK_FOR_CLAIM(PICK_ONE_QUEUE) : PICK_FOR_CLAIM(PICK_QUEUES), p, &r);
-    c_.Queue(PICKED_CLAIMS, {}, &claims);
-    TX_RETURN_IF_ERROR(c_.Sync());
+    Queue(one ? PICK_FOR_CLAIM(PICK_ONE_QUEUE) : PICK_FOR_CLAIM(PICK_QUEUES), p, &r);
+    Queue(PICKED_CLAIMS, {}, &claims);
+    TX_RETURN_IF_ERROR(Sync());
     TX_ASSIGN_OR_RETURN(std::optional<Task> t, ReadOne<Task>(r, ReadTask));
     if (t) {
       tasks_[t->id] = *t;
@@ -484,12 +498,12 @@ class PgTxn final : public Txn {
         .Add(ListText(c.capabilities))
         .Add(limit);
     Rows r, claims;
-    c_.Queue(RESET_PICKED, {});
-    c_.Queue(c.queues.size() == 1 ? PICK_MANY_FOR_CLAIM(PICK_ONE_QUEUE)
+    Queue(RESET_PICKED, {});
+    Queue(c.queues.size() == 1 ? PICK_MANY_FOR_CLAIM(PICK_ONE_QUEUE)
                                   : PICK_MANY_FOR_CLAIM(PICK_QUEUES),
              p, &r);
-    c_.Queue(PICKED_MANY_CLAIMS, {}, &claims);
-    TX_RETURN_IF_ERROR(c_.Sync());
+    Queue(PICKED_MANY_CLAIMS, {}, &claims);
+    TX_RETURN_IF_ERROR(Sync());
     TX_ASSIGN_OR_RETURN(std::vector<Task> out, ReadAll<Task>(r, ReadTask));
     for (int i = 0; i < r.size(); ++i) picked_[out[i].id].token = r.Int(i, kTaskCols);
     for (int i = 0; i < claims.size(); ++i) picked_[claims.Text(i, 0)].claims = claims.Int(i, 1);
@@ -499,7 +513,7 @@ class PgTxn final : public Txn {
 
   Result<std::optional<Millis>> NextReadyAt(const PickCriteria& c) override {
     TX_ASSIGN_OR_RETURN(Rows r,
-                        c_.Exec("SELECT min(run_after) FROM tasks WHERE status = 'ready' "
+                        Exec("SELECT min(run_after) FROM tasks WHERE status = 'ready' "
                                 "AND queue IN (SELECT jsonb_array_elements_text($1::jsonb)) "
                                 "AND run_after > $2",
                                 Params().Add(ListText(c.queues)).Add(c.now)));
@@ -511,7 +525,7 @@ class PgTxn final : public Txn {
     if (auto it = dependents_.find(std::string(task_id)); it != dependents_.end()) {
       return it->second;
     }
-    TX_ASSIGN_OR_RETURN(Rows r, c_.Exec("SELECT task_id FROM task_deps WHERE depends_on = $1 "
+    TX_ASSIGN_OR_RETURN(Rows r, Exec("SELECT task_id FROM task_deps WHERE depends_on = $1 "
                                         "ORDER BY task_id",
                                         Params().Add(task_id)));
     return FirstColumn(r);
@@ -519,14 +533,14 @@ class PgTxn final : public Txn {
 
   Result<std::vector<std::string>> ListRunningTasksWithoutActiveClaim() override {
     TX_ASSIGN_OR_RETURN(Rows r,
-                        c_.Exec("SELECT id FROM tasks t WHERE status = 'running' AND NOT EXISTS "
+                        Exec("SELECT id FROM tasks t WHERE status = 'running' AND NOT EXISTS "
                                 "(SELECT 1 FROM claims c WHERE c.task_id = t.id AND "
                                 "c.status = 'active') ORDER BY seq"));
     return FirstColumn(r);
   }
 
   Result<std::vector<StatusCount>> CountTasks() override {
-    TX_ASSIGN_OR_RETURN(Rows r, c_.Exec("SELECT status, queue, count(*) FROM tasks "
+    TX_ASSIGN_OR_RETURN(Rows r, Exec("SELECT status, queue, count(*) FROM tasks "
                                         "GROUP BY status, queue ORDER BY queue, status::text"));
     std::vector<StatusCount> out;
     for (int i = 0; i < r.size(); ++i) {
@@ -537,7 +551,7 @@ class PgTxn final : public Txn {
   }
 
   Result<std::int64_t> CountReadyTasks() override {
-    TX_ASSIGN_OR_RETURN(Rows r, c_.Exec("SELECT count(*) FROM tasks WHERE status = 'ready'"));
+    TX_ASSIGN_OR_RETURN(Rows r, Exec("SELECT count(*) FROM tasks WHERE status = 'ready'"));
     return r.Int(0, 0);
   }
 
@@ -560,17 +574,14 @@ class PgTxn final : public Txn {
       c.token = picked->second.token;
       picked->second.token = 0;
       ++picked->second.claims;
-      p.Add(c.token);
-      c_.Queue(
-          "INSERT INTO claims (task_id, worker_id, attempt, claimed_at, lease_ms, "
-          "lease_expires_at, renewed_count, status, ended_at, end_reason, exit_code, "
-          "token) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
-          p);
+      // Kept back (FlushWrites), with the token it already has.
+      pending_claim_at_[c.token] = {true, pending_inserts_.size()};
+      pending_inserts_.push_back(c);
       return Ok();
     }
     if (picked != picked_.end()) ++picked->second.claims;
     TX_ASSIGN_OR_RETURN(
-        Rows r, c_.Exec("INSERT INTO claims (task_id, worker_id, attempt, claimed_at, lease_ms, "
+        Rows r, Exec("INSERT INTO claims (task_id, worker_id, attempt, claimed_at, lease_ms, "
                         "lease_expires_at, renewed_count, status, ended_at, end_reason, "
                         "exit_code) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) "
                         "RETURNING token",
@@ -580,35 +591,28 @@ class PgTxn final : public Txn {
   }
 
   Status UpdateClaim(const Claim& c) override {
-    Params p;
-    p.Add(c.token)
-        .Add(c.lease_ms)
-        .Add(c.lease_expires_at)
-        .Add(c.renewed_count)
-        .Add(ToString(c.status))
-        .Add(c.ended_at)
-        .Add(ToString(c.end_reason))
-        .Add(c.exit_code)
-        .Add("claim " + std::to_string(c.token) + " not found");
-    c_.Queue(
-        "WITH u AS (UPDATE claims SET lease_ms = $2, lease_expires_at = $3, "
-        "renewed_count = $4, status = $5, ended_at = $6, end_reason = $7, "
-        "exit_code = $8 WHERE token = $1 RETURNING 1) " EXPECT_ONE("$9"),
-        p);
+    // Kept back (FlushWrites). A claim inserted in this transaction is still to be sent: its
+    // insert takes the new values.
+    if (auto at = pending_claim_at_.find(c.token); at != pending_claim_at_.end()) {
+      (at->second.inserted ? pending_inserts_ : pending_updates_)[at->second.index] = c;
+    } else {
+      pending_claim_at_[c.token] = {false, pending_updates_.size()};
+      pending_updates_.push_back(c);
+    }
     if (auto it = claims_.find(c.token); it != claims_.end()) it->second = c;
     return Ok();
   }
 
   Result<std::optional<Claim>> GetClaim(std::int64_t token) override {
     if (!write_) {
-      TX_ASSIGN_OR_RETURN(Rows r, c_.Exec(GET_CLAIM, Params().Add(token)));
+      TX_ASSIGN_OR_RETURN(Rows r, Exec(GET_CLAIM, Params().Add(token)));
       return ReadOne<Claim>(r, ReadClaim);
     }
     if (auto it = claims_.find(token); it != claims_.end()) return {it->second};
     Rows r, dependents;
-    c_.Queue(GET_CLAIM_AND_ROWS, Params().Add(token), &r);
-    c_.Queue(DEPENDENTS_OF_TOKEN, Params().Add(token), &dependents);
-    TX_RETURN_IF_ERROR(c_.Sync());
+    Queue(GET_CLAIM_AND_ROWS, Params().Add(token), &r);
+    Queue(DEPENDENTS_OF_TOKEN, Params().Add(token), &dependents);
+    TX_RETURN_IF_ERROR(Sync());
     if (r.empty()) return std::optional<Claim>();
     std::optional<Claim> claim(std::in_place);
     TX_RETURN_IF_ERROR(ReadClaim(r, 0, *claim));
@@ -637,9 +641,9 @@ class PgTxn final : public Txn {
     }
     list += '}';
     Rows r, dependents;
-    c_.Queue(GET_CLAIMS_AND_ROWS, Params().Add(list), &r);
-    c_.Queue(DEPENDENTS_OF_TOKENS, Params().Add(list), &dependents);
-    TX_RETURN_IF_ERROR(c_.Sync());
+    Queue(GET_CLAIMS_AND_ROWS, Params().Add(list), &r);
+    Queue(DEPENDENTS_OF_TOKENS, Params().Add(list), &dependents);
+    TX_RETURN_IF_ERROR(Sync());
     for (int i = 0; i < r.size(); ++i) {
       Claim claim;
       TX_RETURN_IF_ERROR(ReadClaim(r, i, claim));
@@ -665,12 +669,12 @@ class PgTxn final : public Txn {
   Result<std::optional<Claim>> GetActiveClaimForTask(std::string_view task_id) override {
 #define ACTIVE_CLAIM "SELECT " CLAIM_COLS " FROM claims WHERE task_id = $1 AND status = 'active'"
     TX_ASSIGN_OR_RETURN(
-        Rows r, c_.Exec(write_ ? ACTIVE_CLAIM " FOR UPDATE" : ACTIVE_CLAIM, Params().Add(task_id)));
+        Rows r, Exec(write_ ? ACTIVE_CLAIM " FOR UPDATE" : ACTIVE_CLAIM, Params().Add(task_id)));
     return ReadOne<Claim>(r, ReadClaim);
   }
 
   Result<std::vector<Claim>> ListClaimsForTask(std::string_view task_id) override {
-    TX_ASSIGN_OR_RETURN(Rows r, c_.Exec("SELECT " CLAIM_COLS " FROM claims "
+    TX_ASSIGN_OR_RETURN(Rows r, Exec("SELECT " CLAIM_COLS " FROM claims "
                                         "WHERE task_id = $1 ORDER BY token",
                                         Params().Add(task_id)));
     return ReadAll<Claim>(r, ReadClaim);
@@ -678,7 +682,7 @@ class PgTxn final : public Txn {
 
   Result<std::vector<Claim>> ListActiveClaims() override {
 #define ACTIVE_CLAIMS "SELECT " CLAIM_COLS " FROM claims WHERE status = 'active' ORDER BY token"
-    TX_ASSIGN_OR_RETURN(Rows r, c_.Exec(write_ ? ACTIVE_CLAIMS " FOR UPDATE" : ACTIVE_CLAIMS));
+    TX_ASSIGN_OR_RETURN(Rows r, Exec(write_ ? ACTIVE_CLAIMS " FOR UPDATE" : ACTIVE_CLAIMS));
     return ReadAll<Claim>(r, ReadClaim);
   }
 
@@ -688,7 +692,7 @@ class PgTxn final : public Txn {
   " FROM claims WHERE status = 'active' AND lease_expires_at <= $1 " \
   "ORDER BY token"
     TX_ASSIGN_OR_RETURN(
-        Rows r, c_.Exec(write_ ? EXPIRED_CLAIMS " FOR UPDATE" : EXPIRED_CLAIMS, Params().Add(now)));
+        Rows r, Exec(write_ ? EXPIRED_CLAIMS " FOR UPDATE" : EXPIRED_CLAIMS, Params().Add(now)));
     return ReadAll<Claim>(r, ReadClaim);
   }
 
@@ -697,12 +701,12 @@ class PgTxn final : public Txn {
       return static_cast<int>(it->second.claims);
     }
     TX_ASSIGN_OR_RETURN(
-        Rows r, c_.Exec("SELECT count(*) FROM claims WHERE task_id = $1", Params().Add(task_id)));
+        Rows r, Exec("SELECT count(*) FROM claims WHERE task_id = $1", Params().Add(task_id)));
     return static_cast<int>(r.Int(0, 0));
   }
 
   Status InsertWorker(const Worker& w) override {
-    c_.Queue("INSERT INTO workers (" WORKER_COLS
+    Queue("INSERT INTO workers (" WORKER_COLS
              ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, "
              "$10, $11, $12, $13, $14, $15, $16)",
              WorkerParams(w));
@@ -713,7 +717,7 @@ class PgTxn final : public Txn {
   Status UpdateWorker(const Worker& w) override {
     Params p = WorkerParams(w);
     p.Add("worker " + w.id + " not found");
-    c_.Queue(
+    Queue(
         "WITH u AS (UPDATE workers SET name = $2, slot = $3, hostname = $4, pid = $5, "
         "capabilities = $6, queues = $7, status = $8, "
         "heartbeat_interval_ms = $9, registered_at = $10, "
@@ -752,7 +756,7 @@ class PgTxn final : public Txn {
     Params p;
     p.Add(rows.dump()).Add(static_cast<std::int64_t>(workers.size()));
     p.Add("of " + std::to_string(workers.size()) + " workers to update, some were not found");
-    c_.Queue(
+    Queue(
         "WITH v AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS v(id text, name text, "
         "slot text, hostname text, pid bigint, capabilities text, queues text, status text, "
         "heartbeat_interval_ms bigint, registered_at bigint, last_heartbeat_at bigint, "
@@ -777,12 +781,12 @@ class PgTxn final : public Txn {
 #define GET_WORKER "SELECT " WORKER_COLS " FROM workers WHERE id = $1"
     if (write_) {
       if (auto it = workers_.find(std::string(id)); it != workers_.end()) return {it->second};
-      TX_ASSIGN_OR_RETURN(Rows r, c_.Exec(GET_WORKER " FOR UPDATE", Params().Add(id)));
+      TX_ASSIGN_OR_RETURN(Rows r, Exec(GET_WORKER " FOR UPDATE", Params().Add(id)));
       TX_ASSIGN_OR_RETURN(std::optional<Worker> w, ReadOne<Worker>(r, ReadWorker));
       if (w) workers_[w->id] = *w;
       return w;
     }
-    TX_ASSIGN_OR_RETURN(Rows r, c_.Exec(GET_WORKER, Params().Add(id)));
+    TX_ASSIGN_OR_RETURN(Rows r, Exec(GET_WORKER, Params().Add(id)));
     return ReadOne<Worker>(r, ReadWorker);
   }
 
@@ -805,7 +809,7 @@ class PgTxn final : public Txn {
   "(SELECT jsonb_array_elements_text($1::jsonb)) ORDER BY registered_at DESC, seq DESC"
     const char* sql = only_live ? (write_ ? LIVE_WORKERS " FOR UPDATE" : LIVE_WORKERS)
                                 : (write_ ? SOME_WORKERS " FOR UPDATE" : SOME_WORKERS);
-    TX_ASSIGN_OR_RETURN(Rows r, c_.Exec(sql, Params().Add(ListText(names))));
+    TX_ASSIGN_OR_RETURN(Rows r, Exec(sql, Params().Add(ListText(names))));
     TX_ASSIGN_OR_RETURN(std::vector<Worker> out, ReadAll<Worker>(r, ReadWorker));
     if (write_) {
       for (const auto& w : out) workers_[w.id] = w;  // as this transaction left them: locked
@@ -821,7 +825,7 @@ class PgTxn final : public Txn {
   " FROM workers WHERE id = ANY(ARRAY" \
   "(SELECT jsonb_array_elements_text($1::jsonb))) ORDER BY id"
     TX_ASSIGN_OR_RETURN(Rows r,
-                        c_.Exec(write_ ? SOME_WORKERS_BY_ID " FOR UPDATE" : SOME_WORKERS_BY_ID,
+                        Exec(write_ ? SOME_WORKERS_BY_ID " FOR UPDATE" : SOME_WORKERS_BY_ID,
                                 Params().Add(ListText(ids))));
     TX_ASSIGN_OR_RETURN(std::vector<Worker> out, ReadAll<Worker>(r, ReadWorker));
     if (write_) {
@@ -836,7 +840,7 @@ class PgTxn final : public Txn {
   "SELECT " WORKER_COLS                                           \
   " FROM workers WHERE status <> 'stopped' AND status <> 'dead' " \
   "AND slot = $1 AND pool = $2 ORDER BY registered_at DESC, seq DESC"
-    TX_ASSIGN_OR_RETURN(Rows r, c_.Exec(write_ ? SLOT_WORKERS " FOR UPDATE" : SLOT_WORKERS,
+    TX_ASSIGN_OR_RETURN(Rows r, Exec(write_ ? SLOT_WORKERS " FOR UPDATE" : SLOT_WORKERS,
                                         Params().Add(slot).Add(pool)));
     TX_ASSIGN_OR_RETURN(std::vector<Worker> out, ReadAll<Worker>(r, ReadWorker));
     if (write_) {
@@ -849,7 +853,7 @@ class PgTxn final : public Txn {
     FenceEvents();
     TX_ASSIGN_OR_RETURN(
         Rows r,
-        c_.Exec("INSERT INTO events (type, at, task_id, worker_id, data) "
+        Exec("INSERT INTO events (type, at, task_id, worker_id, data) "
                 "VALUES ($1, $2, $3, $4, $5) RETURNING id",
                 Params().Add(e.type).Add(e.at).Add(e.task_id).Add(e.worker_id).Add(e.data.dump())));
     e.id = r.Int(0, 0);
@@ -859,8 +863,7 @@ class PgTxn final : public Txn {
   Status AppendEventData(const std::string& type, Millis at, const std::string& task_id,
                          const std::string& worker_id, std::string_view data) override {
     FenceEvents();
-    c_.Queue("INSERT INTO events (type, at, task_id, worker_id, data) VALUES ($1, $2, $3, $4, $5)",
-             Params().Add(type).Add(at).Add(task_id).Add(worker_id).Add(data));
+    pending_events_.push_back({type, at, task_id, worker_id, std::string(data)});  // FlushWrites
     return Ok();
   }
 
@@ -874,7 +877,7 @@ class PgTxn final : public Txn {
     }
     // Only events older than the horizon (tx_event_horizon, migrations.cc): a follower never
     // steps past an id that is still to commit.
-    TX_ASSIGN_OR_RETURN(Rows r, c_.Exec("SELECT id, type, at, task_id, worker_id, data "
+    TX_ASSIGN_OR_RETURN(Rows r, Exec("SELECT id, type, at, task_id, worker_id, data "
                                         "FROM events WHERE id > $1 AND id < "
                                         "(SELECT tx_event_horizon()) ORDER BY id LIMIT $2",
                                         p));
@@ -888,7 +891,7 @@ class PgTxn final : public Txn {
   }
 
   Result<std::int64_t> LastEventId() override {
-    TX_ASSIGN_OR_RETURN(Rows r, c_.Exec("SELECT coalesce(max(id), 0) FROM events "
+    TX_ASSIGN_OR_RETURN(Rows r, Exec("SELECT coalesce(max(id), 0) FROM events "
                                         "WHERE id < (SELECT tx_event_horizon())"));
     return r.Int(0, 0);
   }
@@ -897,14 +900,14 @@ class PgTxn final : public Txn {
   "id, dir, status, pid, hostname, started_at, seen_at, config, request, pool"
 #define GET_ORCHESTRATOR "SELECT " ORCHESTRATOR_COLS " FROM orchestrators WHERE id = $1"
   Result<std::optional<OrchestratorState>> GetOrchestrator(std::string_view id) override {
-    TX_ASSIGN_OR_RETURN(Rows r, c_.Exec(write_ ? GET_ORCHESTRATOR " FOR UPDATE" : GET_ORCHESTRATOR,
+    TX_ASSIGN_OR_RETURN(Rows r, Exec(write_ ? GET_ORCHESTRATOR " FOR UPDATE" : GET_ORCHESTRATOR,
                                         Params().Add(id)));
     return ReadOne<OrchestratorState>(r, ReadOrchestrator);
   }
 
   Result<std::vector<OrchestratorState>> ListOrchestrators() override {
     TX_ASSIGN_OR_RETURN(Rows r,
-                        c_.Exec("SELECT " ORCHESTRATOR_COLS " FROM orchestrators ORDER BY id"));
+                        Exec("SELECT " ORCHESTRATOR_COLS " FROM orchestrators ORDER BY id"));
     return ReadAll<OrchestratorState>(r, ReadOrchestrator);
   }
 
@@ -920,7 +923,7 @@ class PgTxn final : public Txn {
         .Add(o.config.dump())
         .Add(o.request.dump())
         .Add(o.pool.dump());
-    c_.Queue("INSERT INTO orchestrators (" ORCHESTRATOR_COLS
+    Queue("INSERT INTO orchestrators (" ORCHESTRATOR_COLS
              ") VALUES ($1, $2, $3, $4, $5, $6, "
              "$7, $8, $9, $10) ON CONFLICT (id) DO UPDATE SET dir = EXCLUDED.dir, "
              "status = EXCLUDED.status, pid = EXCLUDED.pid, hostname = EXCLUDED.hostname, "
@@ -933,13 +936,13 @@ class PgTxn final : public Txn {
   Result<ReconcilerRecord> GetReconcilerRecord() override {
 #define GET_RECONCILER \
   "SELECT leader, leader_since, last_reconcile_at, last_report FROM orchestrator WHERE id = 1"
-    TX_ASSIGN_OR_RETURN(Rows r, c_.Exec(write_ ? GET_RECONCILER " FOR UPDATE" : GET_RECONCILER));
+    TX_ASSIGN_OR_RETURN(Rows r, Exec(write_ ? GET_RECONCILER " FOR UPDATE" : GET_RECONCILER));
     if (r.empty()) return Error::Internal("the reconciler's row is missing");
     return ReconcilerRecord{r.Text(0, 0), r.Int(0, 1), r.Int(0, 2), Object(r.Text(0, 3))};
   }
 
   Status PutReconcilerRecord(const ReconcilerRecord& rec) override {
-    c_.Queue(
+    Queue(
         "UPDATE orchestrator SET leader = $1, leader_since = $2, last_reconcile_at = $3, "
         "last_report = $4 WHERE id = 1",
         Params()
@@ -951,12 +954,240 @@ class PgTxn final : public Txn {
   }
 
  private:
+  // Every statement but the kept-back writes goes through these: the writes kept back go first.
+  Result<Rows> Exec(const char* sql, const Params& params = {}) {
+    FlushWrites();
+    return c_.Exec(sql, params);
+  }
+  void Queue(const char* sql, const Params& params, Rows* out = nullptr) {
+    FlushWrites();
+    c_.Queue(sql, params, out);
+  }
+  Status Sync() {
+    FlushWrites();
+    return c_.Sync();
+  }
+
+  // The JSON array of a batch's rows, or nullopt when some text is not valid UTF-8 (the rows
+  // then go one statement each, and the server judges the text as it would have).
+  static std::optional<std::string> JsonRows(const nlohmann::json& rows) {
+    try {
+      return rows.dump();
+    } catch (const nlohmann::json::exception&) {
+      return std::nullopt;
+    }
+  }
+
+  void QueueClaimUpdate(const Claim& c) {
+    Params p;
+    p.Add(c.token)
+        .Add(c.lease_ms)
+        .Add(c.lease_expires_at)
+        .Add(c.renewed_count)
+        .Add(ToString(c.status))
+        .Add(c.ended_at)
+        .Add(ToString(c.end_reason))
+        .Add(c.exit_code)
+        .Add("claim " + std::to_string(c.token) + " not found");
+    c_.Queue(
+        "WITH u AS (UPDATE claims SET lease_ms = $2, lease_expires_at = $3, "
+        "renewed_count = $4, status = $5, ended_at = $6, end_reason = $7, "
+        "exit_code = $8 WHERE token = $1 RETURNING 1) " EXPECT_ONE("$9"),
+        p);
+  }
+
+  void FlushClaimUpdates() {
+    if (pending_updates_.empty()) return;
+    std::vector<Claim> claims = std::move(pending_updates_);
+    pending_updates_.clear();
+    std::optional<std::string> rows;
+    if (claims.size() >= kSetWriteRows) {
+      nlohmann::json j = nlohmann::json::array();
+      for (const Claim& c : claims) {
+        j.push_back({{"token", c.token},
+                     {"lease_ms", c.lease_ms},
+                     {"lease_expires_at", c.lease_expires_at},
+                     {"renewed_count", c.renewed_count},
+                     {"status", ToString(c.status)},
+                     {"ended_at", c.ended_at},
+                     {"end_reason", ToString(c.end_reason)},
+                     {"exit_code", c.exit_code ? nlohmann::json(*c.exit_code) : nullptr}});
+      }
+      rows = JsonRows(j);
+    }
+    if (!rows) {
+      for (const Claim& c : claims) QueueClaimUpdate(c);
+      return;
+    }
+    Params p;
+    p.Add(*rows).Add(static_cast<std::int64_t>(claims.size()));
+    p.Add("of " + std::to_string(claims.size()) + " claims to update, some were not found");
+    c_.Queue(
+        "WITH v AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS v(token bigint, "
+        "lease_ms bigint, lease_expires_at bigint, renewed_count integer, status text, "
+        "ended_at bigint, end_reason text, exit_code integer)), "
+        "u AS (UPDATE claims c SET lease_ms = v.lease_ms, lease_expires_at = v.lease_expires_at, "
+        "renewed_count = v.renewed_count, status = v.status::tx_claim_status, "
+        "ended_at = v.ended_at, end_reason = v.end_reason, exit_code = v.exit_code FROM v "
+        "WHERE c.token = v.token AND c.token = ANY(ARRAY(SELECT token FROM v)) RETURNING 1) "
+        "SELECT tx_expect_one((count(*) = $2)::int, $3) FROM u",
+        p);
+  }
+
+  void FlushClaimInserts() {
+    if (pending_inserts_.empty()) return;
+    std::vector<Claim> claims = std::move(pending_inserts_);
+    pending_inserts_.clear();
+    std::optional<std::string> rows;
+    if (claims.size() >= kSetWriteRows) {
+      nlohmann::json j = nlohmann::json::array();
+      for (const Claim& c : claims) {
+        j.push_back({{"token", c.token},
+                     {"task_id", c.task_id},
+                     {"worker_id", c.worker_id},
+                     {"attempt", c.attempt},
+                     {"claimed_at", c.claimed_at},
+                     {"lease_ms", c.lease_ms},
+                     {"lease_expires_at", c.lease_expires_at},
+                     {"renewed_count", c.renewed_count},
+                     {"status", ToString(c.status)},
+                     {"ended_at", c.ended_at},
+                     {"end_reason", ToString(c.end_reason)},
+                     {"exit_code", c.exit_code ? nlohmann::json(*c.exit_code) : nullptr}});
+      }
+      rows = JsonRows(j);
+    }
+    if (rows) {
+      c_.Queue(
+          "INSERT INTO claims (task_id, worker_id, attempt, claimed_at, lease_ms, "
+          "lease_expires_at, renewed_count, status, ended_at, end_reason, exit_code, token) "
+          "SELECT task_id, worker_id, attempt, claimed_at, lease_ms, lease_expires_at, "
+          "renewed_count, status::tx_claim_status, ended_at, end_reason, exit_code, token "
+          "FROM jsonb_to_recordset($1::jsonb) AS v(token bigint, task_id text, worker_id text, "
+          "attempt integer, claimed_at bigint, lease_ms bigint, lease_expires_at bigint, "
+          "renewed_count integer, status text, ended_at bigint, end_reason text, "
+          "exit_code integer) ORDER BY token",
+          Params().Add(*rows));
+      return;
+    }
+    for (const Claim& c : claims) {
+      Params p;
+      p.Add(c.task_id)
+          .Add(c.worker_id)
+          .Add(c.attempt)
+          .Add(c.claimed_at)
+          .Add(c.lease_ms)
+          .Add(c.lease_expires_at)
+          .Add(c.renewed_count)
+          .Add(ToString(c.status))
+          .Add(c.ended_at)
+          .Add(ToString(c.end_reason))
+          .Add(c.exit_code)
+          .Add(c.token);
+      c_.Queue(
+          "INSERT INTO claims (task_id, worker_id, attempt, claimed_at, lease_ms, "
+          "lease_expires_at, renewed_count, status, ended_at, end_reason, exit_code, "
+          "token) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+          p);
+    }
+  }
+
+  void FlushTaskStates() {
+    if (pending_states_.empty()) return;
+    std::vector<TaskState> states = std::move(pending_states_);
+    pending_states_.clear();
+    pending_state_at_.clear();
+    std::optional<std::string> rows;
+    if (states.size() >= kSetWriteRows) {
+      nlohmann::json j = nlohmann::json::array();
+      for (const TaskState& t : states) {
+        j.push_back({{"id", t.id},
+                     {"status", ToString(t.status)},
+                     {"attempt", t.attempt},
+                     {"run_after", t.run_after},
+                     {"result", t.result},
+                     {"error", t.error},
+                     {"updated_at", t.updated_at},
+                     {"started_at", t.started_at},
+                     {"finished_at", t.finished_at}});
+      }
+      rows = JsonRows(j);
+    }
+    if (rows) {
+      Params p;
+      p.Add(*rows).Add(static_cast<std::int64_t>(states.size()));
+      p.Add("of " + std::to_string(states.size()) + " tasks to update, some were not found");
+      c_.Queue(
+          "WITH v AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS v(id text, status text, "
+          "attempt integer, run_after bigint, result text, error text, updated_at bigint, "
+          "started_at bigint, finished_at bigint)), "
+          "u AS (UPDATE tasks t SET status = v.status::tx_task_status, attempt = v.attempt, "
+          "run_after = v.run_after, result = v.result, error = v.error, "
+          "updated_at = v.updated_at, started_at = v.started_at, finished_at = v.finished_at "
+          "FROM v WHERE t.id = v.id AND t.id = ANY(ARRAY(SELECT id FROM v)) RETURNING 1) "
+          "SELECT tx_expect_one((count(*) = $2)::int, $3) FROM u",
+          p);
+      return;
+    }
+    for (const TaskState& t : states) {
+      Params p;
+      p.Add(t.id)
+          .Add(ToString(t.status))
+          .Add(t.attempt)
+          .Add(t.run_after)
+          .Add(t.result)
+          .Add(t.error)
+          .Add(t.updated_at)
+          .Add(t.started_at)
+          .Add(t.finished_at)
+          .Add("task " + t.id + " not found");
+      c_.Queue(
+          "WITH u AS (UPDATE tasks SET status = $2, attempt = $3, run_after = $4, "
+          "result = $5, error = $6, updated_at = $7, started_at = $8, "
+          "finished_at = $9 WHERE id = $1 RETURNING 1) " EXPECT_ONE("$10"),
+          p);
+    }
+  }
+
+  void FlushEvents() {
+    if (pending_events_.empty()) return;
+    std::vector<PendingEvent> events = std::move(pending_events_);
+    pending_events_.clear();
+    std::optional<std::string> rows;
+    if (events.size() >= kSetWriteRows) {
+      nlohmann::json j = nlohmann::json::array();
+      for (const PendingEvent& e : events) {
+        j.push_back({{"type", e.type},
+                     {"at", e.at},
+                     {"task_id", e.task_id},
+                     {"worker_id", e.worker_id},
+                     {"data", e.data}});
+      }
+      rows = JsonRows(j);
+    }
+    if (rows) {
+      // Numbered in the order they were appended.
+      c_.Queue(
+          "INSERT INTO events (type, at, task_id, worker_id, data) "
+          "SELECT type, at, task_id, worker_id, data FROM ROWS FROM (jsonb_to_recordset($1::jsonb) "
+          "AS (type text, at bigint, task_id text, worker_id text, data text)) WITH ORDINALITY "
+          "AS v(type, at, task_id, worker_id, data, n) ORDER BY n",
+          Params().Add(*rows));
+      return;
+    }
+    for (const PendingEvent& e : events) {
+      c_.Queue(
+          "INSERT INTO events (type, at, task_id, worker_id, data) VALUES ($1, $2, $3, $4, $5)",
+          Params().Add(e.type).Add(e.at).Add(e.task_id).Add(e.worker_id).Add(e.data));
+    }
+  }
+
   // Before this transaction's first event: the lock that keeps readers below its ids until it
   // ends (tx_event_horizon). Queued, so it costs no round trip.
   void FenceEvents() {
     if (fenced_) return;
     fenced_ = true;
-    c_.Queue(EVENT_FENCE, {});
+    Queue(EVENT_FENCE, {});
   }
 
   // What a pick learned about the task it locked, for the claim that follows.
@@ -974,6 +1205,36 @@ class PgTxn final : public Txn {
   std::unordered_map<std::string, std::vector<std::string>> dependents_;
   std::unordered_map<std::string, Picked> picked_;
   std::unordered_map<std::int64_t, Claim> claims_;  // locked rows, likewise (by token)
+
+  // The writes kept back (FlushWrites).
+  struct TaskState {
+    std::string id;
+    TaskStatus status;
+    int attempt;
+    Millis run_after;
+    std::string result;
+    std::string error;
+    Millis updated_at;
+    Millis started_at;
+    Millis finished_at;
+  };
+  struct PendingEvent {
+    std::string type;
+    Millis at;
+    std::string task_id;
+    std::string worker_id;
+    std::string data;
+  };
+  struct ClaimAt {
+    bool inserted;      // in pending_inserts_, else in pending_updates_
+    std::size_t index;
+  };
+  std::vector<TaskState> pending_states_;
+  std::unordered_map<std::string, std::size_t> pending_state_at_;  // id → pending_states_
+  std::vector<Claim> pending_updates_;
+  std::vector<Claim> pending_inserts_;
+  std::unordered_map<std::int64_t, ClaimAt> pending_claim_at_;  // token → its pending write
+  std::vector<PendingEvent> pending_events_;
 };
 
 // The database server's clock, read without asking it: this machine's monotonic clock plus the
@@ -1115,6 +1376,7 @@ class PgStore final : public Store {
     conn_->Queue(write ? "BEGIN" : "BEGIN ISOLATION LEVEL REPEATABLE READ", {});
     PgTxn txn(*conn_, write);
     Status s = fn(txn);
+    if (s.ok()) txn.FlushWrites();
     if (s.ok() && txn.made_ready()) {
       // Delivered at commit, and only if it commits: exactly when a woken worker can see it.
       conn_->Queue("SELECT pg_notify('tx_wake', '')", {});  // kWakeChannel
