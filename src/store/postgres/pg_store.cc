@@ -968,95 +968,90 @@ class PgTxn final : public Txn {
     return c_.Sync();
   }
 
-  // The JSON array of a batch's rows, or nullopt when some text is not valid UTF-8 (the rows
-  // then go one statement each, and the server judges the text as it would have).
-  static std::optional<std::string> JsonRows(const nlohmann::json& rows) {
+  // The JSON array of `rows` (each made by `to_json`) for one set-wise write, or nullopt when
+  // they are too few to be worth one (kSetWriteRows) or some text is not valid UTF-8: the rows
+  // then go one statement each, and the server judges the text as it would have.
+  template <typename Row, typename ToJson>
+  static std::optional<std::string> SetRows(const std::vector<Row>& rows, ToJson to_json) {
+    if (rows.size() < kSetWriteRows) return std::nullopt;
+    nlohmann::json array = nlohmann::json::array();
+    for (const Row& r : rows) array.push_back(to_json(r));
     try {
-      return rows.dump();
+      return array.dump();
     } catch (const nlohmann::json::exception&) {
       return std::nullopt;
     }
   }
 
-  void QueueClaimUpdate(const Claim& c) {
+  // Every column of a claim, for its set-wise insert or update (an update reads only the
+  // columns it changes).
+  static nlohmann::json ClaimRow(const Claim& c) {
+    return {{"token", c.token},
+            {"task_id", c.task_id},
+            {"worker_id", c.worker_id},
+            {"attempt", c.attempt},
+            {"claimed_at", c.claimed_at},
+            {"lease_ms", c.lease_ms},
+            {"lease_expires_at", c.lease_expires_at},
+            {"renewed_count", c.renewed_count},
+            {"status", ToString(c.status)},
+            {"ended_at", c.ended_at},
+            {"end_reason", ToString(c.end_reason)},
+            {"exit_code", c.exit_code ? nlohmann::json(*c.exit_code) : nullptr}};
+  }
+
+  // The tail of a set-wise UPDATE … RETURNING 1 named u that must change `n` rows: the server
+  // raises (as EXPECT_ONE does) when fewer were found, naming the kind of row.
+  static Params CountedRows(std::string rows, std::size_t n, const char* kind) {
     Params p;
-    p.Add(c.token)
-        .Add(c.lease_ms)
-        .Add(c.lease_expires_at)
-        .Add(c.renewed_count)
-        .Add(ToString(c.status))
-        .Add(c.ended_at)
-        .Add(ToString(c.end_reason))
-        .Add(c.exit_code)
-        .Add("claim " + std::to_string(c.token) + " not found");
-    c_.Queue(
-        "WITH u AS (UPDATE claims SET lease_ms = $2, lease_expires_at = $3, "
-        "renewed_count = $4, status = $5, ended_at = $6, end_reason = $7, "
-        "exit_code = $8 WHERE token = $1 RETURNING 1) " EXPECT_ONE("$9"),
-        p);
+    p.Add(rows).Add(static_cast<std::int64_t>(n));
+    p.Add("of " + std::to_string(n) + " " + kind + " to update, some were not found");
+    return p;
   }
 
   void FlushClaimUpdates() {
-    if (pending_updates_.empty()) return;
-    std::vector<Claim> claims = std::move(pending_updates_);
-    pending_updates_.clear();
-    std::optional<std::string> rows;
-    if (claims.size() >= kSetWriteRows) {
-      nlohmann::json j = nlohmann::json::array();
-      for (const Claim& c : claims) {
-        j.push_back({{"token", c.token},
-                     {"lease_ms", c.lease_ms},
-                     {"lease_expires_at", c.lease_expires_at},
-                     {"renewed_count", c.renewed_count},
-                     {"status", ToString(c.status)},
-                     {"ended_at", c.ended_at},
-                     {"end_reason", ToString(c.end_reason)},
-                     {"exit_code", c.exit_code ? nlohmann::json(*c.exit_code) : nullptr}});
-      }
-      rows = JsonRows(j);
-    }
-    if (!rows) {
-      for (const Claim& c : claims) QueueClaimUpdate(c);
+    std::vector<Claim> claims;
+    claims.swap(pending_updates_);
+    if (claims.empty()) return;
+    std::optional<std::string> rows = SetRows(claims, ClaimRow);
+    if (rows) {
+      c_.Queue(
+          "WITH v AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS v(token bigint, "
+          "lease_ms bigint, lease_expires_at bigint, renewed_count integer, status text, "
+          "ended_at bigint, end_reason text, exit_code integer)), "
+          "u AS (UPDATE claims c SET lease_ms = v.lease_ms, "
+          "lease_expires_at = v.lease_expires_at, renewed_count = v.renewed_count, "
+          "status = v.status::tx_claim_status, ended_at = v.ended_at, "
+          "end_reason = v.end_reason, exit_code = v.exit_code FROM v "
+          "WHERE c.token = v.token AND c.token = ANY(ARRAY(SELECT token FROM v)) RETURNING 1) "
+          "SELECT tx_expect_one((count(*) = $2)::int, $3) FROM u",
+          CountedRows(std::move(*rows), claims.size(), "claims"));
       return;
     }
-    Params p;
-    p.Add(*rows).Add(static_cast<std::int64_t>(claims.size()));
-    p.Add("of " + std::to_string(claims.size()) + " claims to update, some were not found");
-    c_.Queue(
-        "WITH v AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS v(token bigint, "
-        "lease_ms bigint, lease_expires_at bigint, renewed_count integer, status text, "
-        "ended_at bigint, end_reason text, exit_code integer)), "
-        "u AS (UPDATE claims c SET lease_ms = v.lease_ms, lease_expires_at = v.lease_expires_at, "
-        "renewed_count = v.renewed_count, status = v.status::tx_claim_status, "
-        "ended_at = v.ended_at, end_reason = v.end_reason, exit_code = v.exit_code FROM v "
-        "WHERE c.token = v.token AND c.token = ANY(ARRAY(SELECT token FROM v)) RETURNING 1) "
-        "SELECT tx_expect_one((count(*) = $2)::int, $3) FROM u",
-        p);
+    for (const Claim& c : claims) {
+      Params p;
+      p.Add(c.token)
+          .Add(c.lease_ms)
+          .Add(c.lease_expires_at)
+          .Add(c.renewed_count)
+          .Add(ToString(c.status))
+          .Add(c.ended_at)
+          .Add(ToString(c.end_reason))
+          .Add(c.exit_code)
+          .Add("claim " + std::to_string(c.token) + " not found");
+      c_.Queue(
+          "WITH u AS (UPDATE claims SET lease_ms = $2, lease_expires_at = $3, "
+          "renewed_count = $4, status = $5, ended_at = $6, end_reason = $7, "
+          "exit_code = $8 WHERE token = $1 RETURNING 1) " EXPECT_ONE("$9"),
+          p);
+    }
   }
 
   void FlushClaimInserts() {
-    if (pending_inserts_.empty()) return;
-    std::vector<Claim> claims = std::move(pending_inserts_);
-    pending_inserts_.clear();
-    std::optional<std::string> rows;
-    if (claims.size() >= kSetWriteRows) {
-      nlohmann::json j = nlohmann::json::array();
-      for (const Claim& c : claims) {
-        j.push_back({{"token", c.token},
-                     {"task_id", c.task_id},
-                     {"worker_id", c.worker_id},
-                     {"attempt", c.attempt},
-                     {"claimed_at", c.claimed_at},
-                     {"lease_ms", c.lease_ms},
-                     {"lease_expires_at", c.lease_expires_at},
-                     {"renewed_count", c.renewed_count},
-                     {"status", ToString(c.status)},
-                     {"ended_at", c.ended_at},
-                     {"end_reason", ToString(c.end_reason)},
-                     {"exit_code", c.exit_code ? nlohmann::json(*c.exit_code) : nullptr}});
-      }
-      rows = JsonRows(j);
-    }
+    std::vector<Claim> claims;
+    claims.swap(pending_inserts_);
+    if (claims.empty()) return;
+    std::optional<std::string> rows = SetRows(claims, ClaimRow);
     if (rows) {
       c_.Queue(
           "INSERT INTO claims (task_id, worker_id, attempt, claimed_at, lease_ms, "
@@ -1093,30 +1088,22 @@ class PgTxn final : public Txn {
   }
 
   void FlushTaskStates() {
-    if (pending_states_.empty()) return;
-    std::vector<TaskState> states = std::move(pending_states_);
-    pending_states_.clear();
+    std::vector<TaskState> states;
+    states.swap(pending_states_);
     pending_state_at_.clear();
-    std::optional<std::string> rows;
-    if (states.size() >= kSetWriteRows) {
-      nlohmann::json j = nlohmann::json::array();
-      for (const TaskState& t : states) {
-        j.push_back({{"id", t.id},
-                     {"status", ToString(t.status)},
-                     {"attempt", t.attempt},
-                     {"run_after", t.run_after},
-                     {"result", t.result},
-                     {"error", t.error},
-                     {"updated_at", t.updated_at},
-                     {"started_at", t.started_at},
-                     {"finished_at", t.finished_at}});
-      }
-      rows = JsonRows(j);
-    }
+    if (states.empty()) return;
+    std::optional<std::string> rows = SetRows(states, [](const TaskState& t) {
+      return nlohmann::json{{"id", t.id},
+                            {"status", ToString(t.status)},
+                            {"attempt", t.attempt},
+                            {"run_after", t.run_after},
+                            {"result", t.result},
+                            {"error", t.error},
+                            {"updated_at", t.updated_at},
+                            {"started_at", t.started_at},
+                            {"finished_at", t.finished_at}};
+    });
     if (rows) {
-      Params p;
-      p.Add(*rows).Add(static_cast<std::int64_t>(states.size()));
-      p.Add("of " + std::to_string(states.size()) + " tasks to update, some were not found");
       c_.Queue(
           "WITH v AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS v(id text, status text, "
           "attempt integer, run_after bigint, result text, error text, updated_at bigint, "
@@ -1126,7 +1113,7 @@ class PgTxn final : public Txn {
           "updated_at = v.updated_at, started_at = v.started_at, finished_at = v.finished_at "
           "FROM v WHERE t.id = v.id AND t.id = ANY(ARRAY(SELECT id FROM v)) RETURNING 1) "
           "SELECT tx_expect_one((count(*) = $2)::int, $3) FROM u",
-          p);
+          CountedRows(std::move(*rows), states.size(), "tasks"));
       return;
     }
     for (const TaskState& t : states) {
@@ -1150,21 +1137,16 @@ class PgTxn final : public Txn {
   }
 
   void FlushEvents() {
-    if (pending_events_.empty()) return;
-    std::vector<PendingEvent> events = std::move(pending_events_);
-    pending_events_.clear();
-    std::optional<std::string> rows;
-    if (events.size() >= kSetWriteRows) {
-      nlohmann::json j = nlohmann::json::array();
-      for (const PendingEvent& e : events) {
-        j.push_back({{"type", e.type},
-                     {"at", e.at},
-                     {"task_id", e.task_id},
-                     {"worker_id", e.worker_id},
-                     {"data", e.data}});
-      }
-      rows = JsonRows(j);
-    }
+    std::vector<PendingEvent> events;
+    events.swap(pending_events_);
+    if (events.empty()) return;
+    std::optional<std::string> rows = SetRows(events, [](const PendingEvent& e) {
+      return nlohmann::json{{"type", e.type},
+                            {"at", e.at},
+                            {"task_id", e.task_id},
+                            {"worker_id", e.worker_id},
+                            {"data", e.data}};
+    });
     if (rows) {
       // Numbered in the order they were appended.
       c_.Queue(
