@@ -338,15 +338,16 @@ std::string Json(const Options& o, const std::vector<RunResult>& results, const 
     runs += buf;
   }
   char buf[1024];
-  std::snprintf(
-      buf, sizeof buf,
-      "{\"bench\":\"drain\",\"claimers\":%d,\"tasks\":%lld,\"queued\":%lld,"
-      "\"sync\":\"%s\",\"combined\":%s,\"claim_batch\":%d,\"runs\":[%s],\"median\":%.1f,\"min\":%.1f,\"max\":%.1f,"
-      "\"spread_pct\":%.1f,\"after_ready_median\":%.1f,\"cpu_us_per_task\":%.1f,"
-      "\"store\":\"%s\",\"sqlite\":\"%s\"}",
-      o.claimers, static_cast<long long>(o.tasks), static_cast<long long>(o.queued), o.sync.c_str(),
-      o.combined ? "true" : "false", o.claim_batch, runs.c_str(), s.median, s.min, s.max, s.spread_pct,
-      ready.median, cpu.median, o.pg.empty() ? "sqlite" : "postgres", sqlite3_libversion());
+  std::snprintf(buf, sizeof buf,
+                "{\"bench\":\"drain\",\"claimers\":%d,\"tasks\":%lld,\"queued\":%lld,"
+                "\"sync\":\"%s\",\"combined\":%s,\"claim_batch\":%d,\"runs\":[%s],\"median\":%.1f,"
+                "\"min\":%.1f,\"max\":%.1f,"
+                "\"spread_pct\":%.1f,\"after_ready_median\":%.1f,\"cpu_us_per_task\":%.1f,"
+                "\"store\":\"%s\",\"sqlite\":\"%s\"}",
+                o.claimers, static_cast<long long>(o.tasks), static_cast<long long>(o.queued),
+                o.sync.c_str(), o.combined ? "true" : "false", o.claim_batch, runs.c_str(),
+                s.median, s.min, s.max, s.spread_pct, ready.median, cpu.median,
+                o.pg.empty() ? "sqlite" : "postgres", sqlite3_libversion());
   return buf;
 }
 
@@ -368,8 +369,7 @@ int Main(int argc, char** argv) {
       "(sqlite %s, %ld cpus)\n",
       o.claimers, static_cast<long long>(o.tasks), static_cast<long long>(o.queued),
       o.pg.empty() ? ("sync " + o.sync).c_str() : "PostgreSQL", path.c_str(), o.runs,
-      sqlite3_libversion(),
-      sysconf(_SC_NPROCESSORS_ONLN));
+      sqlite3_libversion(), sysconf(_SC_NPROCESSORS_ONLN));
   std::vector<RunResult> results;
   std::vector<double> rates;
   std::vector<double> ready_rates;

@@ -209,8 +209,8 @@ TEST_F(RemoteWorkerTest, TheProtocolIsFencedByTheClaimTokenAndByTheTokenScope) {
 TEST_F(RemoteWorkerTest, ABatchReportsOutcomesAndClaimsTheNextTasksInOneCall) {
   StartServer();
   ApiClient worker(port_, "w-secret");
-  HttpReply reg = worker.Post("/api/worker/register",
-                              {{"name", "batcher"}, {"heartbeat_interval_ms", 60000}});
+  HttpReply reg =
+      worker.Post("/api/worker/register", {{"name", "batcher"}, {"heartbeat_interval_ms", 60000}});
   ASSERT_EQ(reg.status, 201) << reg.body.dump();
   std::string wid = reg.body["worker"]["id"];
   std::vector<std::string> ids;
@@ -239,21 +239,22 @@ TEST_F(RemoteWorkerTest, ABatchReportsOutcomesAndClaimsTheNextTasksInOneCall) {
   EXPECT_EQ(refused.status, 409) << refused.body.dump();
   EXPECT_EQ(TaskStatus(finished[0]["task_id"]), "running");
 
-  HttpReply second = worker.Post("/api/worker/batch",
-                                 {{"worker_id", wid}, {"finished", finished}, {"claim", 3}});
+  HttpReply second =
+      worker.Post("/api/worker/batch", {{"worker_id", wid}, {"finished", finished}, {"claim", 3}});
   ASSERT_EQ(second.status, 200) << second.body.dump();
   ASSERT_EQ(second.body["reported"].size(), 3u);
   EXPECT_EQ(second.body["reported"][0]["status"], "done");
   EXPECT_EQ(second.body["reported"][2]["status"], "ready");  // failed once: retried later
-  EXPECT_EQ(second.body["claims"].size(), 2u);  // the two never claimed
+  EXPECT_EQ(second.body["claims"].size(), 2u);               // the two never claimed
   EXPECT_EQ(TaskStatus(finished[0]["task_id"]), "done");
 
   for (const json& bad :
        {json{{"claim", 1}}, json{{"worker_id", wid}, {"claim", 101}},
         json{{"worker_id", wid}, {"claim", -1}}, json{{"worker_id", wid}, {"finished", "all"}},
         json{{"worker_id", wid}, {"finished", json::array({{{"task_id", "x"}}})}},
-        json{{"worker_id", wid},
-             {"finished", json::array({{{"task_id", "x"}, {"token", 1}, {"outcome", "maybe"}}})}}}) {
+        json{
+            {"worker_id", wid},
+            {"finished", json::array({{{"task_id", "x"}, {"token", 1}, {"outcome", "maybe"}}})}}}) {
     HttpReply r = worker.Post("/api/worker/batch", bad);
     EXPECT_EQ(r.status, 400) << bad.dump() << " -> " << r.body.dump();
   }

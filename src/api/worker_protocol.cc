@@ -167,8 +167,7 @@ Result<BatchBody> DecodeBatch(const json& body) {
     if (!it->is_array()) return WrongType("finished", "an array of reports");
     if (it->size() > static_cast<std::size_t>(service::ClaimService::kMaxBatch)) {
       return Error::InvalidArgument("field 'finished' holds more than " +
-                                    std::to_string(service::ClaimService::kMaxBatch) +
-                                    " reports");
+                                    std::to_string(service::ClaimService::kMaxBatch) + " reports");
     }
     for (std::size_t i = 0; i < it->size(); ++i) {
       const json& one = (*it)[i];
@@ -178,8 +177,8 @@ Result<BatchBody> DecodeBatch(const json& body) {
         return Error::InvalidArgument("finished[" + std::to_string(i) +
                                       "]: " + f.error().message());
       }
-      b.finished.push_back({std::move(f->task_id), f->token, f->outcome, std::move(f->text),
-                            f->exit_code});
+      b.finished.push_back(
+          {std::move(f->task_id), f->token, f->outcome, std::move(f->text), f->exit_code});
     }
   }
   return b;

@@ -222,8 +222,7 @@ void ApiServer::WorkerRoutes() {
   // Reports a batch of outcomes and claims up to `claim` more tasks in one transaction
   // (ClaimService::ReportAndClaimBatch), for clients that work through short tasks in batches;
   // it does not wait for tasks. All or nothing: one refused report refuses the batch (409).
-  h.Post("/api/worker/batch", [serve, &opts](const httplib::Request& req,
-                                             httplib::Response& res) {
+  h.Post("/api/worker/batch", [serve, &opts](const httplib::Request& req, httplib::Response& res) {
     serve(req, res, 200, [&](store::Store& store, const json& body) -> Result<json> {
       TX_ASSIGN_OR_RETURN(BatchBody b, DecodeBatch(body));
       TX_ASSIGN_OR_RETURN(service::ClaimService::BatchResult r,

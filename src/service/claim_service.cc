@@ -344,8 +344,7 @@ Result<ClaimService::ReportResult> ClaimService::ReportAndClaimNext(
 }
 
 Result<ClaimService::BatchResult> ClaimService::ReportAndClaimBatch(
-    std::string_view worker_id, const std::vector<Finished>& finished, int want,
-    Millis lease_ms) {
+    std::string_view worker_id, const std::vector<Finished>& finished, int want, Millis lease_ms) {
   if (want < 0 || want > kMaxBatch) {
     return Error::InvalidArgument("a batch claims 0 to " + std::to_string(kMaxBatch) +
                                   " tasks, not " + std::to_string(want));
@@ -376,8 +375,8 @@ Result<ClaimService::BatchResult> ClaimService::ReportAndClaimBatch(
         return Error::Conflict("token " + std::to_string(f.token) + " is held by worker " +
                                claim->worker_id + ", not " + worker.id);
       }
-      TX_RETURN_IF_ERROR(ReportLocked(txn, f.task_id, f.token, f.outcome, f.text, f.exit_code,
-                                      now, out.reported.emplace_back(), &worker));
+      TX_RETURN_IF_ERROR(ReportLocked(txn, f.task_id, f.token, f.outcome, f.text, f.exit_code, now,
+                                      out.reported.emplace_back(), &worker));
     }
     Status may_claim = CheckCanClaim(worker, now);
     if (want > 0 && may_claim.ok()) {
@@ -386,9 +385,8 @@ Result<ClaimService::BatchResult> ClaimService::ReportAndClaimBatch(
       if (criteria.queues.empty()) criteria.queues = {"default"};
       out.claimed.reserve(want);
       while (static_cast<int>(out.claimed.size()) < want) {
-        TX_ASSIGN_OR_RETURN(
-            std::vector<Task> picked,
-            txn.PickReady(criteria, want - static_cast<int>(out.claimed.size())));
+        TX_ASSIGN_OR_RETURN(std::vector<Task> picked,
+                            txn.PickReady(criteria, want - static_cast<int>(out.claimed.size())));
         if (picked.empty()) break;
         for (Task& t : picked) {
           ClaimResult& c = out.claimed.emplace_back();

@@ -152,8 +152,8 @@ class ClaimService {
   // ClaimLocked claims out.task (read by the caller) and fills out.claim.
   // With write_worker false, the worker is changed in memory only, for a caller that writes it
   // once after several claims.
-  Status ClaimLocked(store::Txn& txn, ClaimResult& out, Worker& worker, Millis lease_ms,
-                     Millis now, bool write_worker = true);
+  Status ClaimLocked(store::Txn& txn, ClaimResult& out, Worker& worker, Millis lease_ms, Millis now,
+                     bool write_worker = true);
   // `out` is nullopt when no task is eligible.
   Status ClaimNextLocked(store::Txn& txn, Worker& worker, Millis lease_ms, Millis now,
                          std::optional<ClaimResult>& out);

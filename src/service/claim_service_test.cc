@@ -420,7 +420,8 @@ TEST_F(ReportAndClaimBatchTest, ClaimsUpToTheBatchInPickOrderEachWithItsOwnToken
 
 TEST_F(ReportAndClaimBatchTest, ReportsTheBatchAndClaimsTheNextInOneCall) {
   std::vector<Task> added;
-  for (int i = 0; i < 5; ++i) added.push_back(AddTask("task " + std::string(1, static_cast<char>('a' + i))));
+  for (int i = 0; i < 5; ++i)
+    added.push_back(AddTask("task " + std::string(1, static_cast<char>('a' + i))));
   Worker w = Register();
   ASSERT_OK_AND_ASSIGN(auto first, claims_.ReportAndClaimBatch(w.id, {}, 3));
   ASSERT_EQ(first.claimed.size(), 3u);

@@ -235,7 +235,7 @@ std::vector<std::string> JsonList(std::string_view text) { return StringList(std
 #define GET_CLAIM "SELECT " CLAIM_COLS " FROM claims WHERE token = $1"
 // A claim with its task and its worker, all three rows locked: every caller that holds a token
 // goes on to change the three (ClaimService::CheckToken, EndClaim).
-#define GET_CLAIM_AND_ROWS                                                                 \
+#define CLAIM_AND_ROWS                                                                     \
   "SELECT c.token, c.task_id, c.worker_id, c.attempt, c.claimed_at, c.lease_ms, "          \
   "c.lease_expires_at, c.renewed_count, c.status, c.ended_at, c.end_reason, c.exit_code, " \
   "t.seq, t.id, t.title, t.description, t.instructions, t.deliverables, t.steps, "         \
@@ -246,8 +246,8 @@ std::vector<std::string> JsonList(std::string_view text) { return StringList(std
   "w.id, w.name, w.slot, w.hostname, w.pid, w.capabilities, w.queues, w.status, "          \
   "w.heartbeat_interval_ms, w.registered_at, w.last_heartbeat_at, w.current_task_id, "     \
   "w.reason, w.metadata, w.request, w.pool "                                               \
-  "FROM claims c JOIN tasks t ON t.id = c.task_id JOIN workers w ON w.id = c.worker_id "   \
-  "WHERE c.token = $1 FOR UPDATE OF c, t, w"
+  "FROM claims c JOIN tasks t ON t.id = c.task_id JOIN workers w ON w.id = c.worker_id "
+#define GET_CLAIM_AND_ROWS CLAIM_AND_ROWS "WHERE c.token = $1 FOR UPDATE OF c, t, w"
 // The dependents of a claim's task, sent right after GET_CLAIM_AND_ROWS in the same round trip:
 // a statement of its own, so that it reads after the locks are held. (A subquery of the locking
 // statement would read the snapshot taken before it waited for a lock, and could miss a
@@ -258,21 +258,10 @@ std::vector<std::string> JsonList(std::string_view text) { return StringList(std
 // GET_CLAIM_AND_ROWS for several tokens ($1, an array literal), locked in token order (so that
 // two such transactions take their locks in the same order), and the dependents of each claim's
 // task, sent right after it (for the reason above).
-#define GET_CLAIMS_AND_ROWS                                                                \
-  "SELECT c.token, c.task_id, c.worker_id, c.attempt, c.claimed_at, c.lease_ms, "          \
-  "c.lease_expires_at, c.renewed_count, c.status, c.ended_at, c.end_reason, c.exit_code, " \
-  "t.seq, t.id, t.title, t.description, t.instructions, t.deliverables, t.steps, "         \
-  "t.priority, t.queue, t.requires, t.after, t.owner, t.workdir, t.command, t.agent, "     \
-  "t.timeout_ms, t.max_attempts, t.review, t.repo, t.base_branch, t.metadata, t.result, "  \
-  "t.error, t.status, t.attempt, t.run_after, t.created_at, t.updated_at, t.started_at, "  \
-  "t.finished_at, "                                                                        \
-  "w.id, w.name, w.slot, w.hostname, w.pid, w.capabilities, w.queues, w.status, "          \
-  "w.heartbeat_interval_ms, w.registered_at, w.last_heartbeat_at, w.current_task_id, "     \
-  "w.reason, w.metadata, w.request, w.pool "                                               \
-  "FROM claims c JOIN tasks t ON t.id = c.task_id JOIN workers w ON w.id = c.worker_id "   \
-  "WHERE c.token = ANY($1::bigint[]) ORDER BY c.token FOR UPDATE OF c, t, w"
-#define DEPENDENTS_OF_TOKENS                                                          \
-  "SELECT c.task_id, coalesce((SELECT json_agg(d.task_id ORDER BY d.task_id) "        \
+#define GET_CLAIMS_AND_ROWS \
+  CLAIM_AND_ROWS "WHERE c.token = ANY($1::bigint[]) ORDER BY c.token FOR UPDATE OF c, t, w"
+#define DEPENDENTS_OF_TOKENS                                                           \
+  "SELECT c.task_id, coalesce((SELECT json_agg(d.task_id ORDER BY d.task_id) "         \
   "FROM task_deps d WHERE d.depends_on = c.task_id)::text, '[]') FROM claims c WHERE " \
   "c.token = ANY($1::bigint[])"
 constexpr int kClaimCols = 12;
@@ -307,10 +296,11 @@ constexpr int kTaskCols = 30;
 // row is picked the server need not evaluate `ids` at all, so the setting is emptied first
 // (RESET_PICKED, in the same round trip) and an empty one reads as no rows.
 #define RESET_PICKED "SELECT set_config('tx.picked', '', true)"
-#define PICK_MANY_FOR_CLAIM(pick)                                                             \
-  "WITH picked AS (" pick "ORDER BY priority DESC, seq LIMIT $6 FOR UPDATE SKIP LOCKED), "    \
-  "ids AS (SELECT set_config('tx.picked', coalesce(json_agg(id), '[]')::text, true) FROM "   \
-  "picked) SELECT picked.*, nextval('claims_token_seq') FROM picked, ids "                    \
+#define PICK_MANY_FOR_CLAIM(pick)                                                          \
+  "WITH picked AS (" pick                                                                  \
+  "ORDER BY priority DESC, seq LIMIT $6 FOR UPDATE SKIP LOCKED), "                         \
+  "ids AS (SELECT set_config('tx.picked', coalesce(json_agg(id), '[]')::text, true) FROM " \
+  "picked) SELECT picked.*, nextval('claims_token_seq') FROM picked, ids "                 \
   "ORDER BY priority DESC, seq"
 #define PICKED_MANY_CLAIMS                                                                   \
   "SELECT p.id, (SELECT count(*) FROM claims c WHERE c.task_id = p.id) FROM "                \
@@ -373,17 +363,17 @@ class PgTxn final : public Txn {
     }
     p.Add(f.cursor);
     TX_ASSIGN_OR_RETURN(Rows r, Exec(f.newest_first ? "SELECT " TASK_COLS " FROM tasks "
-                                                         "WHERE ($1 = '' OR status::text = $1) "
-                                                         "AND ($2 = '' OR queue = $2) "
-                                                         "AND ($3 = '' OR owner = $3) "
-                                                         "AND ($5 = 0 OR seq < $5) "
-                                                         "ORDER BY seq DESC LIMIT $4"
-                                                       : "SELECT " TASK_COLS " FROM tasks "
-                                                         "WHERE ($1 = '' OR status::text = $1) "
-                                                         "AND ($2 = '' OR queue = $2) "
-                                                         "AND ($3 = '' OR owner = $3) "
-                                                         "AND seq > $5 ORDER BY seq LIMIT $4",
-                                        p));
+                                                      "WHERE ($1 = '' OR status::text = $1) "
+                                                      "AND ($2 = '' OR queue = $2) "
+                                                      "AND ($3 = '' OR owner = $3) "
+                                                      "AND ($5 = 0 OR seq < $5) "
+                                                      "ORDER BY seq DESC LIMIT $4"
+                                                    : "SELECT " TASK_COLS " FROM tasks "
+                                                      "WHERE ($1 = '' OR status::text = $1) "
+                                                      "AND ($2 = '' OR queue = $2) "
+                                                      "AND ($3 = '' OR owner = $3) "
+                                                      "AND seq > $5 ORDER BY seq LIMIT $4",
+                                     p));
     return ReadAll<Task>(r, ReadTask);
   }
 
@@ -391,9 +381,9 @@ class PgTxn final : public Txn {
     made_ready_ = made_ready_ || t.status == TaskStatus::kReady;
     TX_ASSIGN_OR_RETURN(
         Rows r, Exec("INSERT INTO tasks (" TASK_COLS ") VALUES (DEFAULT, $1, $2, $3, $4, $5, "
-                        "$6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, "
-                        "$21, $22, $23, $24, $25, $26, $27, $28, $29) RETURNING seq",
-                        TaskParams(t)));
+                     "$6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, "
+                     "$21, $22, $23, $24, $25, $26, $27, $28, $29) RETURNING seq",
+                     TaskParams(t)));
     t.seq = r.Int(0, 0);
     if (write_) tasks_[t.id] = t;
     if (t.after.empty()) return Ok();
@@ -425,8 +415,8 @@ class PgTxn final : public Txn {
   Status UpdateTaskState(const Task& t) override {
     made_ready_ = made_ready_ || t.status == TaskStatus::kReady;
     // Kept back (FlushWrites): a second write of the row replaces the first.
-    TaskState state{t.id,         t.status,     t.attempt,    t.run_after, t.result,
-                    t.error,      t.updated_at, t.started_at, t.finished_at};
+    TaskState state{t.id,    t.status,     t.attempt,    t.run_after,  t.result,
+                    t.error, t.updated_at, t.started_at, t.finished_at};
     if (auto at = pending_state_at_.find(t.id); at != pending_state_at_.end()) {
       pending_states_[at->second] = std::move(state);
     } else {
@@ -463,12 +453,7 @@ class PgTxn final : public Txn {
   // One statement over all the worker's queues; the row it returns is locked, and rows other
   // transactions have locked (being claimed right now) are skipped, not waited for.
   Result<std::optional<Task>> PickNextReady(const PickCriteria& c) override {
-    Params p;
-    p.Add(ListText(c.queues))
-        .Add(c.now)
-        .Add(c.worker_name.empty() ? std::string("\x01") : c.worker_name)
-        .Add(c.worker_slot.empty() ? std::string("\x01") : c.worker_slot)
-        .Add(ListText(c.capabilities));
+    Params p = PickParams(c);
     // One queue (the usual case) walks tasks_ready in order and stops at the first row.
     bool one = c.queues.size() == 1;
     if (!write_) {
@@ -490,18 +475,13 @@ class PgTxn final : public Txn {
 
   Result<std::vector<Task>> PickReady(const PickCriteria& c, int limit) override {
     if (!write_ || limit <= 1) return Txn::PickReady(c, limit);
-    Params p;
-    p.Add(ListText(c.queues))
-        .Add(c.now)
-        .Add(c.worker_name.empty() ? std::string("\x01") : c.worker_name)
-        .Add(c.worker_slot.empty() ? std::string("\x01") : c.worker_slot)
-        .Add(ListText(c.capabilities))
-        .Add(limit);
+    Params p = PickParams(c);
+    p.Add(limit);
     Rows r, claims;
     Queue(RESET_PICKED, {});
     Queue(c.queues.size() == 1 ? PICK_MANY_FOR_CLAIM(PICK_ONE_QUEUE)
-                                  : PICK_MANY_FOR_CLAIM(PICK_QUEUES),
-             p, &r);
+                               : PICK_MANY_FOR_CLAIM(PICK_QUEUES),
+          p, &r);
     Queue(PICKED_MANY_CLAIMS, {}, &claims);
     TX_RETURN_IF_ERROR(Sync());
     TX_ASSIGN_OR_RETURN(std::vector<Task> out, ReadAll<Task>(r, ReadTask));
@@ -512,11 +492,10 @@ class PgTxn final : public Txn {
   }
 
   Result<std::optional<Millis>> NextReadyAt(const PickCriteria& c) override {
-    TX_ASSIGN_OR_RETURN(Rows r,
-                        Exec("SELECT min(run_after) FROM tasks WHERE status = 'ready' "
-                                "AND queue IN (SELECT jsonb_array_elements_text($1::jsonb)) "
-                                "AND run_after > $2",
-                                Params().Add(ListText(c.queues)).Add(c.now)));
+    TX_ASSIGN_OR_RETURN(Rows r, Exec("SELECT min(run_after) FROM tasks WHERE status = 'ready' "
+                                     "AND queue IN (SELECT jsonb_array_elements_text($1::jsonb)) "
+                                     "AND run_after > $2",
+                                     Params().Add(ListText(c.queues)).Add(c.now)));
     if (r.empty() || r.IsNull(0, 0)) return std::optional<Millis>();
     return std::optional<Millis>(r.Int(0, 0));
   }
@@ -526,22 +505,22 @@ class PgTxn final : public Txn {
       return it->second;
     }
     TX_ASSIGN_OR_RETURN(Rows r, Exec("SELECT task_id FROM task_deps WHERE depends_on = $1 "
-                                        "ORDER BY task_id",
-                                        Params().Add(task_id)));
+                                     "ORDER BY task_id",
+                                     Params().Add(task_id)));
     return FirstColumn(r);
   }
 
   Result<std::vector<std::string>> ListRunningTasksWithoutActiveClaim() override {
     TX_ASSIGN_OR_RETURN(Rows r,
                         Exec("SELECT id FROM tasks t WHERE status = 'running' AND NOT EXISTS "
-                                "(SELECT 1 FROM claims c WHERE c.task_id = t.id AND "
-                                "c.status = 'active') ORDER BY seq"));
+                             "(SELECT 1 FROM claims c WHERE c.task_id = t.id AND "
+                             "c.status = 'active') ORDER BY seq"));
     return FirstColumn(r);
   }
 
   Result<std::vector<StatusCount>> CountTasks() override {
     TX_ASSIGN_OR_RETURN(Rows r, Exec("SELECT status, queue, count(*) FROM tasks "
-                                        "GROUP BY status, queue ORDER BY queue, status::text"));
+                                     "GROUP BY status, queue ORDER BY queue, status::text"));
     std::vector<StatusCount> out;
     for (int i = 0; i < r.size(); ++i) {
       TX_ASSIGN_OR_RETURN(TaskStatus status, ParseTaskStatus(r.Text(i, 0)));
@@ -556,18 +535,6 @@ class PgTxn final : public Txn {
   }
 
   Status InsertClaim(Claim& c) override {
-    Params p;
-    p.Add(c.task_id)
-        .Add(c.worker_id)
-        .Add(c.attempt)
-        .Add(c.claimed_at)
-        .Add(c.lease_ms)
-        .Add(c.lease_expires_at)
-        .Add(c.renewed_count)
-        .Add(ToString(c.status))
-        .Add(c.ended_at)
-        .Add(ToString(c.end_reason))
-        .Add(c.exit_code);
     auto picked = picked_.find(c.task_id);
     if (picked != picked_.end() && picked->second.token > 0) {
       // The token the pick reserved: nothing to wait for.
@@ -582,10 +549,10 @@ class PgTxn final : public Txn {
     if (picked != picked_.end()) ++picked->second.claims;
     TX_ASSIGN_OR_RETURN(
         Rows r, Exec("INSERT INTO claims (task_id, worker_id, attempt, claimed_at, lease_ms, "
-                        "lease_expires_at, renewed_count, status, ended_at, end_reason, "
-                        "exit_code) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) "
-                        "RETURNING token",
-                        p));
+                     "lease_expires_at, renewed_count, status, ended_at, end_reason, "
+                     "exit_code) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) "
+                     "RETURNING token",
+                     ClaimInsertParams(c)));
     c.token = r.Int(0, 0);
     return Ok();
   }
@@ -614,22 +581,9 @@ class PgTxn final : public Txn {
     Queue(DEPENDENTS_OF_TOKEN, Params().Add(token), &dependents);
     TX_RETURN_IF_ERROR(Sync());
     if (r.empty()) return std::optional<Claim>();
-    std::optional<Claim> claim(std::in_place);
-    TX_RETURN_IF_ERROR(ReadClaim(r, 0, *claim));
-    // A row this transaction has already read (and may have changed) is kept as it is.
-    if (!tasks_.count(claim->task_id)) {
-      Task t;
-      TX_RETURN_IF_ERROR(ReadTask(r, 0, t, kClaimCols));
-      tasks_.emplace(t.id, std::move(t));
-    }
-    if (!workers_.count(claim->worker_id)) {
-      Worker w;
-      TX_RETURN_IF_ERROR(ReadWorker(r, 0, w, kClaimCols + kTaskCols));
-      workers_.emplace(w.id, std::move(w));
-    }
+    TX_ASSIGN_OR_RETURN(const Claim* claim, KeepClaimRow(r, 0));
     dependents_[claim->task_id] = JsonList(dependents.View(0, 0));
-    claims_[token] = *claim;
-    return claim;
+    return std::optional<Claim>(*claim);
   }
 
   Status LockClaims(const std::vector<std::int64_t>& tokens) override {
@@ -645,20 +599,8 @@ class PgTxn final : public Txn {
     Queue(DEPENDENTS_OF_TOKENS, Params().Add(list), &dependents);
     TX_RETURN_IF_ERROR(Sync());
     for (int i = 0; i < r.size(); ++i) {
-      Claim claim;
-      TX_RETURN_IF_ERROR(ReadClaim(r, i, claim));
-      // A row this transaction has already read (and may have changed) is kept as it is.
-      if (!tasks_.count(claim.task_id)) {
-        Task t;
-        TX_RETURN_IF_ERROR(ReadTask(r, i, t, kClaimCols));
-        tasks_.emplace(t.id, std::move(t));
-      }
-      if (!workers_.count(claim.worker_id)) {
-        Worker w;
-        TX_RETURN_IF_ERROR(ReadWorker(r, i, w, kClaimCols + kTaskCols));
-        workers_.emplace(w.id, std::move(w));
-      }
-      claims_.emplace(claim.token, std::move(claim));
+      Result<const Claim*> kept = KeepClaimRow(r, i);
+      if (!kept.ok()) return kept.error();
     }
     for (int i = 0; i < dependents.size(); ++i) {
       dependents_[dependents.Text(i, 0)] = JsonList(dependents.View(i, 1));
@@ -675,8 +617,8 @@ class PgTxn final : public Txn {
 
   Result<std::vector<Claim>> ListClaimsForTask(std::string_view task_id) override {
     TX_ASSIGN_OR_RETURN(Rows r, Exec("SELECT " CLAIM_COLS " FROM claims "
-                                        "WHERE task_id = $1 ORDER BY token",
-                                        Params().Add(task_id)));
+                                     "WHERE task_id = $1 ORDER BY token",
+                                     Params().Add(task_id)));
     return ReadAll<Claim>(r, ReadClaim);
   }
 
@@ -707,9 +649,9 @@ class PgTxn final : public Txn {
 
   Status InsertWorker(const Worker& w) override {
     Queue("INSERT INTO workers (" WORKER_COLS
-             ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, "
-             "$10, $11, $12, $13, $14, $15, $16)",
-             WorkerParams(w));
+          ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, "
+          "$10, $11, $12, $13, $14, $15, $16)",
+          WorkerParams(w));
     if (write_) workers_[w.id] = w;
     return Ok();
   }
@@ -824,9 +766,8 @@ class PgTxn final : public Txn {
   "SELECT " WORKER_COLS                \
   " FROM workers WHERE id = ANY(ARRAY" \
   "(SELECT jsonb_array_elements_text($1::jsonb))) ORDER BY id"
-    TX_ASSIGN_OR_RETURN(Rows r,
-                        Exec(write_ ? SOME_WORKERS_BY_ID " FOR UPDATE" : SOME_WORKERS_BY_ID,
-                                Params().Add(ListText(ids))));
+    TX_ASSIGN_OR_RETURN(Rows r, Exec(write_ ? SOME_WORKERS_BY_ID " FOR UPDATE" : SOME_WORKERS_BY_ID,
+                                     Params().Add(ListText(ids))));
     TX_ASSIGN_OR_RETURN(std::vector<Worker> out, ReadAll<Worker>(r, ReadWorker));
     if (write_) {
       for (const auto& w : out) workers_[w.id] = w;
@@ -841,7 +782,7 @@ class PgTxn final : public Txn {
   " FROM workers WHERE status <> 'stopped' AND status <> 'dead' " \
   "AND slot = $1 AND pool = $2 ORDER BY registered_at DESC, seq DESC"
     TX_ASSIGN_OR_RETURN(Rows r, Exec(write_ ? SLOT_WORKERS " FOR UPDATE" : SLOT_WORKERS,
-                                        Params().Add(slot).Add(pool)));
+                                     Params().Add(slot).Add(pool)));
     TX_ASSIGN_OR_RETURN(std::vector<Worker> out, ReadAll<Worker>(r, ReadWorker));
     if (write_) {
       for (const auto& w : out) workers_[w.id] = w;
@@ -854,8 +795,8 @@ class PgTxn final : public Txn {
     TX_ASSIGN_OR_RETURN(
         Rows r,
         Exec("INSERT INTO events (type, at, task_id, worker_id, data) "
-                "VALUES ($1, $2, $3, $4, $5) RETURNING id",
-                Params().Add(e.type).Add(e.at).Add(e.task_id).Add(e.worker_id).Add(e.data.dump())));
+             "VALUES ($1, $2, $3, $4, $5) RETURNING id",
+             Params().Add(e.type).Add(e.at).Add(e.task_id).Add(e.worker_id).Add(e.data.dump())));
     e.id = r.Int(0, 0);
     return Ok();
   }
@@ -878,9 +819,9 @@ class PgTxn final : public Txn {
     // Only events older than the horizon (tx_event_horizon, migrations.cc): a follower never
     // steps past an id that is still to commit.
     TX_ASSIGN_OR_RETURN(Rows r, Exec("SELECT id, type, at, task_id, worker_id, data "
-                                        "FROM events WHERE id > $1 AND id < "
-                                        "(SELECT tx_event_horizon()) ORDER BY id LIMIT $2",
-                                        p));
+                                     "FROM events WHERE id > $1 AND id < "
+                                     "(SELECT tx_event_horizon()) ORDER BY id LIMIT $2",
+                                     p));
     std::vector<Event> out;
     out.reserve(static_cast<std::size_t>(r.size()));
     for (int i = 0; i < r.size(); ++i) {
@@ -892,7 +833,7 @@ class PgTxn final : public Txn {
 
   Result<std::int64_t> LastEventId() override {
     TX_ASSIGN_OR_RETURN(Rows r, Exec("SELECT coalesce(max(id), 0) FROM events "
-                                        "WHERE id < (SELECT tx_event_horizon())"));
+                                     "WHERE id < (SELECT tx_event_horizon())"));
     return r.Int(0, 0);
   }
 
@@ -900,8 +841,8 @@ class PgTxn final : public Txn {
   "id, dir, status, pid, hostname, started_at, seen_at, config, request, pool"
 #define GET_ORCHESTRATOR "SELECT " ORCHESTRATOR_COLS " FROM orchestrators WHERE id = $1"
   Result<std::optional<OrchestratorState>> GetOrchestrator(std::string_view id) override {
-    TX_ASSIGN_OR_RETURN(Rows r, Exec(write_ ? GET_ORCHESTRATOR " FOR UPDATE" : GET_ORCHESTRATOR,
-                                        Params().Add(id)));
+    TX_ASSIGN_OR_RETURN(
+        Rows r, Exec(write_ ? GET_ORCHESTRATOR " FOR UPDATE" : GET_ORCHESTRATOR, Params().Add(id)));
     return ReadOne<OrchestratorState>(r, ReadOrchestrator);
   }
 
@@ -924,12 +865,12 @@ class PgTxn final : public Txn {
         .Add(o.request.dump())
         .Add(o.pool.dump());
     Queue("INSERT INTO orchestrators (" ORCHESTRATOR_COLS
-             ") VALUES ($1, $2, $3, $4, $5, $6, "
-             "$7, $8, $9, $10) ON CONFLICT (id) DO UPDATE SET dir = EXCLUDED.dir, "
-             "status = EXCLUDED.status, pid = EXCLUDED.pid, hostname = EXCLUDED.hostname, "
-             "started_at = EXCLUDED.started_at, seen_at = EXCLUDED.seen_at, "
-             "config = EXCLUDED.config, request = EXCLUDED.request, pool = EXCLUDED.pool",
-             p);
+          ") VALUES ($1, $2, $3, $4, $5, $6, "
+          "$7, $8, $9, $10) ON CONFLICT (id) DO UPDATE SET dir = EXCLUDED.dir, "
+          "status = EXCLUDED.status, pid = EXCLUDED.pid, hostname = EXCLUDED.hostname, "
+          "started_at = EXCLUDED.started_at, seen_at = EXCLUDED.seen_at, "
+          "config = EXCLUDED.config, request = EXCLUDED.request, pool = EXCLUDED.pool",
+          p);
     return Ok();
   }
 
@@ -954,6 +895,54 @@ class PgTxn final : public Txn {
   }
 
  private:
+  // $1..$5 of every pick: the queues, now, the worker's name and slot (\x01 when empty, so that
+  // a task with no owner is matched by `owner = ''` alone) and its capabilities.
+  static Params PickParams(const PickCriteria& c) {
+    Params p;
+    p.Add(ListText(c.queues))
+        .Add(c.now)
+        .Add(c.worker_name.empty() ? std::string("\x01") : c.worker_name)
+        .Add(c.worker_slot.empty() ? std::string("\x01") : c.worker_slot)
+        .Add(ListText(c.capabilities));
+    return p;
+  }
+
+  // $1..$11 of a claim's insert: every column but the token.
+  static Params ClaimInsertParams(const Claim& c) {
+    Params p;
+    p.Add(c.task_id)
+        .Add(c.worker_id)
+        .Add(c.attempt)
+        .Add(c.claimed_at)
+        .Add(c.lease_ms)
+        .Add(c.lease_expires_at)
+        .Add(c.renewed_count)
+        .Add(ToString(c.status))
+        .Add(c.ended_at)
+        .Add(ToString(c.end_reason))
+        .Add(c.exit_code);
+    return p;
+  }
+
+  // Keeps row i of a CLAIM_AND_ROWS result: the claim, and its task and worker unless this
+  // transaction has already read them (and may have changed them), which are kept as they are.
+  Result<const Claim*> KeepClaimRow(const Rows& r, int i) {
+    Claim claim;
+    TX_RETURN_IF_ERROR(ReadClaim(r, i, claim));
+    if (!tasks_.count(claim.task_id)) {
+      Task t;
+      TX_RETURN_IF_ERROR(ReadTask(r, i, t, kClaimCols));
+      tasks_.emplace(t.id, std::move(t));
+    }
+    if (!workers_.count(claim.worker_id)) {
+      Worker w;
+      TX_RETURN_IF_ERROR(ReadWorker(r, i, w, kClaimCols + kTaskCols));
+      workers_.emplace(w.id, std::move(w));
+    }
+    std::int64_t token = claim.token;
+    return &claims_.insert_or_assign(token, std::move(claim)).first->second;
+  }
+
   // Every statement but the kept-back writes goes through these: the writes kept back go first.
   Result<Rows> Exec(const char* sql, const Params& params = {}) {
     FlushWrites();
@@ -1066,19 +1055,8 @@ class PgTxn final : public Txn {
       return;
     }
     for (const Claim& c : claims) {
-      Params p;
-      p.Add(c.task_id)
-          .Add(c.worker_id)
-          .Add(c.attempt)
-          .Add(c.claimed_at)
-          .Add(c.lease_ms)
-          .Add(c.lease_expires_at)
-          .Add(c.renewed_count)
-          .Add(ToString(c.status))
-          .Add(c.ended_at)
-          .Add(ToString(c.end_reason))
-          .Add(c.exit_code)
-          .Add(c.token);
+      Params p = ClaimInsertParams(c);
+      p.Add(c.token);
       c_.Queue(
           "INSERT INTO claims (task_id, worker_id, attempt, claimed_at, lease_ms, "
           "lease_expires_at, renewed_count, status, ended_at, end_reason, exit_code, "
@@ -1208,7 +1186,7 @@ class PgTxn final : public Txn {
     std::string data;
   };
   struct ClaimAt {
-    bool inserted;      // in pending_inserts_, else in pending_updates_
+    bool inserted;  // in pending_inserts_, else in pending_updates_
     std::size_t index;
   };
   std::vector<TaskState> pending_states_;
