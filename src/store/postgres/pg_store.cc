@@ -1143,11 +1143,13 @@ class PgTxn final : public Txn {
   }
 
   // Before this transaction's first event: the lock that keeps readers below its ids until it
-  // ends (tx_event_horizon). Queued, so it costs no round trip.
+  // ends (tx_event_horizon). Queued, so it costs no round trip; and queued without sending the
+  // writes kept back first, which it does not read, so they can still go together with those
+  // that follow (the events, kept back too, go after it).
   void FenceEvents() {
     if (fenced_) return;
     fenced_ = true;
-    Queue(EVENT_FENCE, {});
+    c_.Queue(EVENT_FENCE, {});
   }
 
   // What a pick learned about the task it locked, for the claim that follows.
