@@ -20,6 +20,7 @@
 #include "http_client.h"
 #include "tx_proc.h"
 #include "tx_process.h"
+#include "worker/worktree.h"
 
 namespace {
 
@@ -202,6 +203,78 @@ TEST_F(ApiTest, BadRequestsGetAClearErrorAndWriteNothing) {
   EXPECT_EQ(Get("/api/tasks?stauts=ready").status, 400) << "a misspelt filter is refused";
   EXPECT_EQ(Get("/api/tasks?cursor=-4").status, 400);
   EXPECT_EQ(Patch("/api/tasks/task-zzzzzzzz", R"({"title": "y"})", token_).status, 404);
+}
+
+TEST_F(ApiTest, CancellingATaskInARepositoryRemovesItsWorktreeAndKeepsItsBranch) {
+  Serve();
+  std::string repo = (dir_.path() / "repo").string();
+  std::filesystem::create_directories(repo);
+  auto git = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"-C", repo, "-c", "user.email=t@example.com", "-c", "user.name=t"});
+    RunResult r = RunProcess("/usr/bin/git", args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out;
+  };
+  git({"init", "-q", "-b", "main"});
+  git({"commit", "-q", "--allow-empty", "-m", "base"});
+  std::string id = AddOverHttp("in a repo", {{"repo", repo}});
+  // As a worker running it would have made it.
+  auto wt = tx::worker::PrepareWorktree(repo, "", id);
+  ASSERT_TRUE(wt.ok()) << wt.error().message();
+  ASSERT_TRUE(std::filesystem::exists(wt->path));
+  Reply cancelled = Patch("/api/tasks/" + id, R"({"status": "cancelled"})", token_);
+  ASSERT_EQ(cancelled.status, 200) << cancelled.body.dump();
+  EXPECT_FALSE(std::filesystem::exists(wt->path));
+  EXPECT_EQ(git({"worktree", "list", "--porcelain"}).find(id), std::string::npos);
+  EXPECT_NE(git({"branch", "--list", "tx/" + id}), "");
+}
+
+TEST_F(ApiTest, AReviewedBranchIsShownAsADiffAndMergedOnceApproved) {
+  Serve();
+  std::string repo = (dir_.path() / "repo").string();
+  std::filesystem::create_directories(repo);
+  auto git = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"-C", repo, "-c", "user.email=t@example.com", "-c", "user.name=t"});
+    RunResult r = RunProcess("/usr/bin/git", args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out;
+  };
+  git({"init", "-q", "-b", "main"});
+  git({"commit", "-q", "--allow-empty", "-m", "base"});
+  std::string id = AddOverHttp("in a repo", {{"repo", repo}, {"review", true}});
+  // Its agent's work, as a worker would have run it: a commit on its branch, then review.
+  std::int64_t token = TxJson({"claim", id})["token"];
+  auto wt = tx::worker::PrepareWorktree(repo, "", id);
+  ASSERT_TRUE(wt.ok()) << wt.error().message();
+  std::ofstream(wt->path + "/feature.txt") << "feature\n";
+  git({"-C", wt->path, "add", "feature.txt"});
+  git({"-C", wt->path, "commit", "-q", "-m", "add the feature"});
+  ASSERT_EQ(Tx({"task", "review", id, "--token", std::to_string(token)}).exit_code, 0);
+
+  Reply diff = Get("/api/tasks/" + id + "/diff");
+  ASSERT_EQ(diff.status, 200) << diff.body.dump();
+  EXPECT_EQ(diff.body["branch"], "tx/" + id);
+  EXPECT_EQ(diff.body["base"], "main");
+  ASSERT_EQ(diff.body["commits"].size(), 1u);
+  EXPECT_EQ(diff.body["commits"][0]["subject"], "add the feature");
+  EXPECT_EQ(diff.body["files_changed"], 1);
+  EXPECT_EQ(diff.body["insertions"], 1);
+  EXPECT_NE(diff.body["diff"].get<std::string>().find("+feature"), std::string::npos);
+  EXPECT_FALSE(Get("/api/tasks/" + id + "/diff?stat=1").body.contains("diff"));
+  std::string plain = AddOverHttp("no repo");
+  EXPECT_EQ(Get("/api/tasks/" + plain + "/diff").status, 400);
+  EXPECT_EQ(Get("/api/tasks/task-zzzzzzzz/diff").status, 404);
+
+  Reply early = Post("/api/tasks/" + id + "/merge", "", token_);
+  EXPECT_EQ(early.status, 409) << early.body.dump();
+  EXPECT_EQ(Post("/api/tasks/" + id + "/merge", R"({"nope": 1})", token_).status, 400);
+  ASSERT_EQ(Patch("/api/tasks/" + id, R"({"status": "approved"})", token_).status, 200);
+  EXPECT_EQ(Post("/api/tasks/" + id + "/merge", R"({"note": "ship"})", "").status, 401);
+  Reply merged = Post("/api/tasks/" + id + "/merge", R"({"note": "ship"})", token_);
+  ASSERT_EQ(merged.status, 200) << merged.body.dump();
+  EXPECT_EQ(merged.body["status"], "done");
+  EXPECT_EQ(git({"log", "--format=%s", "main"}), "add the feature\nbase\n");
+  EXPECT_EQ(git({"branch", "--list", "tx/*"}), "");
 }
 
 TEST_F(ApiTest, StatusChangesFollowTheCliRulesAndTheClaimToken) {

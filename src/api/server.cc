@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -20,6 +21,8 @@
 #include "service/task_service.h"
 #include "service/worker_service.h"
 #include "store/location.h"
+#include "worker/review.h"
+#include "worker/worktree.h"
 
 namespace tx::api {
 
@@ -261,9 +264,16 @@ void ApiServer::Routes() {
                                            .Report(id, *c.token, c.outcome, c.text));
                   }
                   break;
-                case TaskChange::Kind::kCancel:
-                  TX_RETURN_IF_ERROR(tasks.Cancel(id, c.text));
+                case TaskChange::Kind::kCancel: {
+                  TX_ASSIGN_OR_RETURN(Task cancelled, tasks.Cancel(id, c.text));
+                  // Its worktree, when its repository is on this machine (the branch stays).
+                  if (!cancelled.repo.empty()) {
+                    if (Status s = worker::RemoveWorktree(cancelled.repo, cancelled.id); !s.ok()) {
+                      std::fprintf(stderr, "tx: warning: %s\n", s.error().message().c_str());
+                    }
+                  }
                   break;
+                }
                 case TaskChange::Kind::kRetry: {
                   // "ready" is a retry of a failed or cancelled task, and a request for changes
                   // of one in review; a task that moves meanwhile is refused by the call made.
@@ -283,6 +293,53 @@ void ApiServer::Routes() {
               return ToJson(d.task, d.attempts);
             });
           });
+
+  // A task's branch under review, and its merge (docs/git.md): git runs here, where the task's
+  // repository must be; the [git] settings are those of config.toml beside the store.
+  std::string config_path =
+      (std::filesystem::path(store::LocalDir(options_.db_path)) / "config.toml").string();
+  h.Get(R"(/api/tasks/([^/]+)/diff)",
+        [with_store, &opts, config_path](const httplib::Request& req, httplib::Response& res) {
+          with_store(res, 200, [&](store::Store& store) -> Result<json> {
+            TX_RETURN_IF_ERROR(OnlyParams(req, {"stat"}));
+            TX_ASSIGN_OR_RETURN(
+                service::TaskDetail d,
+                service::TaskService(store, store.clock(), opts).Show(req.matches[1].str()));
+            TX_ASSIGN_OR_RETURN(worker::GitSettings git,
+                                worker::LoadGitSettings(config_path, d.task.repo));
+            bool stat = req.has_param("stat") && req.get_param_value("stat") != "0";
+            return worker::DescribeBranch(d.task, git, !stat);
+          });
+        });
+  h.Post(R"(/api/tasks/([^/]+)/merge)",
+         [with_store, &opts, config_path](const httplib::Request& req, httplib::Response& res) {
+           with_store(res, 200, [&](store::Store& store) -> Result<json> {
+             json body = json::object();
+             if (!req.body.empty()) {
+               TX_ASSIGN_OR_RETURN(body, ParseObject(req.body));
+             }
+             std::string note;
+             for (const auto& [key, value] : body.items()) {
+               if (key != "note" || !value.is_string()) {
+                 return Error::InvalidArgument("a merge takes only \"note\" (a string), not \"" +
+                                               key + "\"");
+               }
+               note = value.get<std::string>();
+             }
+             service::TaskService tasks(store, store.clock(), opts);
+             TX_ASSIGN_OR_RETURN(service::TaskDetail d, tasks.Show(req.matches[1].str()));
+             TX_ASSIGN_OR_RETURN(worker::GitSettings git,
+                                 worker::LoadGitSettings(config_path, d.task.repo));
+             TX_ASSIGN_OR_RETURN(worker::TaskMerge m,
+                                 worker::MergeApprovedTask(tasks, d.task.id, git, note));
+             if (!m.merged) {
+               return Error::Conflict("task " + m.task.id +
+                                      " not merged, and sent back to the queue: " + m.why);
+             }
+             TX_ASSIGN_OR_RETURN(service::TaskDetail now, tasks.Show(m.task.id));
+             return ToJson(now.task, now.attempts);
+           });
+         });
 
   h.Get("/api/workers", [with_store, &opts](const httplib::Request& req, httplib::Response& res) {
     with_store(res, 200, [&](store::Store& store) -> Result<json> {

@@ -46,6 +46,10 @@ Handler SetupTaskCancel(CLI::App& cmd);
 Handler SetupTaskRetry(CLI::App& cmd);
 Handler SetupTaskApprove(CLI::App& cmd);
 Handler SetupTaskChanges(CLI::App& cmd);
+Handler SetupTaskDiff(CLI::App& cmd);
+Handler SetupTaskMerge(CLI::App& cmd);
+// The full view of a task, as `tx task show` prints it.
+Status ShowTask(Context& ctx, store::Store& store, const std::string& id);
 Handler SetupClaim(CLI::App& cmd);
 Handler SetupClaimRelease(CLI::App& cmd);
 Handler SetupClaimRenew(CLI::App& cmd);

@@ -1,5 +1,6 @@
 // tx task add|list|show|update|done|fail|review|cancel|retry|approve|changes
 
+#include <cstdio>
 #include <memory>
 #include <optional>
 
@@ -12,6 +13,7 @@
 #include "service/claim_service.h"
 #include "service/task_service.h"
 #include "worker/remote.h"
+#include "worker/worktree.h"
 
 namespace tx::cli {
 
@@ -24,13 +26,6 @@ Status PrintTask(Context& ctx, const service::TaskDetail& d) {
     PrintTaskDetail(ctx.out(), d.task, d.attempts, ctx.now());
   }
   return Ok();
-}
-
-// Re-reads a task with its attempts so every command prints the same full view.
-Status ShowTask(Context& ctx, store::Store& store, const std::string& id) {
-  service::TaskService tasks(store, ctx.clock(), ctx.options());
-  TX_ASSIGN_OR_RETURN(service::TaskDetail d, tasks.Show(id));
-  return PrintTask(ctx, d);
 }
 
 // The same, read from the server of a remote fleet.
@@ -54,6 +49,13 @@ struct AddArgs {
 };
 
 }  // namespace
+
+// Re-reads a task with its attempts so every command prints the same full view.
+Status ShowTask(Context& ctx, store::Store& store, const std::string& id) {
+  service::TaskService tasks(store, ctx.clock(), ctx.options());
+  TX_ASSIGN_OR_RETURN(service::TaskDetail d, tasks.Show(id));
+  return PrintTask(ctx, d);
+}
 
 Handler SetupTaskAdd(CLI::App& cmd) {
   auto a = std::make_shared<AddArgs>();
@@ -293,9 +295,11 @@ Handler SetupTaskReview(CLI::App& cmd) {
 namespace {
 
 // A command `tx task VERB ID [--note T]` that calls one TaskService method and shows the task.
+// `after` (optional) runs on the changed task before it is shown.
 Handler SetupNoteCommand(CLI::App& cmd, const char* note_help, bool note_required,
                          Result<Task> (service::TaskService::*change)(std::string_view,
-                                                                      const std::string&)) {
+                                                                      const std::string&),
+                         void (*after)(const Task&) = nullptr) {
   struct Args {
     std::string id, note;
   };
@@ -303,10 +307,11 @@ Handler SetupNoteCommand(CLI::App& cmd, const char* note_help, bool note_require
   cmd.add_option("id", a->id, "Task id")->type_name("")->required();
   CLI::Option* note = NonEmpty(cmd.add_option("--note", a->note, note_help)->type_name("T"));
   if (note_required) note->required();
-  return [a, change](Context& ctx) -> Status {
+  return [a, change, after](Context& ctx) -> Status {
     TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
     service::TaskService tasks(*store, ctx.clock(), ctx.options());
-    TX_RETURN_IF_ERROR((tasks.*change)(a->id, a->note));
+    TX_ASSIGN_OR_RETURN(Task changed, (tasks.*change)(a->id, a->note));
+    if (after != nullptr) after(changed);
     return ShowTask(ctx, *store, a->id);
   };
 }
@@ -314,7 +319,14 @@ Handler SetupNoteCommand(CLI::App& cmd, const char* note_help, bool note_require
 }  // namespace
 
 Handler SetupTaskCancel(CLI::App& cmd) {
-  return SetupNoteCommand(cmd, "Why", false, &service::TaskService::Cancel);
+  // A cancelled task's worktree goes at once (its worker, if one still runs it, kills the agent
+  // and would remove it too); the branch stays.
+  return SetupNoteCommand(cmd, "Why", false, &service::TaskService::Cancel, [](const Task& t) {
+    if (t.repo.empty()) return;
+    if (Status s = worker::RemoveWorktree(t.repo, t.id); !s.ok()) {
+      std::fprintf(stderr, "tx: warning: %s\n", s.error().message().c_str());
+    }
+  });
 }
 
 Handler SetupTaskRetry(CLI::App& cmd) {

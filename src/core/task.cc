@@ -43,6 +43,7 @@ constexpr Transition kTransitions[] = {
     {S::kReview, E::kApprove, S::kApproved},
     {S::kReview, E::kRequestChanges, S::kReady},
     {S::kApproved, E::kMerge, S::kDone},
+    {S::kApproved, E::kMergeRefused, S::kReady},
     {S::kBlocked, E::kCancel, S::kCancelled},
     {S::kReady, E::kCancel, S::kCancelled},
     {S::kRunning, E::kCancel, S::kCancelled},
@@ -65,11 +66,15 @@ constexpr Transition kTransitions[] = {
     {S::kRunning, E::kForceReview, S::kReview},
 };
 
-constexpr std::array<std::string_view, 14> kEventNames = {
-    "unblock",         "claim",       "succeed", "submit for review",
-    "fail an attempt", "requeue",     "approve", "request changes",
-    "merge",           "cancel",      "retry",   "force done",
-    "force fail",      "force review"};
+constexpr std::array<std::string_view, 15> kEventNames = {
+    "unblock",         "claim",
+    "succeed",         "submit for review",
+    "fail an attempt", "requeue",
+    "approve",         "request changes",
+    "merge",           "send back from a refused merge",
+    "cancel",          "retry",
+    "force done",      "force fail",
+    "force review"};
 }  // namespace
 
 std::string_view ToString(TaskStatus s) {

@@ -41,6 +41,7 @@ enum class TaskEvent {
   kApprove,         // review -> approved
   kRequestChanges,  // review -> ready
   kMerge,           // approved -> done
+  kMergeRefused,    // approved -> ready: the merge met a conflict or a failing check
   kCancel,          // any non-terminal -> cancelled
   kRetry,           // failed / cancelled -> ready (or blocked while after[] is not done)
   kForceDone,       // operator override: any non-terminal -> done

@@ -78,6 +78,24 @@ TEST(TaskTransitions, RefusalsNameTheTaskAndItsState) {
   EXPECT_EQ(s.error().message(), "cannot cancel task task-abcdefgh: it is done");
 }
 
+TEST(TaskTransitions, AReviewedBranchIsMergedOnlyOnceApprovedAndARefusedMergeGoesBackToReady) {
+  // review -> approved -> done by merge; a merge refused (conflict, red check) -> ready.
+  EXPECT_TRUE(IsAllowed(S::kApproved, E::kMergeRefused, S::kReady));
+  for (S s :
+       {S::kBlocked, S::kReady, S::kRunning, S::kReview, S::kDone, S::kFailed, S::kCancelled}) {
+    EXPECT_FALSE(IsAllowed(s, E::kMerge, S::kDone)) << ToString(s);
+    EXPECT_FALSE(IsAllowed(s, E::kMergeRefused, S::kReady)) << ToString(s);
+  }
+  EXPECT_FALSE(IsAllowed(S::kApproved, E::kMergeRefused, S::kFailed));
+  EXPECT_FALSE(IsAllowed(S::kRunning, E::kApprove, S::kApproved));  // approve needs a review
+  EXPECT_FALSE(IsAllowed(S::kApproved, E::kRequestChanges, S::kReady));
+  Status s = CheckTransition("task-abcdefgh", S::kReview, E::kMerge, S::kDone);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().message(), "cannot merge task task-abcdefgh: it is review");
+  EXPECT_EQ(ToString(E::kMergeRefused), "send back from a refused merge");
+  EXPECT_EQ(ToString(E::kForceReview), "force review");
+}
+
 TEST(TaskTransitions, OnlyTerminalStatesAreTerminal) {
   EXPECT_TRUE(IsTerminal(S::kDone));
   EXPECT_TRUE(IsTerminal(S::kFailed));

@@ -292,13 +292,36 @@ Result<Task> TaskService::Approve(std::string_view id, const std::string& note) 
   return std::move(*out);
 }
 
+Result<Task> TaskService::Merged(std::string_view id, const nlohmann::json& merge) {
+  std::optional<Task> out;
+  Millis now = clock_.NowMs();
+  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+    TX_ASSIGN_OR_RETURN(Task task, LoadTask(txn, id));
+    TX_RETURN_IF_ERROR(CheckTransition(task.id, task.status, TaskEvent::kMerge, TaskStatus::kDone));
+    TX_RETURN_IF_ERROR(Emit(txn, now, "task.merged", task.id, "", merge));
+    TX_RETURN_IF_ERROR(detail::FinishDone(txn, task, task.result, now, ""));
+    out = std::move(task);
+    return Ok();
+  }));
+  return std::move(*out);
+}
+
+Result<Task> TaskService::MergeRefused(std::string_view id, const std::string& why) {
+  return SendBack(id, why, TaskEvent::kMergeRefused, "task.merge_refused");
+}
+
 Result<Task> TaskService::RequestChanges(std::string_view id, const std::string& note) {
+  return SendBack(id, note, TaskEvent::kRequestChanges, "task.changes_requested");
+}
+
+Result<Task> TaskService::SendBack(std::string_view id, const std::string& note, TaskEvent event,
+                                   const char* event_type) {
   std::optional<Task> out;
   Millis now = clock_.NowMs();
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
     TX_ASSIGN_OR_RETURN(Task task, LoadTask(txn, id));
     TaskStatus to = TaskStatus::kReady;
-    TX_RETURN_IF_ERROR(CheckTransition(task.id, task.status, TaskEvent::kRequestChanges, to));
+    TX_RETURN_IF_ERROR(CheckTransition(task.id, task.status, event, to));
     if (!note.empty()) {
       nlohmann::json& notes = task.metadata["review_notes"];
       if (!notes.is_array()) notes = nlohmann::json::array();
@@ -308,7 +331,7 @@ Result<Task> TaskService::RequestChanges(std::string_view id, const std::string&
     task.run_after = now;
     task.updated_at = now;
     TX_RETURN_IF_ERROR(txn.UpdateTask(task));
-    TX_RETURN_IF_ERROR(Emit(txn, now, "task.changes_requested", task.id, "", {{"note", note}}));
+    TX_RETURN_IF_ERROR(Emit(txn, now, event_type, task.id, "", {{"note", note}}));
     out = std::move(task);
     return Ok();
   }));

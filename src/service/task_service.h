@@ -68,11 +68,22 @@ class TaskService {
   Result<Task> Approve(std::string_view id, const std::string& note);
   Result<Task> RequestChanges(std::string_view id, const std::string& note);
 
+  // The end of a merge of an approved task's branch (worker/merge.h), which happens in git
+  // before either is called. Merged: `done` (events task.merged, with `merge`, then task.done).
+  // MergeRefused: back to `ready` on the same attempt budget, `why` (the conflict, or the failing
+  // check's output) appended to metadata.review_notes for the next prompt (task.merge_refused).
+  // conflict: the task is not approved.
+  Result<Task> Merged(std::string_view id, const nlohmann::json& merge);
+  Result<Task> MergeRefused(std::string_view id, const std::string& why);
+
   // The operator's override (--force): records the outcome without the token, ending any active
   // claim as `forced` so its holder is refused from then on. Recorded in the event as forced.
   Result<Task> ForceOutcome(std::string_view id, Outcome outcome, const std::string& text);
 
  private:
+  // review (or approved) -> ready with `note` for the next prompt: RequestChanges, MergeRefused.
+  Result<Task> SendBack(std::string_view id, const std::string& note, TaskEvent event,
+                        const char* event_type);
   Status Insert(store::Txn& txn, Task& task, Millis now);
 
   store::Store& store_;

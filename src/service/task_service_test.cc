@@ -226,5 +226,42 @@ TEST_F(TaskServiceTest, RequestedChangesSendTheTaskBackWithTheNoteOnTheSameBudge
   EXPECT_ERROR_CODE(tasks_.RequestChanges(a.id, "again"), ErrorCode::kConflict);
 }
 
+TEST_F(TaskServiceTest, AnApprovedBranchMergedIsDoneAndARefusedMergeGoesBackWithTheReason) {
+  Task t;
+  t.title = "on a branch";
+  t.review = true;
+  t.repo = "/srv/repo";
+  ASSERT_OK_AND_ASSIGN(Task added, tasks_.Add(t));
+  Task after = AddTask("after", 0, {added.id});
+  ClaimResult r = ClaimNextFor(Register());
+  ASSERT_OK(claims_.Report(added.id, r.claim.token, Outcome::kDone, "the fix"));
+  // Not yet approved: neither is allowed, and nothing is written.
+  std::int64_t events = EventCount();
+  EXPECT_ERROR_CODE(tasks_.Merged(added.id, {{"head", "abc"}}), ErrorCode::kConflict);
+  EXPECT_ERROR_CODE(tasks_.MergeRefused(added.id, "conflict"), ErrorCode::kConflict);
+  EXPECT_EQ(EventCount(), events);
+  ASSERT_OK(tasks_.Approve(added.id, ""));
+
+  ASSERT_OK_AND_ASSIGN(Task back, tasks_.MergeRefused(added.id, "rebase conflicts in: a.txt"));
+  EXPECT_EQ(back.status, TaskStatus::kReady);
+  EXPECT_EQ(back.attempt, 1);  // the same budget
+  EXPECT_EQ(Get(added.id).metadata["review_notes"], nlohmann::json({"rebase conflicts in: a.txt"}));
+  EXPECT_EQ(EventTypes().back(), "task.merge_refused");
+
+  ClaimResult again = ClaimNextFor(Register());
+  ASSERT_EQ(again.task.id, added.id);
+  ASSERT_OK(claims_.Report(added.id, again.claim.token, Outcome::kDone, "resolved"));
+  ASSERT_OK(tasks_.Approve(added.id, ""));
+  ASSERT_OK_AND_ASSIGN(Task merged, tasks_.Merged(added.id, {{"base", "main"}, {"head", "abc"}}));
+  EXPECT_EQ(merged.status, TaskStatus::kDone);
+  EXPECT_EQ(merged.result, "resolved");
+  EXPECT_EQ(Get(after.id).status, TaskStatus::kReady);  // its dependents go on
+  std::vector<std::string> types = EventTypes();
+  auto at = std::find(types.begin(), types.end(), "task.merged");
+  ASSERT_NE(at, types.end());
+  EXPECT_NE(std::find(at, types.end(), "task.done"), types.end());
+  EXPECT_ERROR_CODE(tasks_.Merged(added.id, {}), ErrorCode::kConflict);  // once
+}
+
 }  // namespace
 }  // namespace tx::service

@@ -68,6 +68,28 @@ class Table {
     return Ok();
   }
 
+  // "rebase" (true) or "merge" (false).
+  Status Strategy(std::string_view key, std::optional<bool>& rebase) {
+    seen_.emplace_back(key);
+    const toml::node* n = t_.get(key);
+    if (n == nullptr) return Ok();
+    auto s = n->value<std::string>();
+    if (!s || (*s != "rebase" && *s != "merge")) return Bad(key, "\"rebase\" or \"merge\"");
+    rebase = *s == "rebase";
+    return Ok();
+  }
+
+  // A count from 0 to 64.
+  Status Spares(std::string_view key, int& out) {
+    seen_.emplace_back(key);
+    const toml::node* n = t_.get(key);
+    if (n == nullptr) return Ok();
+    auto v = n->value<std::int64_t>();
+    if (!v || *v < 0 || *v > 64) return Bad(key, "an integer from 0 to 64");
+    out = static_cast<int>(*v);
+    return Ok();
+  }
+
   void Known(std::string_view key) { seen_.emplace_back(key); }
 
   // Refuses the first key nobody asked for.
@@ -157,7 +179,59 @@ Status ApplyAgents(const toml::table& agents, const std::string& origin, WorkerC
   return Ok();
 }
 
+Status ApplyGit(const toml::table& g, const std::string& origin, WorkerConfig& c) {
+  Table t(g, "git.", origin);
+  TX_RETURN_IF_ERROR(t.String("base", c.git.base));
+  TX_RETURN_IF_ERROR(t.Strings("setup", c.git.setup));
+  TX_RETURN_IF_ERROR(t.Spares("spare_worktrees", c.git.spare_worktrees));
+  TX_RETURN_IF_ERROR(t.String("check", c.git.check));
+  std::optional<bool> rebase;
+  TX_RETURN_IF_ERROR(t.Strategy("merge", rebase));
+  if (rebase) c.git.rebase = *rebase;
+  t.Known("repos");
+  TX_RETURN_IF_ERROR(t.RefuseUnknown());
+  const toml::node* repos = g.get("repos");
+  if (repos == nullptr) return Ok();
+  const toml::table* rt = repos->as_table();
+  if (rt == nullptr) return Error::InvalidArgument(origin + ": 'git.repos' must be a table");
+  for (const auto& [key, node] : *rt) {
+    std::string repo(key.str());
+    std::string prefix = "git.repos.\"" + repo + "\"";
+    const toml::table* one = node.as_table();
+    if (one == nullptr)
+      return Error::InvalidArgument(origin + ": '" + prefix + "' must be a table");
+    Table r(*one, prefix + ".", origin);
+    GitRepoSettings s;
+    if (one->get("base") != nullptr) TX_RETURN_IF_ERROR(r.String("base", s.base.emplace()));
+    if (one->get("setup") != nullptr) TX_RETURN_IF_ERROR(r.Strings("setup", s.setup.emplace()));
+    if (one->get("spare_worktrees") != nullptr) {
+      TX_RETURN_IF_ERROR(r.Spares("spare_worktrees", s.spare_worktrees.emplace()));
+    }
+    if (one->get("check") != nullptr) TX_RETURN_IF_ERROR(r.String("check", s.check.emplace()));
+    TX_RETURN_IF_ERROR(r.Strategy("merge", s.rebase));
+    r.Known("base");
+    r.Known("setup");
+    r.Known("spare_worktrees");
+    r.Known("check");
+    TX_RETURN_IF_ERROR(r.RefuseUnknown());
+    c.git_repos[repo] = std::move(s);
+  }
+  return Ok();
+}
+
 }  // namespace
+
+GitSettings GitSettingsFor(const WorkerConfig& config, const std::string& repo) {
+  GitSettings out = config.git;
+  if (auto it = config.git_repos.find(repo); it != config.git_repos.end()) {
+    if (it->second.base) out.base = *it->second.base;
+    if (it->second.setup) out.setup = *it->second.setup;
+    if (it->second.spare_worktrees) out.spare_worktrees = *it->second.spare_worktrees;
+    if (it->second.check) out.check = *it->second.check;
+    if (it->second.rebase) out.rebase = *it->second.rebase;
+  }
+  return out;
+}
 
 Status ApplyConfigToml(const std::string& toml_text, const std::string& origin,
                        WorkerConfig& config) {
@@ -170,6 +244,8 @@ Status ApplyConfigToml(const std::string& toml_text, const std::string& origin,
       TX_RETURN_IF_ERROR(ApplyWorker(*t, origin, c));
     } else if (k == "agents" && t != nullptr) {
       TX_RETURN_IF_ERROR(ApplyAgents(*t, origin, c));
+    } else if (k == "git" && t != nullptr) {
+      TX_RETURN_IF_ERROR(ApplyGit(*t, origin, c));
     } else if (k == "orchestrator" || k == "api") {
       // Read by the orchestrator and the HTTP server.
     } else {

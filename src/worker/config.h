@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,24 @@
 #include "exec/spawn_spec.h"
 
 namespace tx::worker {
+
+// Git isolation of tasks that name a repository (worker/worktree.h, docs/git.md).
+struct GitSettings {
+  std::string base;                // a task's base branch when it names none; "" = the repo's HEAD
+  std::vector<std::string> setup;  // shell commands run in a new worktree before the agent
+  int spare_worktrees = 1;         // finished worktrees kept for new tasks (worktree.h: spares)
+  std::string check;               // a shell command a merge must pass (merge.h); "" = none
+  bool rebase = true;              // merge = "rebase" (default) or "merge"
+  bool operator==(const GitSettings&) const = default;
+};
+// [git.repos."PATH"]: what one repository sets over [git].
+struct GitRepoSettings {
+  std::optional<std::string> base;
+  std::optional<std::vector<std::string>> setup;
+  std::optional<int> spare_worktrees;
+  std::optional<std::string> check;
+  std::optional<bool> rebase;
+};
 
 struct WorkerConfig {
   std::string db_path;  // absolute; handed to agents as TX_DB (empty for a remote worker)
@@ -45,7 +64,13 @@ struct WorkerConfig {
   std::string logs_dir;  // <store dir>/logs
   std::uint64_t log_cap_bytes = 8ull << 20;
   std::string tx_binary;  // this executable: its directory leads the agents' PATH
+  GitSettings git;        // [git]
+  // [git.repos."PATH"]: per repository (its path as tasks give it), each key over [git]'s.
+  std::map<std::string, GitRepoSettings> git_repos;
 };
+
+// The git settings for tasks in `repo`: [git], with [git.repos."repo"] laid over it.
+GitSettings GitSettingsFor(const WorkerConfig& config, const std::string& repo);
 
 // Applies a TOML document to `config`. Unknown keys and wrong types are refused with
 // invalid_argument naming the key (a typo must not silently keep a default); a syntax error names

@@ -62,6 +62,11 @@ TEST(WorkerConfig, MistakesAreRefusedNamingTheKeyAndChangeNothing) {
       {"[agents.x]\nargv = [\"run\", \"{promt}\"]\n", "{promt}"},
       {"[agents.x]\n", "'agents.x.argv' is required"},
       {"[workers]\n", "unknown section 'workers'"},
+      {"[git]\nsetup = \"make\"\n", "'git.setup' must be an array of strings"},
+      {"[git]\nbranch = \"x\"\n", "unknown setting 'git.branch'"},
+      {"[git]\nspare_worktrees = -1\n", "'git.spare_worktrees' must be an integer from 0 to 64"},
+      {"[git]\nmerge = \"squash\"\n", "'git.merge' must be \"rebase\" or \"merge\""},
+      {"[git.repos.\"/r\"]\ncheque = \"x\"\n", "unknown setting 'git.repos.\"/r\".cheque'"},
       {"[worker\n", "config.toml:1:"},
   };
   for (const auto& c : cases) {
@@ -74,6 +79,44 @@ TEST(WorkerConfig, MistakesAreRefusedNamingTheKeyAndChangeNothing) {
         << c.toml << " → " << s.error().message();
     EXPECT_EQ(config.lease_ms, 42);
   }
+}
+
+TEST(WorkerConfig, GitSettingsComeFromGitAndEachRepositoryOverridesThem) {
+  WorkerConfig c;
+  Status s = ApplyConfigToml(R"(
+[git]
+base = "main"
+setup = ["npm ci", "cp ../../../.env ."]
+
+spare_worktrees = 3
+check = "make test"
+
+[git.repos."/srv/api"]
+base = "develop"
+spare_worktrees = 0
+merge = "merge"
+check = ""
+
+[git.repos."/srv/docs"]
+setup = []
+)",
+                             "config.toml", c);
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  GitSettings other = GitSettingsFor(c, "/srv/other");
+  EXPECT_EQ(other.base, "main");
+  EXPECT_EQ(other.setup, (std::vector<std::string>{"npm ci", "cp ../../../.env ."}));
+  GitSettings api = GitSettingsFor(c, "/srv/api");
+  EXPECT_EQ(api.base, "develop");
+  EXPECT_EQ(api.setup, other.setup);
+  EXPECT_EQ(other.spare_worktrees, 3);
+  EXPECT_EQ(api.spare_worktrees, 0);
+  EXPECT_EQ(other.check, "make test");
+  EXPECT_TRUE(other.rebase);
+  EXPECT_EQ(api.check, "");
+  EXPECT_FALSE(api.rebase);
+  GitSettings docs = GitSettingsFor(c, "/srv/docs");
+  EXPECT_EQ(docs.base, "main");
+  EXPECT_TRUE(docs.setup.empty());
 }
 
 TEST(WorkerConfig, AgentIsAProfileNameOrATemplate) {
@@ -138,6 +181,48 @@ TEST(SpawnPlan, TheSpecCarriesTheAgentArgvEnvironmentLogAndLimits) {
   t.command.clear();
   t.agent = "nosuch";
   EXPECT_FALSE(PlanSpawn(c, t, claim, {}).ok());
+}
+
+TEST(SpawnPlan, InAWorktreeTheAgentRunsThereWithItsBranchAfterTheRepositorysSetup) {
+  WorkerConfig c;
+  c.git.setup = {"make deps"};
+  c.git_repos["/other"].setup = std::vector<std::string>{};
+  Task t;
+  t.id = "task-abcdefgh";
+  t.title = "Title";
+  t.repo = "/repo";
+  t.command = {"agent", "{workdir}", "{prompt}"};
+  Claim claim;
+  claim.attempt = 1;
+  Worktree wt{"/repo", "/repo/.tx/worktrees/task-abcdefgh",  "tx/task-abcdefgh",
+              "main",  "/repo/.git/worktrees/task-abcdefgh", true,
+              true};
+  auto spec = PlanSpawn(c, t, claim, {"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=a.b"}, &wt);
+  ASSERT_TRUE(spec.ok()) << spec.error().message();
+  EXPECT_EQ(spec->cwd, wt.path);
+  std::string prompt = AgentPrompt(t, 1, &wt);
+  EXPECT_NE(prompt.find("Working directory: " + wt.path), std::string::npos);
+  EXPECT_NE(prompt.find("on branch tx/task-abcdefgh (made from main)"), std::string::npos);
+  EXPECT_EQ(spec->argv, WithSetup(wt, {"make deps"}, {"agent", wt.path, prompt}));
+  auto has = [&](const std::string& kv) {
+    return std::count(spec->env.begin(), spec->env.end(), kv) == 1;
+  };
+  EXPECT_TRUE(has("TX_WORKTREE=" + wt.path));
+  EXPECT_TRUE(has("TX_BRANCH=tx/task-abcdefgh"));
+  EXPECT_TRUE(has("GIT_CONFIG_KEY_0=a.b"));
+  EXPECT_TRUE(has("GIT_CONFIG_KEY_1=core.excludesFile"));
+  EXPECT_TRUE(has("GIT_CONFIG_COUNT=2"));
+  EXPECT_FALSE(has("GIT_CONFIG_COUNT=1"));
+
+  wt.needs_setup = false;  // set up by an earlier attempt
+  spec = PlanSpawn(c, t, claim, {}, &wt);
+  ASSERT_TRUE(spec.ok());
+  EXPECT_EQ(spec->argv, (std::vector<std::string>{"agent", wt.path, prompt}));
+  wt.needs_setup = true;
+  t.repo = "/other";  // whose setup is none
+  spec = PlanSpawn(c, t, claim, {}, &wt);
+  ASSERT_TRUE(spec.ok());
+  EXPECT_EQ(spec->argv[0], "agent");
 }
 
 }  // namespace

@@ -367,8 +367,62 @@ void WorkerRuntime::RunAttempt(service::ClaimResult claimed) {
   const Task& task = claimed.task;
   const Claim& claim = claimed.claim;
   state_.Hold({task.id, claim.token, claim.lease_ms, claim.lease_expires_at, 0});
+  if (task.repo.empty()) {
+    RunAgent(claimed, nullptr);
+    return;
+  }
+  std::string base =
+      task.base_branch.empty() ? GitSettingsFor(config_, task.repo).base : task.base_branch;
+  Result<Worktree> wt = PrepareWorktree(task.repo, base, task.id);
+  Status ready =
+      wt.ok() ? WriteInstructions(*wt, AgentPrompt(task, claim.attempt, &*wt)) : Status(wt.error());
+  if (!ready.ok()) {
+    spdlog::error("{} attempt {}: {}", task.id, claim.attempt, ready.error().message());
+    Result<Task> r = fleet_->Fail(task.id, claim.token, EndReason::kFailed,
+                                  "git worktree: " + ready.error().message(), std::nullopt);
+    if (!r.ok()) spdlog::error("{}: {}", task.id, r.error().message());
+    state_.Drop();
+    return;
+  }
+  spdlog::info("{} attempt {}: {} worktree {} on {}", task.id, claim.attempt,
+               wt->created ? "made" : "reusing", wt->path, wt->branch);
+  RunAgent(claimed, &*wt);
+  // Done without review, cancelled, or failed for good: the worktree has served (the branch
+  // stays, for review, merge or a retry by hand). A task in review, or to be tried again, keeps
+  // it as it is.
+  Result<Claim> ended = fleet_->Inspect(claim.token);
+  if (!ended.ok()) return;
+  bool last_attempt = claim.attempt >= task.max_attempts;
+  bool finished = false;
+  switch (ended->end_reason) {
+    case EndReason::kExited:
+    case EndReason::kForced:
+      finished = !task.review;
+      break;
+    case EndReason::kCancelled:
+      finished = true;
+      break;
+    case EndReason::kFailed:
+    case EndReason::kTimedOut:
+    case EndReason::kStalled:
+    case EndReason::kLeaseLost:
+      finished = last_attempt;
+      break;
+    default:  // released (shutdown, by hand): the attempt does not count; still running
+      break;
+  }
+  if (!finished) return;
+  if (Status s =
+          RemoveWorktree(task.repo, task.id, GitSettingsFor(config_, task.repo).spare_worktrees);
+      !s.ok()) {
+    spdlog::warn("{}: {}", task.id, s.error().message());
+  }
+}
 
-  Result<exec::SpawnSpec> spec = PlanSpawn(config_, task, claim, CurrentEnvironment());
+void WorkerRuntime::RunAgent(const service::ClaimResult& claimed, const Worktree* worktree) {
+  const Task& task = claimed.task;
+  const Claim& claim = claimed.claim;
+  Result<exec::SpawnSpec> spec = PlanSpawn(config_, task, claim, CurrentEnvironment(), worktree);
   Result<exec::Child> spawned =
       spec.ok() ? exec::Child::Spawn(*spec) : Result<exec::Child>(spec.error());
   if (!spawned.ok()) {

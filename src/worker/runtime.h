@@ -34,6 +34,7 @@
 #include "worker/coordinator.h"
 #include "worker/heartbeat.h"
 #include "worker/shared_state.h"
+#include "worker/worktree.h"
 
 namespace tx::worker {
 
@@ -71,7 +72,10 @@ class WorkerRuntime {
   // Remote: asks the server for a task, waiting there up to the poll interval, on a thread of its
   // own so that a signal still reaches this loop at once (and cuts the wait short).
   Result<std::optional<service::ClaimResult>> ClaimWaiting();
+  // Runs one claimed attempt: in the task's worktree when it names a repository (worktree.h),
+  // removed afterwards once the task is done without review or cancelled.
   void RunAttempt(service::ClaimResult claimed);
+  void RunAgent(const service::ClaimResult& claimed, const Worktree* worktree);
   // Remote: sends what the agent wrote since the last call to the server's copy of the log.
   void ShipLog(const std::string& path, const Claim& claim, bool final);
   void Finish(const service::ClaimResult& claimed, const exec::ExitOutcome& outcome);

@@ -19,22 +19,40 @@ std::vector<std::string> CurrentEnvironment() {
   return env;
 }
 
+std::string AgentPrompt(const Task& task, int attempt, const Worktree* worktree) {
+  if (worktree == nullptr) return BuildPrompt(task, attempt);
+  Task shown = task;
+  shown.workdir = worktree->path;
+  return BuildPrompt(shown, attempt) +
+         "\n## Git\nThis directory is a git worktree of its own, on branch " + worktree->branch +
+         " (made from " + worktree->base +
+         "). Commit your work on this branch; do not switch branches, rebase or push. Only what "
+         "is committed is reviewed and merged.\n";
+}
+
 Result<exec::SpawnSpec> PlanSpawn(const WorkerConfig& config, const Task& task, const Claim& claim,
-                                  const std::vector<std::string>& base_env) {
+                                  const std::vector<std::string>& base_env,
+                                  const Worktree* worktree) {
   std::vector<std::string> argv_template = task.command;
   if (argv_template.empty()) {
     const std::string& agent = task.agent.empty() ? config.agent : task.agent;
     TX_ASSIGN_OR_RETURN(argv_template, ResolveAgent(config, agent));
   }
-  const std::string& workdir = task.workdir.empty() ? config.workdir : task.workdir;
-  AgentContext context{BuildPrompt(task, claim.attempt), task.id, task.title, workdir,
+  std::string workdir = task.workdir.empty() ? config.workdir : task.workdir;
+  if (worktree != nullptr) workdir = worktree->path;
+  AgentContext context{AgentPrompt(task, claim.attempt, worktree), task.id, task.title, workdir,
                        claim.attempt};
 
   exec::SpawnSpec spec;
   spec.argv = ExpandTemplate(argv_template, context);
+  if (worktree != nullptr && worktree->needs_setup) {
+    spec.argv = WithSetup(*worktree, GitSettingsFor(config, task.repo).setup, spec.argv);
+  }
   std::string path;
   for (const auto& kv : base_env) {
     if (kv.rfind("TX_", 0) == 0) continue;  // never leak the worker's own TX_* settings
+    // AgentGitEnv adds to the count it found.
+    if (worktree != nullptr && kv.rfind("GIT_CONFIG_COUNT=", 0) == 0) continue;
     if (kv.rfind("PATH=", 0) == 0) {
       path = kv.substr(5);
       continue;
@@ -58,6 +76,9 @@ Result<exec::SpawnSpec> PlanSpawn(const WorkerConfig& config, const Task& task, 
   }
   if (!config.allowed_commands.empty()) {
     spec.env.push_back("TX_ALLOWED_COMMANDS=" + config.allowed_commands);
+  }
+  if (worktree != nullptr) {
+    for (auto& kv : AgentGitEnv(*worktree, base_env)) spec.env.push_back(std::move(kv));
   }
   spec.cwd = workdir;
   spec.log_path = AttemptLogPath(config.logs_dir, task.id, claim.attempt);

@@ -1,0 +1,36 @@
+#pragma once
+// Running git for a worker's worktrees and merges (worktree.h, merge.h): each command a child
+// process (exec/command.h), with LC_ALL=C so that its messages can be read.
+
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "exec/command.h"
+#include "exec/unique_fd.h"
+
+namespace tx::worker::git {
+
+// Runs git with `args` in `dir`, with `env` added. Git's lock files (a ref, the config) make a
+// command fail at once when another holds them — parallel workers making worktrees in one
+// repository do — so such a failure is tried again a few times before it is returned.
+Result<exec::CommandResult> Run(const std::string& dir, std::vector<std::string> args,
+                                const std::vector<std::string>& env = {});
+
+// Git's output without its trailing newline.
+std::string Trimmed(std::string s);
+
+// unavailable: "<what>: <git's first line>".
+Error Failed(const std::string& what, const exec::CommandResult& r);
+
+// The top level of the repository `repo` is in. invalid_argument: not a directory, or not in a
+// git repository.
+Result<std::string> TopLevel(const std::string& repo);
+
+// Whether refs/heads/<branch> exists in the repository at `top`.
+Result<bool> BranchExists(const std::string& top, const std::string& branch);
+
+// An exclusive flock on `path` (created when missing), held until the descriptor is closed.
+Result<exec::UniqueFd> Lock(const std::string& path);
+
+}  // namespace tx::worker::git

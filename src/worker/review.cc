@@ -1,0 +1,70 @@
+#include "worker/review.h"
+
+#include "worker/merge.h"
+#include "worker/worktree.h"
+
+namespace tx::worker {
+namespace {
+
+Status RequireRepo(const Task& task) {
+  if (task.repo.empty()) {
+    return Error::InvalidArgument("task " + task.id + " names no repository (tx task add --repo)");
+  }
+  return Ok();
+}
+
+std::string BaseOf(const Task& task, const GitSettings& git) {
+  return task.base_branch.empty() ? git.base : task.base_branch;
+}
+
+}  // namespace
+
+Result<GitSettings> LoadGitSettings(const std::string& config_path, const std::string& repo) {
+  WorkerConfig config;
+  TX_RETURN_IF_ERROR(ApplyConfigFile(config_path, config));
+  return GitSettingsFor(config, repo);
+}
+
+Result<nlohmann::json> DescribeBranch(const Task& task, const GitSettings& git, bool with_diff) {
+  TX_RETURN_IF_ERROR(RequireRepo(task));
+  TX_ASSIGN_OR_RETURN(BranchSummary s, SummarizeBranch(task.repo, task.id, BaseOf(task, git)));
+  nlohmann::json commits = nlohmann::json::array();
+  for (const auto& c : s.commits) commits.push_back({{"sha", c.sha}, {"subject", c.subject}});
+  nlohmann::json out = {{"task_id", task.id},
+                        {"branch", s.branch},
+                        {"base", s.base},
+                        {"head", s.head},
+                        {"commits", commits},
+                        {"files_changed", s.files_changed},
+                        {"insertions", s.insertions},
+                        {"deletions", s.deletions}};
+  if (with_diff) {
+    TX_ASSIGN_OR_RETURN(std::string diff, BranchDiff(task.repo, task.id, s.base));
+    out["diff"] = std::move(diff);
+  }
+  return out;
+}
+
+Result<TaskMerge> MergeApprovedTask(service::TaskService& tasks, std::string_view id,
+                                    const GitSettings& git, const std::string& note) {
+  TX_ASSIGN_OR_RETURN(service::TaskDetail d, tasks.Show(id));
+  const Task& task = d.task;
+  TX_RETURN_IF_ERROR(RequireRepo(task));
+  TX_RETURN_IF_ERROR(CheckTransition(task.id, task.status, TaskEvent::kMerge, TaskStatus::kDone));
+  MergeSettings settings{git.rebase, git.check, git.spare_worktrees};
+  TX_ASSIGN_OR_RETURN(MergeResult r, MergeBranch(task.repo, task.id, BaseOf(task, git), settings));
+  TaskMerge out;
+  if (r.kind == MergeResult::Kind::kMerged) {
+    TX_ASSIGN_OR_RETURN(out.task, tasks.Merged(task.id, {{"base", r.base},
+                                                         {"head", r.head},
+                                                         {"branch", TaskBranch(task.id)},
+                                                         {"note", note}}));
+    out.merged = true;
+    return out;
+  }
+  TX_ASSIGN_OR_RETURN(out.task, tasks.MergeRefused(task.id, r.detail));
+  out.why = r.detail;
+  return out;
+}
+
+}  // namespace tx::worker
