@@ -58,6 +58,8 @@ Result<bool> BranchExists(const std::string& top, const std::string& branch) {
 }
 
 Result<exec::UniqueFd> Lock(const std::string& path) {
+  std::error_code ec;
+  fs::create_directories(fs::path(path).parent_path(), ec);  // failing that, open says why
   exec::UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
   if (!fd.valid()) return Error::Unavailable("cannot open " + path + ": " + std::strerror(errno));
   while (::flock(fd.get(), LOCK_EX) != 0) {
