@@ -181,6 +181,7 @@ TEST_F(ApiTest, BadRequestsGetAClearErrorAndWriteNothing) {
       {R"({"title": "x", "after": ["task-zzzzzzzz"]})", "task-zzzzzzzz"},
       {R"({"description": "no title"})", "'title' is required"},
       {R"({"title": "x", "base": "main"})", "'base' needs 'repo'"},
+      {R"({"title": "x", "repo": "relative/path"})", "'repo' must be an absolute path"},
   };
   for (const auto& c : cases) {
     Reply r = Post("/api/tasks", c.body, token_);

@@ -239,6 +239,13 @@ TEST_F(GitWorktreeTest, SetupCommandsRunOnceInANewWorktreeAndABadRepositoryFails
             std::string::npos);
   EXPECT_TRUE(fs::exists(WorktreeOf(id)));  // in review: kept for requested changes
 
+  // A relative --repo is kept as the path it names here, not as typed.
+  RunResult rel = Tx({"--json", "task", "add", "t", "--repo", "./repo/", "--command", "true",
+                      "--after", id});  // blocked: no worker runs it
+  ASSERT_EQ(rel.exit_code, 0) << rel.err;
+  EXPECT_EQ(json::parse(rel.out)["repo"], repo_ + "/") << rel.out;
+  ASSERT_EQ(Tx({"task", "cancel", json::parse(rel.out)["id"]}).exit_code, 0);
+
   RunResult r = Tx({"--json", "task", "add", "t", "--repo", Path("no-repo"), "--command", "true",
                     "--max-attempts", "1"});
   ASSERT_EQ(r.exit_code, 0) << r.err;

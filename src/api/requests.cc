@@ -107,6 +107,9 @@ Result<Task> DecodeNewTask(const json& body) {
   if (!t.base_branch.empty() && t.repo.empty()) {
     return Error::InvalidArgument("field 'base' needs 'repo'");
   }
+  if (!t.repo.empty() && t.repo[0] != '/') {
+    return Error::InvalidArgument("field 'repo' must be an absolute path");
+  }
   std::optional<json> metadata;
   TX_RETURN_IF_ERROR(ReadObject(body, "metadata", metadata));
   if (metadata) t.metadata = std::move(*metadata);

@@ -245,54 +245,54 @@ void ApiServer::Routes() {
           });
         });
 
-  h.Patch(R"(/api/tasks/([^/]+))",
-          [with_store, &opts](const httplib::Request& req, httplib::Response& res) {
-            with_store(res, 200, [&](store::Store& store) -> Result<json> {
-              std::string id = req.matches[1].str();
-              TX_ASSIGN_OR_RETURN(json body, ParseObject(req.body));
-              TX_ASSIGN_OR_RETURN(TaskChange c, DecodeTaskChange(body));
-              service::TaskService tasks(store, store.clock(), opts);
-              switch (c.kind) {
-                case TaskChange::Kind::kFields:
-                  TX_RETURN_IF_ERROR(tasks.Update(id, c.fields));
-                  break;
-                case TaskChange::Kind::kOutcome:
-                  if (c.force) {
-                    TX_RETURN_IF_ERROR(tasks.ForceOutcome(id, c.outcome, c.text));
-                  } else {
-                    TX_RETURN_IF_ERROR(service::ClaimService(store, store.clock(), opts)
-                                           .Report(id, *c.token, c.outcome, c.text));
-                  }
-                  break;
-                case TaskChange::Kind::kCancel: {
-                  TX_ASSIGN_OR_RETURN(Task cancelled, tasks.Cancel(id, c.text));
-                  // Its worktree, when its repository is on this machine (the branch stays).
-                  if (!cancelled.repo.empty()) {
-                    if (Status s = worker::RemoveWorktree(cancelled.repo, cancelled.id); !s.ok()) {
-                      std::fprintf(stderr, "tx: warning: %s\n", s.error().message().c_str());
-                    }
-                  }
-                  break;
-                }
-                case TaskChange::Kind::kRetry: {
-                  // "ready" is a retry of a failed or cancelled task, and a request for changes
-                  // of one in review; a task that moves meanwhile is refused by the call made.
-                  TX_ASSIGN_OR_RETURN(service::TaskDetail now, tasks.Show(id));
-                  if (now.task.status == TaskStatus::kReview) {
-                    TX_RETURN_IF_ERROR(tasks.RequestChanges(id, c.text));
-                  } else {
-                    TX_RETURN_IF_ERROR(tasks.Retry(id, c.text));
-                  }
-                  break;
-                }
-                case TaskChange::Kind::kApprove:
-                  TX_RETURN_IF_ERROR(tasks.Approve(id, c.text));
-                  break;
-              }
-              TX_ASSIGN_OR_RETURN(service::TaskDetail d, tasks.Show(id));
-              return ToJson(d.task, d.attempts);
-            });
-          });
+  h.Patch(R"(/api/tasks/([^/]+))", [with_store, &opts](const httplib::Request& req,
+                                                       httplib::Response& res) {
+    with_store(res, 200, [&](store::Store& store) -> Result<json> {
+      std::string id = req.matches[1].str();
+      TX_ASSIGN_OR_RETURN(json body, ParseObject(req.body));
+      TX_ASSIGN_OR_RETURN(TaskChange c, DecodeTaskChange(body));
+      service::TaskService tasks(store, store.clock(), opts);
+      switch (c.kind) {
+        case TaskChange::Kind::kFields:
+          TX_RETURN_IF_ERROR(tasks.Update(id, c.fields));
+          break;
+        case TaskChange::Kind::kOutcome:
+          if (c.force) {
+            TX_RETURN_IF_ERROR(tasks.ForceOutcome(id, c.outcome, c.text));
+          } else {
+            TX_RETURN_IF_ERROR(service::ClaimService(store, store.clock(), opts)
+                                   .Report(id, *c.token, c.outcome, c.text));
+          }
+          break;
+        case TaskChange::Kind::kCancel: {
+          TX_ASSIGN_OR_RETURN(Task cancelled, tasks.Cancel(id, c.text));
+          // Its worktree, when its repository is on this machine (the branch stays).
+          if (!cancelled.repo.empty()) {
+            if (Status s = worker::RemoveIdleWorktree(cancelled.repo, cancelled.id); !s.ok()) {
+              std::fprintf(stderr, "tx: warning: %s\n", s.error().message().c_str());
+            }
+          }
+          break;
+        }
+        case TaskChange::Kind::kRetry: {
+          // "ready" is a retry of a failed or cancelled task, and a request for changes
+          // of one in review; a task that moves meanwhile is refused by the call made.
+          TX_ASSIGN_OR_RETURN(service::TaskDetail now, tasks.Show(id));
+          if (now.task.status == TaskStatus::kReview) {
+            TX_RETURN_IF_ERROR(tasks.RequestChanges(id, c.text));
+          } else {
+            TX_RETURN_IF_ERROR(tasks.Retry(id, c.text));
+          }
+          break;
+        }
+        case TaskChange::Kind::kApprove:
+          TX_RETURN_IF_ERROR(tasks.Approve(id, c.text));
+          break;
+      }
+      TX_ASSIGN_OR_RETURN(service::TaskDetail d, tasks.Show(id));
+      return ToJson(d.task, d.attempts);
+    });
+  });
 
   // A task's branch under review, and its merge (docs/git.md): git runs here, where the task's
   // repository must be; the [git] settings are those of config.toml beside the store.

@@ -1,6 +1,7 @@
 // tx task add|list|show|update|done|fail|review|cancel|retry|approve|changes
 
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <optional>
 
@@ -128,7 +129,8 @@ Handler SetupTaskAdd(CLI::App& cmd) {
     if (!a->base.empty() && a->repo.empty()) {
       return Error::InvalidArgument("--base needs --repo");
     }
-    t.repo = a->repo;
+    // As given here: workers and servers elsewhere would read a relative path from their own.
+    if (!a->repo.empty()) t.repo = std::filesystem::absolute(a->repo).lexically_normal().string();
     t.base_branch = a->base;
     if (!a->metadata.empty()) {
       TX_ASSIGN_OR_RETURN(t.metadata, ParseJsonObject("metadata", a->metadata));
@@ -319,11 +321,10 @@ Handler SetupNoteCommand(CLI::App& cmd, const char* note_help, bool note_require
 }  // namespace
 
 Handler SetupTaskCancel(CLI::App& cmd) {
-  // A cancelled task's worktree goes at once (its worker, if one still runs it, kills the agent
-  // and would remove it too); the branch stays.
+  // A cancelled task's worktree goes at once, unless a worker still holds it: that one kills its
+  // agent and removes it. The branch stays.
   return SetupNoteCommand(cmd, "Why", false, &service::TaskService::Cancel, [](const Task& t) {
-    if (t.repo.empty()) return;
-    if (Status s = worker::RemoveWorktree(t.repo, t.id); !s.ok()) {
+    if (Status s = worker::RemoveIdleWorktree(t.repo, t.id); !s.ok()) {
       std::fprintf(stderr, "tx: warning: %s\n", s.error().message().c_str());
     }
   });

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <csignal>
 #include <cstring>
 
 #include "exec/unique_fd.h"
@@ -48,6 +50,19 @@ std::vector<std::string> MergedEnvironment(const std::vector<std::string>& extra
   return env;
 }
 
+// posix_spawn's attributes, likewise.
+class SpawnAttributes {
+ public:
+  SpawnAttributes() { posix_spawnattr_init(&a_); }
+  ~SpawnAttributes() { posix_spawnattr_destroy(&a_); }
+  SpawnAttributes(const SpawnAttributes&) = delete;
+  SpawnAttributes& operator=(const SpawnAttributes&) = delete;
+  posix_spawnattr_t* get() { return &a_; }
+
+ private:
+  posix_spawnattr_t a_;
+};
+
 // posix_spawn's file actions, freed however Run leaves.
 class FileActions {
  public:
@@ -69,7 +84,8 @@ std::string CommandResult::FirstLine() const {
 }
 
 Result<CommandResult> RunCommand(const std::vector<std::string>& argv, const std::string& cwd,
-                                 const std::vector<std::string>& extra_env, std::size_t cap) {
+                                 const std::vector<std::string>& extra_env, std::size_t cap,
+                                 long long timeout_ms) {
   if (argv.empty()) return Error::InvalidArgument("run: empty argv");
   int out_pipe[2];
   int err_pipe[2];
@@ -96,8 +112,11 @@ Result<CommandResult> RunCommand(const std::vector<std::string>& argv, const std
   for (const auto& e : env) cenv.push_back(const_cast<char*>(e.c_str()));
   cenv.push_back(nullptr);
 
+  SpawnAttributes attrs;
+  posix_spawnattr_setflags(attrs.get(), POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(attrs.get(), 0);  // a group of its own: pgid == pid
   pid_t pid = 0;
-  int rc = posix_spawnp(&pid, argv[0].c_str(), fa.get(), nullptr, cargv.data(), cenv.data());
+  int rc = posix_spawnp(&pid, argv[0].c_str(), fa.get(), attrs.get(), cargv.data(), cenv.data());
   if (rc != 0) {
     std::string why = std::strerror(rc);
     if (!cwd.empty() && ::access(cwd.c_str(), X_OK) != 0) why = "cwd '" + cwd + "': " + why;
@@ -111,11 +130,24 @@ Result<CommandResult> RunCommand(const std::vector<std::string>& argv, const std
   pollfd fds[2] = {{out_r.get(), POLLIN, 0}, {err_r.get(), POLLIN, 0}};
   std::string* sinks[2] = {&result.out, &result.err};
   int open = 2;
-  while (open > 0) {
-    if (::poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      break;
+  int status = 0;
+  bool exited = false;
+  auto started = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point exited_at;
+  auto reap = [&](int flags) {
+    if (exited) return;
+    pid_t r;
+    while ((r = ::waitpid(pid, &status, flags)) < 0 && errno == EINTR) {
     }
+    if (r == pid) {
+      exited = true;
+      exited_at = std::chrono::steady_clock::now();
+      ::kill(-pid, SIGKILL);  // what it left behind, which could hold the pipes open for ever
+    }
+  };
+  while (open > 0) {
+    // Short polls: the child's exit is noticed even while a leftover holds the pipes.
+    if (::poll(fds, 2, 50) < 0 && errno != EINTR) break;
     for (int i = 0; i < 2; ++i) {
       if (fds[i].fd < 0 || fds[i].revents == 0) continue;
       ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
@@ -128,10 +160,16 @@ Result<CommandResult> RunCommand(const std::vector<std::string>& argv, const std
       std::size_t room = cap > sinks[i]->size() ? cap - sinks[i]->size() : 0;
       sinks[i]->append(buf, std::min(room, static_cast<std::size_t>(n)));
     }
+    reap(WNOHANG);
+    // A descendant that left the group (setsid) may hold the pipes: its output is not waited for.
+    if (exited && std::chrono::steady_clock::now() - exited_at > std::chrono::seconds(2)) break;
+    if (!exited && timeout_ms > 0 &&
+        std::chrono::steady_clock::now() - started > std::chrono::milliseconds(timeout_ms)) {
+      result.timed_out = true;
+      ::kill(-pid, SIGKILL);
+    }
   }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  reap(0);
   result.exit_code = WIFEXITED(status)     ? WEXITSTATUS(status)
                      : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
                                            : 1;

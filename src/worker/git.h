@@ -2,6 +2,7 @@
 // Running git for a worker's worktrees and merges (worktree.h, merge.h): each command a child
 // process (exec/command.h), with LC_ALL=C so that its messages can be read.
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,5 +33,7 @@ Result<bool> BranchExists(const std::string& top, const std::string& branch);
 
 // An exclusive flock on `path` (created when missing), held until the descriptor is closed.
 Result<exec::UniqueFd> Lock(const std::string& path);
+// The same without waiting: nullopt when another holds it.
+Result<std::optional<exec::UniqueFd>> TryLock(const std::string& path);
 
 }  // namespace tx::worker::git

@@ -116,16 +116,20 @@ Result<std::string> BranchDiff(const std::string& repo, const std::string& task_
 Result<MergeResult> MergeBranch(const std::string& repo, const std::string& task_id,
                                 const std::string& base, const MergeSettings& settings) {
   TX_ASSIGN_OR_RETURN(std::string top, git::TopLevel(repo));
-  TX_ASSIGN_OR_RETURN(std::string branch, RequireBranch(top, task_id));
-  // The merge queue: one merge at a time in the repository, whoever runs it.
+  // The merge queue: one merge at a time in the repository, whoever runs it. The branch is looked
+  // for once the lock is held: a merge of the same task just before may have deleted it.
   TX_ASSIGN_OR_RETURN(exec::UniqueFd lock, git::Lock(top + "/.tx/merge.lock"));
+  TX_ASSIGN_OR_RETURN(std::string branch, RequireBranch(top, task_id));
+  // And the task's worktree is the merge's until it ends: a cancel by hand meanwhile leaves it.
+  TX_ASSIGN_OR_RETURN(exec::UniqueFd task_lock, LockTaskWorktree(repo, task_id));
   MergeResult out;
   TX_ASSIGN_OR_RETURN(out.base, TaskBase(repo, task_id, base));
   TX_ASSIGN_OR_RETURN(Worktree wt, PrepareWorktree(repo, out.base, task_id));
   std::vector<std::string> env = IdentityEnv(wt.path);
-  // Only what the branch holds is merged: whatever the agent left uncommitted goes.
+  // Only what the branch holds is merged: whatever the agent left uncommitted goes. Ignored files
+  // (what the setup commands made: dependencies, .env) stay, for the check.
   for (std::vector<std::string> step : {std::vector<std::string>{"reset", "-q", "--hard"},
-                                        std::vector<std::string>{"clean", "-q", "-ffdx"}}) {
+                                        std::vector<std::string>{"clean", "-q", "-ffd"}}) {
     TX_ASSIGN_OR_RETURN(exec::CommandResult r, git::Run(wt.path, step));
     if (!r.ok()) return git::Failed("git " + step[0] + " in " + wt.path, r);
   }
@@ -136,7 +140,15 @@ Result<MergeResult> MergeBranch(const std::string& repo, const std::string& task
     TX_ASSIGN_OR_RETURN(std::string base_tip, Head(top, base_ref));
     std::vector<std::string> integrate = {"rebase", "-q", base_ref};
     if (!settings.rebase) integrate = {"merge", "-q", "--no-edit", base_ref};
-    TX_ASSIGN_OR_RETURN(exec::CommandResult r, git::Run(wt.path, integrate, env));
+    // A branch the agent already brought up to date (by a merge of the base, say, to resolve a
+    // conflict it was sent back with) is taken as it is: a rebase would drop that merge and
+    // meet the same conflict again.
+    TX_ASSIGN_OR_RETURN(exec::CommandResult up_to_date,
+                        git::Run(wt.path, {"merge-base", "--is-ancestor", base_ref, "HEAD"}));
+    exec::CommandResult r;
+    if (!up_to_date.ok()) {
+      TX_ASSIGN_OR_RETURN(r, git::Run(wt.path, integrate, env));
+    }
     if (!r.ok()) {
       TX_ASSIGN_OR_RETURN(exec::CommandResult conflicted,
                           git::Run(wt.path, {"diff", "--name-only", "--diff-filter=U"}));
@@ -155,9 +167,14 @@ Result<MergeResult> MergeBranch(const std::string& repo, const std::string& task
     }
     if (!settings.check.empty()) {
       TX_ASSIGN_OR_RETURN(exec::CommandResult check,
-                          exec::RunCommand({"/bin/sh", "-c", settings.check}, wt.path));
+                          exec::RunCommand({"/bin/sh", "-c", settings.check}, wt.path, {},
+                                           16u << 20, settings.check_timeout_ms));
       if (!check.ok()) {
         std::string output = check.out + check.err;
+        if (check.timed_out) {
+          output += "\n[tx: the check was stopped after " +
+                    std::to_string(settings.check_timeout_ms / 1000) + " s]";
+        }
         if (output.size() > kCheckOutput)
           output = "…" + output.substr(output.size() - kCheckOutput);
         out.kind = MergeResult::Kind::kCheckFailed;
@@ -190,9 +207,12 @@ Result<MergeResult> MergeBranch(const std::string& repo, const std::string& task
     return Error::Unavailable(out.base + " kept moving while " + branch +
                               " was merged; nothing was merged, try again");
   }
-  TX_RETURN_IF_ERROR(RemoveWorktree(repo, task_id, settings.keep_spares));
-  TX_ASSIGN_OR_RETURN(exec::CommandResult deleted, git::Run(top, {"branch", "-q", "-D", branch}));
-  (void)deleted;  // merged either way; a branch checked out by hand somewhere stays
+  // Merged: what follows tidies up, and cannot undo it, so its failures are not the merge's.
+  Status removed = RemoveWorktree(repo, task_id, settings.keep_spares);
+  (void)removed;  // a worktree left behind is removed with the next prune, or by hand
+  Result<exec::CommandResult> deleted = git::Run(top, {"branch", "-q", "-D", branch});
+  (void)deleted;  // a branch checked out by hand somewhere stays
+  ForgetBase(repo, task_id);
   return out;
 }
 

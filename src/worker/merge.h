@@ -4,7 +4,8 @@
 //
 // MergeBranch, under a lock on the repository (<repo>/.tx/merge.lock, flock: merges run one at a
 // time whoever starts them, in whatever process), in the task's worktree (worktree.h):
-//   1. rebases the branch onto the base's current tip (or merges the base into it);
+//   1. rebases the branch onto the base's current tip (or merges the base into it), unless the
+//      branch already holds that tip;
 //   2. runs the check command there, if one is configured;
 //   3. fast-forwards the base to the result: in the checkout that has the base checked out (so
 //      its files follow), else by a compare-and-swap of the ref;
@@ -44,9 +45,10 @@ Result<std::string> BranchDiff(const std::string& repo, const std::string& task_
                                const std::string& base);
 
 struct MergeSettings {
-  bool rebase = true;   // else merge the base into the branch
-  std::string check;    // a shell command run on the result; "" = none
-  int keep_spares = 0;  // RemoveWorktree's
+  bool rebase = true;                        // else merge the base into the branch
+  std::string check;                         // a shell command run on the result; "" = none
+  int keep_spares = 0;                       // RemoveWorktree's
+  long long check_timeout_ms = 30 * 60'000;  // a check still running then has failed
 };
 
 struct MergeResult {

@@ -136,6 +136,51 @@ TEST_F(MergeTest, AConflictLeavesTheBaseAndTheBranchAsTheyWereAndNamesTheFile) {
   EXPECT_EQ(Git(wt, {"status", "--porcelain"}), "");
 }
 
+TEST_F(MergeTest, ABranchTheAgentBroughtUpToDateByAMergeIsTakenAsItIs) {
+  Work("task-gggg0001", "shared.txt", "one\nmine\nthree\n");
+  Work("task-gggg0002", "shared.txt", "one\ntheirs\nthree\n");
+  ASSERT_EQ(MergeBranch(repo_, "task-gggg0001", "", {})->kind, MergeResult::Kind::kMerged);
+  ASSERT_EQ(MergeBranch(repo_, "task-gggg0002", "", {})->kind, MergeResult::Kind::kConflict);
+  // The retry resolves it with a merge of the base (a rebase would meet the conflict again).
+  std::string wt = repo_ + "/.tx/worktrees/task-gggg0002";
+  exec::CommandResult merge =
+      *exec::RunCommand({"git", "-C", wt, "merge", "-q", "--no-edit", "main"});
+  EXPECT_FALSE(merge.ok());  // the conflict
+  Write(wt + "/shared.txt", "one\nmine and theirs\nthree\n");
+  Git(wt, {"commit", "-q", "-am", "resolved"});
+  Result<MergeResult> r = MergeBranch(repo_, "task-gggg0002", "", {});
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  ASSERT_EQ(r->kind, MergeResult::Kind::kMerged) << r->detail;
+  EXPECT_EQ(Read(repo_ + "/shared.txt"), "one\nmine and theirs\nthree\n");
+}
+
+TEST_F(MergeTest, TheCheckSeesWhatTheSetupMadeButNotWhatWasLeftUncommitted) {
+  Write(repo_ + "/.gitignore", "deps/\n");
+  Git(repo_, {"add", ".gitignore"});
+  Git(repo_, {"commit", "-q", "-m", "ignore deps"});
+  Work("task-hhhh0001", "h.txt", "h\n");
+  std::string wt = repo_ + "/.tx/worktrees/task-hhhh0001";
+  fs::create_directories(wt + "/deps");
+  Write(wt + "/deps/lib", "installed\n");  // as a setup command would have
+  Write(wt + "/stray.txt", "never committed\n");
+  Result<MergeResult> r =
+      MergeBranch(repo_, "task-hhhh0001", "", {true, "test -e deps/lib && test ! -e stray.txt", 0});
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->kind, MergeResult::Kind::kMerged) << r->detail;
+  EXPECT_FALSE(fs::exists(repo_ + "/stray.txt"));
+}
+
+TEST_F(MergeTest, ACheckThatHangsIsStoppedAtItsTimeoutAndRefusesTheMerge) {
+  Work("task-iiii0001", "i.txt", "i\n");
+  MergeSettings settings{true, "echo started; sleep 60", 0};
+  settings.check_timeout_ms = 500;
+  Result<MergeResult> r = MergeBranch(repo_, "task-iiii0001", "", settings);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->kind, MergeResult::Kind::kCheckFailed);
+  EXPECT_NE(r->detail.find("the check was stopped after 0 s"), std::string::npos) << r->detail;
+  EXPECT_NE(r->detail.find("started"), std::string::npos) << r->detail;
+}
+
 TEST_F(MergeTest, ARedCheckBlocksTheMergeAndHandsBackItsOutput) {
   Work("task-dddd0001", "broken.txt", "x\n");
   std::string main_tip = Git(repo_, {"rev-parse", "main"});

@@ -55,10 +55,18 @@ Result<TaskMerge> MergeApprovedTask(service::TaskService& tasks, std::string_vie
   TX_ASSIGN_OR_RETURN(MergeResult r, MergeBranch(task.repo, task.id, BaseOf(task, git), settings));
   TaskMerge out;
   if (r.kind == MergeResult::Kind::kMerged) {
-    TX_ASSIGN_OR_RETURN(out.task, tasks.Merged(task.id, {{"base", r.base},
-                                                         {"head", r.head},
-                                                         {"branch", TaskBranch(task.id)},
-                                                         {"note", note}}));
+    Result<Task> merged = tasks.Merged(
+        task.id,
+        {{"base", r.base}, {"head", r.head}, {"branch", TaskBranch(task.id)}, {"note", note}});
+    if (!merged.ok()) {
+      // The base has it now; only the record failed (the task cancelled meanwhile, the store out
+      // of reach): say so, rather than that nothing happened.
+      return Error(merged.error().code(),
+                   "task " + task.id + "'s branch was merged into " + r.base + " (now at " +
+                       r.head.substr(0, 12) +
+                       "), but recording it failed: " + merged.error().message());
+    }
+    out.task = std::move(*merged);
     out.merged = true;
     return out;
   }

@@ -373,7 +373,11 @@ void WorkerRuntime::RunAttempt(service::ClaimResult claimed) {
   }
   std::string base =
       task.base_branch.empty() ? GitSettingsFor(config_, task.repo).base : task.base_branch;
-  Result<Worktree> wt = PrepareWorktree(task.repo, base, task.id);
+  // Held until the worktree's clean-up below: a worker that claims the task's next attempt (a
+  // cancel and a retry meanwhile) waits for it rather than have it removed under its agent.
+  Result<exec::UniqueFd> held = LockTaskWorktree(task.repo, task.id);
+  Result<Worktree> wt =
+      held.ok() ? PrepareWorktree(task.repo, base, task.id) : Result<Worktree>(held.error());
   Status ready =
       wt.ok() ? WriteInstructions(*wt, AgentPrompt(task, claim.attempt, &*wt)) : Status(wt.error());
   if (!ready.ok()) {

@@ -26,8 +26,8 @@ std::string AgentPrompt(const Task& task, int attempt, const Worktree* worktree)
   return BuildPrompt(shown, attempt) +
          "\n## Git\nThis directory is a git worktree of its own, on branch " + worktree->branch +
          " (made from " + worktree->base +
-         "). Commit your work on this branch; do not switch branches, rebase or push. Only what "
-         "is committed is reviewed and merged.\n";
+         "). Commit your work on this branch; do not switch branches or push. Only what is "
+         "committed is reviewed and merged.\n";
 }
 
 Result<exec::SpawnSpec> PlanSpawn(const WorkerConfig& config, const Task& task, const Claim& claim,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "exec/command.h"
@@ -25,7 +26,6 @@ Error GitFailed(const std::string& what, const exec::CommandResult& r) {
 
 constexpr const char* kInstructionFiles[] = {"CLAUDE.md", "AGENTS.md"};
 constexpr const char* kSetupMarker = "tx-setup-done";  // in the worktree's git directory
-constexpr const char* kBaseFile = "tx-base";           // likewise: the base it was made from
 constexpr const char* kExcludeFile = "tx-exclude";     // likewise: core.excludesFile for agents
 constexpr const char* kSparePrefix = ".spare-";        // <repo>/.tx/worktrees/.spare-<task id>
 
@@ -76,6 +76,11 @@ Result<std::string> ResolveBase(const std::string& top, const std::string& base)
     }
     name = Trimmed(head.out);
   }
+  // A branch's name, not any revision (main~3, main@{1}): the merge moves it.
+  TX_ASSIGN_OR_RETURN(exec::CommandResult valid, Git(top, {"check-ref-format", "--branch", name}));
+  if (!valid.ok() || Trimmed(valid.out) != name) {
+    return Error::InvalidArgument("base branch '" + name + "' is not a branch name");
+  }
   TX_ASSIGN_OR_RETURN(bool exists, BranchExists(top, name));
   if (!exists) {
     return Error::InvalidArgument("base branch '" + name + "' not found in " + top);
@@ -83,12 +88,43 @@ Result<std::string> ResolveBase(const std::string& top, const std::string& base)
   return name;
 }
 
-// A directory that git knows as a worktree on `branch`.
-bool IsWorktreeOn(const std::string& path, const std::string& branch) {
+// Whether `path` holds the task's worktree, on its branch: true; nothing usable (no such
+// directory, or one git does not know as a worktree): false. A worktree off its branch (a
+// rebase cut short, a checkout by hand) is put back on it, keeping its edits; when git cannot
+// do that, or cannot be run at all, the error says so and nothing is deleted.
+Result<bool> IsWorktreeOn(const std::string& path, const std::string& branch) {
   std::error_code ec;
   if (!fs::exists(fs::path(path) / ".git", ec)) return false;
-  Result<exec::CommandResult> r = Git(path, {"symbolic-ref", "--quiet", "--short", "HEAD"});
-  return r.ok() && r->ok() && Trimmed(r->out) == branch;
+  TX_ASSIGN_OR_RETURN(exec::CommandResult inside,
+                      Git(path, {"rev-parse", "--is-inside-work-tree"}));
+  if (!inside.ok() || Trimmed(inside.out) != "true") return false;
+  TX_ASSIGN_OR_RETURN(exec::CommandResult head,
+                      Git(path, {"symbolic-ref", "--quiet", "--short", "HEAD"}));
+  if (head.ok() && Trimmed(head.out) == branch) return true;
+  for (const char* op : {"rebase", "merge", "cherry-pick"}) {
+    TX_ASSIGN_OR_RETURN(exec::CommandResult aborted, Git(path, {op, "--abort"}));
+    (void)aborted;  // none in progress: nothing to abort
+  }
+  TX_ASSIGN_OR_RETURN(exec::CommandResult back, Git(path, {"checkout", "-q", branch}));
+  if (!back.ok()) return GitFailed("worktree " + path + " is off its branch " + branch, back);
+  return true;
+}
+
+// Where the base a task's branch was made from is kept: beside the worktrees, so that it outlives
+// them (a removal, a spare) for the retry, the diff and the merge.
+std::string BaseFile(const std::string& top, const std::string& task_id) {
+  return top + "/.tx/bases/" + task_id;
+}
+
+Status RecordBase(const std::string& top, const std::string& task_id, const std::string& base) {
+  std::error_code ec;
+  fs::create_directories(top + "/.tx/bases", ec);
+  return WriteFile(BaseFile(top, task_id), base + "\n");
+}
+
+std::string RecordedBase(const std::string& top, const std::string& task_id) {
+  Result<std::string> recorded = ReadFile(BaseFile(top, task_id));
+  return recorded.ok() ? Trimmed(*recorded) : "";
 }
 
 // The user's global excludes (core.excludesFile, else git's default file), which an agent's own
@@ -115,7 +151,7 @@ std::string WorktreesDir(const std::string& top) { return top + "/.tx/worktrees"
 // Forgets what a task left in a worktree's git directory (setup done, base, excludes).
 void ForgetTaskFiles(const std::string& git_dir) {
   std::error_code ec;
-  for (const char* f : {kSetupMarker, kBaseFile, kExcludeFile}) fs::remove(git_dir + "/" + f, ec);
+  for (const char* f : {kSetupMarker, kExcludeFile}) fs::remove(git_dir + "/" + f, ec);
 }
 
 // Takes a spare and moves it to `path`, ready for `branch`: checked out there (made from `base`
@@ -198,7 +234,8 @@ Result<Worktree> PrepareWorktree(const std::string& repo, const std::string& bas
   wt.branch = TaskBranch(task_id);
   TX_RETURN_IF_ERROR(ExcludeTxDir(wt.repo));
 
-  if (!IsWorktreeOn(wt.path, wt.branch)) {
+  TX_ASSIGN_OR_RETURN(bool usable, IsWorktreeOn(wt.path, wt.branch));
+  if (!usable) {
     // Whatever is there is not a usable worktree (a crash while one was made, or removed by
     // hand): clear it, and git's record of it, which would otherwise hold the branch.
     std::error_code ec;
@@ -213,12 +250,10 @@ Result<Worktree> PrepareWorktree(const std::string& repo, const std::string& bas
     exec::CommandResult added;
     if (TakeSpare(wt.repo, wt.path, wt.branch, reuse_branch, wt.base)) {
       added.exit_code = 0;
-      if (reuse_branch) wt.base = base;
     } else if (reuse_branch) {
       // A retry on another machine's checkout, or after the worktree was removed: the branch
       // keeps the work of the attempts before.
       TX_ASSIGN_OR_RETURN(added, Git(wt.repo, {"worktree", "add", wt.path, wt.branch}));
-      wt.base = base;
     } else {
       TX_ASSIGN_OR_RETURN(added, Git(wt.repo, {"worktree", "add", "--no-track", "-b", wt.branch,
                                                wt.path, wt.base}));
@@ -231,18 +266,16 @@ Result<Worktree> PrepareWorktree(const std::string& repo, const std::string& bas
                       Git(wt.path, {"rev-parse", "--absolute-git-dir"}));
   if (!git_dir.ok()) return GitFailed("git rev-parse in " + wt.path, git_dir);
   wt.git_dir = Trimmed(git_dir.out);
-  std::string base_file = wt.git_dir + "/" + kBaseFile;
   if (wt.base.empty()) {
-    // Reused: the base it was made from, else (made from an existing branch) the given one, else
-    // the repository's current branch.
-    Result<std::string> recorded = ReadFile(base_file);
-    if (recorded.ok() && !Trimmed(*recorded).empty()) {
-      wt.base = Trimmed(*recorded);
-    } else {
+    // Reused: the base it was made from, else the given one, else the repository's branch.
+    wt.base = RecordedBase(wt.repo, task_id);
+    if (wt.base.empty()) {
       TX_ASSIGN_OR_RETURN(wt.base, ResolveBase(wt.repo, base));
     }
   }
-  TX_RETURN_IF_ERROR(WriteFile(base_file, wt.base + "\n"));
+  if (RecordedBase(wt.repo, task_id) != wt.base) {
+    TX_RETURN_IF_ERROR(RecordBase(wt.repo, task_id, wt.base));
+  }
   std::error_code ec;
   wt.needs_setup = !fs::exists(wt.git_dir + "/" + kSetupMarker, ec);
   return wt;
@@ -317,16 +350,32 @@ std::vector<std::string> WithSetup(const Worktree& wt, const std::vector<std::st
 Result<std::string> TaskBase(const std::string& repo, const std::string& task_id,
                              const std::string& base) {
   TX_ASSIGN_OR_RETURN(std::string top, TopLevel(repo));
-  std::string path = WorktreesDir(top) + "/" + task_id;
-  std::error_code ec;
-  if (fs::exists(path + "/.git", ec)) {
-    Result<exec::CommandResult> git_dir = Git(path, {"rev-parse", "--absolute-git-dir"});
-    if (git_dir.ok() && git_dir->ok()) {
-      Result<std::string> recorded = ReadFile(Trimmed(git_dir->out) + "/" + kBaseFile);
-      if (recorded.ok() && !Trimmed(*recorded).empty()) return Trimmed(*recorded);
-    }
-  }
+  if (std::string recorded = RecordedBase(top, task_id); !recorded.empty()) return recorded;
   return ResolveBase(top, base);
+}
+
+void ForgetBase(const std::string& repo, const std::string& task_id) {
+  Result<std::string> top = TopLevel(repo);
+  std::error_code ec;
+  if (top.ok()) fs::remove(BaseFile(*top, task_id), ec);
+}
+
+Result<exec::UniqueFd> LockTaskWorktree(const std::string& repo, const std::string& task_id) {
+  TX_ASSIGN_OR_RETURN(std::string top, TopLevel(repo));
+  return git::Lock(top + "/.tx/locks/" + task_id);
+}
+
+Result<std::optional<exec::UniqueFd>> TryLockTaskWorktree(const std::string& repo,
+                                                          const std::string& task_id) {
+  TX_ASSIGN_OR_RETURN(std::string top, TopLevel(repo));
+  return git::TryLock(top + "/.tx/locks/" + task_id);
+}
+
+Status RemoveIdleWorktree(const std::string& repo, const std::string& task_id) {
+  if (repo.empty() || !TopLevel(repo).ok()) return Ok();  // nothing of ours there
+  TX_ASSIGN_OR_RETURN(std::optional<exec::UniqueFd> lock, TryLockTaskWorktree(repo, task_id));
+  if (!lock) return Ok();
+  return RemoveWorktree(repo, task_id);
 }
 
 int CountSpares(const std::string& repo) {

@@ -18,10 +18,12 @@
 // (renamed into place by `git worktree move`, which only one taker can win) and checks its
 // branch out there, which writes only the files that differ.
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
+#include "exec/unique_fd.h"
 
 namespace tx::worker {
 
@@ -45,10 +47,25 @@ std::string TaskBranch(const std::string& task_id);
 Result<Worktree> PrepareWorktree(const std::string& repo, const std::string& base,
                                  const std::string& task_id);
 
-// The base of the task's branch: the branch its worktree here was made from, else `base`, else
-// the branch the repository has checked out.
+// The base of the task's branch: the branch it was made from (recorded in <repo>/.tx/bases/),
+// else `base`, else the branch the repository has checked out.
 Result<std::string> TaskBase(const std::string& repo, const std::string& task_id,
                              const std::string& base);
+
+// Forgets the base recorded for the task's branch (once the branch is merged and deleted).
+void ForgetBase(const std::string& repo, const std::string& task_id);
+
+// The lock on a task's worktree (<repo>/.tx/locks/<task id>), which a worker holds from making it
+// to removing it: a worker that runs the task's next attempt waits for the last one's clean-up,
+// and a cancel by hand leaves a worktree in use to its worker. Waits for it.
+Result<exec::UniqueFd> LockTaskWorktree(const std::string& repo, const std::string& task_id);
+// The same without waiting: nullopt when another holds it.
+Result<std::optional<exec::UniqueFd>> TryLockTaskWorktree(const std::string& repo,
+                                                          const std::string& task_id);
+
+// RemoveWorktree (no spare kept) unless a worker holds the task's worktree (LockTaskWorktree),
+// which then removes it itself; nothing when the task names no repository.
+Status RemoveIdleWorktree(const std::string& repo, const std::string& task_id);
 
 // The spares waiting in `repo`.
 int CountSpares(const std::string& repo);

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -259,6 +260,71 @@ TEST_F(WorktreeTest, SetupCommandsRunInOrderBeforeTheAgentAndStopAtTheFirstFailu
   again = PrepareWorktree(repo_, "main", "task-iiii9999");
   ASSERT_TRUE(again.ok());
   EXPECT_TRUE(again->needs_setup);  // to be run again by the next attempt
+}
+
+TEST_F(WorktreeTest, TheBaseIsRecordedBesideTheWorktreesAndOutlivesThem) {
+  Git(repo_, {"branch", "release"});
+  Result<Worktree> wt = PrepareWorktree(repo_, "release", "task-llll0000");
+  ASSERT_TRUE(wt.ok()) << wt.error().message();
+  ASSERT_TRUE(RemoveWorktree(repo_, "task-llll0000").ok());
+  Git(repo_, {"checkout", "-q", "-b", "elsewhere"});  // the main checkout moves on
+  Result<std::string> base = TaskBase(repo_, "task-llll0000", "");
+  ASSERT_TRUE(base.ok()) << base.error().message();
+  EXPECT_EQ(*base, "release");
+  Result<Worktree> retry = PrepareWorktree(repo_, "", "task-llll0000");
+  ASSERT_TRUE(retry.ok()) << retry.error().message();
+  EXPECT_EQ(retry->base, "release");
+  ForgetBase(repo_, "task-llll0000");
+  EXPECT_EQ(*TaskBase(repo_, "task-llll0000", ""), "elsewhere");
+  // A base must be a branch's name, not any revision.
+  Result<Worktree> bad = PrepareWorktree(repo_, "main~1", "task-llll0001");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("'main~1' is not a branch name"), std::string::npos)
+      << bad.error().message();
+}
+
+TEST_F(WorktreeTest, AWorktreeOffItsBranchIsPutBackOnItWithItsEditsNotDeleted) {
+  Result<Worktree> wt = PrepareWorktree(repo_, "main", "task-mmmm0000");
+  ASSERT_TRUE(wt.ok()) << wt.error().message();
+  Git(wt->path, {"checkout", "-q", "--detach"});
+  Write(wt->path + "/wip.txt", "unsaved\n");
+  Result<Worktree> again = PrepareWorktree(repo_, "main", "task-mmmm0000");
+  ASSERT_TRUE(again.ok()) << again.error().message();
+  EXPECT_FALSE(again->created);
+  EXPECT_EQ(Git(again->path, {"symbolic-ref", "--short", "HEAD"}), "tx/task-mmmm0000\n");
+  EXPECT_EQ(Read(again->path + "/wip.txt"), "unsaved\n");
+}
+
+TEST_F(WorktreeTest, ACancelByHandLeavesAWorktreeItsWorkerHolds) {
+  Result<Worktree> wt = PrepareWorktree(repo_, "main", "task-nnnn0000");
+  ASSERT_TRUE(wt.ok()) << wt.error().message();
+  {
+    Result<exec::UniqueFd> held = LockTaskWorktree(repo_, "task-nnnn0000");
+    ASSERT_TRUE(held.ok()) << held.error().message();
+    ASSERT_TRUE(RemoveIdleWorktree(repo_, "task-nnnn0000").ok());
+    EXPECT_TRUE(fs::exists(wt->path));  // its worker removes it
+  }
+  ASSERT_TRUE(RemoveIdleWorktree(repo_, "task-nnnn0000").ok());
+  EXPECT_FALSE(fs::exists(wt->path));
+  EXPECT_TRUE(RemoveIdleWorktree("", "task-nnnn0000").ok());
+}
+
+TEST(CommandTest, ACommandIsNotWaitedForPastItsExitNorPastItsTimeout) {
+  // A background child holding stdout open: the command's exit ends the wait, and the child goes.
+  auto started = std::chrono::steady_clock::now();
+  Result<exec::CommandResult> r =
+      exec::RunCommand({"/bin/sh", "-c", "sleep 30 & echo $! > /dev/null; echo done"});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->exit_code, 0);
+  EXPECT_EQ(r->out, "done\n");
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(10));
+  started = std::chrono::steady_clock::now();
+  r = exec::RunCommand({"/bin/sh", "-c", "echo before; sleep 30"}, "", {}, 1024, 300);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->timed_out);
+  EXPECT_EQ(r->exit_code, 137);
+  EXPECT_EQ(r->out, "before\n");
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(10));
 }
 
 TEST(CommandTest, RunCommandCapturesOutputAndStatusAndNamesWhatCannotStart) {
