@@ -97,6 +97,21 @@ class ApiTest : public ::testing::Test {
     return r.body.value("id", "");
   }
   static std::string ErrorCode(const Reply& r) { return ErrorCodeOf(r); }
+  // Runs git in `repo` (as the user t) and expects it to succeed; returns its stdout.
+  static std::string GitIn(const std::string& repo, std::vector<std::string> args) {
+    args.insert(args.begin(), {"-C", repo, "-c", "user.email=t@example.com", "-c", "user.name=t"});
+    RunResult r = RunProcess("/usr/bin/git", args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out;
+  }
+  // A repository at <dir>/repo on main with one empty commit, for tasks that name one.
+  std::string MakeRepo() {
+    std::string repo = (dir_.path() / "repo").string();
+    std::filesystem::create_directories(repo);
+    GitIn(repo, {"init", "-q", "-b", "main"});
+    GitIn(repo, {"commit", "-q", "--allow-empty", "-m", "base"});
+    return repo;
+  }
   std::size_t TaskCount() { return TxJson({"task", "list"}).size(); }
 
   TempDir dir_;
@@ -208,16 +223,8 @@ TEST_F(ApiTest, BadRequestsGetAClearErrorAndWriteNothing) {
 
 TEST_F(ApiTest, CancellingATaskInARepositoryRemovesItsWorktreeAndKeepsItsBranch) {
   Serve();
-  std::string repo = (dir_.path() / "repo").string();
-  std::filesystem::create_directories(repo);
-  auto git = [&](std::vector<std::string> args) {
-    args.insert(args.begin(), {"-C", repo, "-c", "user.email=t@example.com", "-c", "user.name=t"});
-    RunResult r = RunProcess("/usr/bin/git", args);
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    return r.out;
-  };
-  git({"init", "-q", "-b", "main"});
-  git({"commit", "-q", "--allow-empty", "-m", "base"});
+  std::string repo = MakeRepo();
+  auto git = [&](std::vector<std::string> args) { return GitIn(repo, std::move(args)); };
   std::string id = AddOverHttp("in a repo", {{"repo", repo}});
   // As a worker running it would have made it.
   auto wt = tx::worker::PrepareWorktree(repo, "", id);
@@ -232,16 +239,8 @@ TEST_F(ApiTest, CancellingATaskInARepositoryRemovesItsWorktreeAndKeepsItsBranch)
 
 TEST_F(ApiTest, AReviewedBranchIsShownAsADiffAndMergedOnceApproved) {
   Serve();
-  std::string repo = (dir_.path() / "repo").string();
-  std::filesystem::create_directories(repo);
-  auto git = [&](std::vector<std::string> args) {
-    args.insert(args.begin(), {"-C", repo, "-c", "user.email=t@example.com", "-c", "user.name=t"});
-    RunResult r = RunProcess("/usr/bin/git", args);
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    return r.out;
-  };
-  git({"init", "-q", "-b", "main"});
-  git({"commit", "-q", "--allow-empty", "-m", "base"});
+  std::string repo = MakeRepo();
+  auto git = [&](std::vector<std::string> args) { return GitIn(repo, std::move(args)); };
   std::string id = AddOverHttp("in a repo", {{"repo", repo}, {"review", true}});
   // Its agent's work, as a worker would have run it: a commit on its branch, then review.
   std::int64_t token = TxJson({"claim", id})["token"];

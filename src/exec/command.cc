@@ -50,31 +50,24 @@ std::vector<std::string> MergedEnvironment(const std::vector<std::string>& extra
   return env;
 }
 
-// posix_spawn's attributes, likewise.
-class SpawnAttributes {
+// One of posix_spawn's C objects (its attributes, its file actions), destroyed however
+// RunCommand leaves.
+template <typename T, int (*Init)(T*), int (*Destroy)(T*)>
+class SpawnObject {
  public:
-  SpawnAttributes() { posix_spawnattr_init(&a_); }
-  ~SpawnAttributes() { posix_spawnattr_destroy(&a_); }
-  SpawnAttributes(const SpawnAttributes&) = delete;
-  SpawnAttributes& operator=(const SpawnAttributes&) = delete;
-  posix_spawnattr_t* get() { return &a_; }
+  SpawnObject() { Init(&v_); }
+  ~SpawnObject() { Destroy(&v_); }
+  SpawnObject(const SpawnObject&) = delete;
+  SpawnObject& operator=(const SpawnObject&) = delete;
+  T* get() { return &v_; }
 
  private:
-  posix_spawnattr_t a_;
+  T v_;
 };
-
-// posix_spawn's file actions, freed however Run leaves.
-class FileActions {
- public:
-  FileActions() { posix_spawn_file_actions_init(&fa_); }
-  ~FileActions() { posix_spawn_file_actions_destroy(&fa_); }
-  FileActions(const FileActions&) = delete;
-  FileActions& operator=(const FileActions&) = delete;
-  posix_spawn_file_actions_t* get() { return &fa_; }
-
- private:
-  posix_spawn_file_actions_t fa_;
-};
+using SpawnAttributes =
+    SpawnObject<posix_spawnattr_t, posix_spawnattr_init, posix_spawnattr_destroy>;
+using FileActions = SpawnObject<posix_spawn_file_actions_t, posix_spawn_file_actions_init,
+                                posix_spawn_file_actions_destroy>;
 
 }  // namespace
 

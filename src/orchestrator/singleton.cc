@@ -1,7 +1,5 @@
 #include "orchestrator/singleton.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "exec/file_lock.h"
 #include "exec/process_info.h"
 
 namespace tx::orchestrator {
@@ -38,20 +37,14 @@ bool PidFileLock::LocksPath() const {
 }
 
 Result<PidFileLock> PidFileLock::TryAcquire(const std::string& path) {
-  exec::UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
-  if (!fd.valid()) {
-    return Error::Unavailable("cannot open " + path + ": " + std::strerror(errno));
-  }
-  if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
-    if (errno != EWOULDBLOCK) {
-      return Error::Unavailable("cannot lock " + path + ": " + std::strerror(errno));
-    }
+  TX_ASSIGN_OR_RETURN(std::optional<exec::UniqueFd> fd, exec::TryLockFile(path));
+  if (!fd) {
     std::string holder = ReadPidFile(path);
     return Error::Conflict("an orchestrator is already running on this store (" +
                            (holder.empty() ? std::string("holder unknown") : holder) +
                            "); stop it with tx orchestrator stop");
   }
-  PidFileLock lock(path, std::move(fd));
+  PidFileLock lock(path, std::move(*fd));
   TX_RETURN_IF_ERROR(lock.Rewrite());
   return lock;
 }

@@ -1,12 +1,7 @@
 #include "worker/git.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <filesystem>
 #include <thread>
 
@@ -55,33 +50,6 @@ Result<bool> BranchExists(const std::string& top, const std::string& branch) {
   TX_ASSIGN_OR_RETURN(exec::CommandResult r,
                       Run(top, {"rev-parse", "--verify", "--quiet", "refs/heads/" + branch}));
   return r.ok();
-}
-
-Result<exec::UniqueFd> Lock(const std::string& path) {
-  std::error_code ec;
-  fs::create_directories(fs::path(path).parent_path(), ec);  // failing that, open says why
-  exec::UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
-  if (!fd.valid()) return Error::Unavailable("cannot open " + path + ": " + std::strerror(errno));
-  while (::flock(fd.get(), LOCK_EX) != 0) {
-    if (errno != EINTR) {
-      return Error::Unavailable("cannot lock " + path + ": " + std::strerror(errno));
-    }
-  }
-  return fd;
-}
-
-Result<std::optional<exec::UniqueFd>> TryLock(const std::string& path) {
-  std::error_code ec;
-  fs::create_directories(fs::path(path).parent_path(), ec);
-  exec::UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
-  if (!fd.valid()) return Error::Unavailable("cannot open " + path + ": " + std::strerror(errno));
-  while (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
-    if (errno == EWOULDBLOCK) return std::optional<exec::UniqueFd>();
-    if (errno != EINTR) {
-      return Error::Unavailable("cannot lock " + path + ": " + std::strerror(errno));
-    }
-  }
-  return std::optional<exec::UniqueFd>(std::move(fd));
 }
 
 }  // namespace tx::worker::git

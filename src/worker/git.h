@@ -2,13 +2,11 @@
 // Running git for a worker's worktrees and merges (worktree.h, merge.h): each command a child
 // process (exec/command.h), with LC_ALL=C so that its messages can be read.
 
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
 #include "exec/command.h"
-#include "exec/unique_fd.h"
 
 namespace tx::worker::git {
 
@@ -30,10 +28,5 @@ Result<std::string> TopLevel(const std::string& repo);
 
 // Whether refs/heads/<branch> exists in the repository at `top`.
 Result<bool> BranchExists(const std::string& top, const std::string& branch);
-
-// An exclusive flock on `path` (created when missing), held until the descriptor is closed.
-Result<exec::UniqueFd> Lock(const std::string& path);
-// The same without waiting: nullopt when another holds it.
-Result<std::optional<exec::UniqueFd>> TryLock(const std::string& path);
 
 }  // namespace tx::worker::git

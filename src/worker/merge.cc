@@ -2,7 +2,7 @@
 
 #include <regex>
 
-#include "exec/unique_fd.h"
+#include "exec/file_lock.h"
 #include "worker/git.h"
 #include "worker/worktree.h"
 
@@ -118,7 +118,7 @@ Result<MergeResult> MergeBranch(const std::string& repo, const std::string& task
   TX_ASSIGN_OR_RETURN(std::string top, git::TopLevel(repo));
   // The merge queue: one merge at a time in the repository, whoever runs it. The branch is looked
   // for once the lock is held: a merge of the same task just before may have deleted it.
-  TX_ASSIGN_OR_RETURN(exec::UniqueFd lock, git::Lock(top + "/.tx/merge.lock"));
+  TX_ASSIGN_OR_RETURN(exec::UniqueFd lock, exec::LockFile(top + "/.tx/merge.lock"));
   TX_ASSIGN_OR_RETURN(std::string branch, RequireBranch(top, task_id));
   // And the task's worktree is the merge's until it ends: a cancel by hand meanwhile leaves it.
   TX_ASSIGN_OR_RETURN(exec::UniqueFd task_lock, LockTaskWorktree(repo, task_id));

@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "exec/command.h"
-#include "tx_process.h"
+#include "worker/git_test_repo.h"
 #include "worker/worktree.h"
 
 namespace tx::worker {
@@ -17,32 +17,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class MergeTest : public ::testing::Test {
+class MergeTest : public GitRepoTest {
  protected:
-  void SetUp() override {
-    repo_ = dir_.str() + "/repo";
-    fs::create_directories(repo_);
-    Git(repo_, {"init", "-q", "-b", "main"});
-    Git(repo_, {"config", "user.email", "t@example.com"});
-    Git(repo_, {"config", "user.name", "t"});
-    Write(repo_ + "/shared.txt", "one\ntwo\nthree\n");
-    Git(repo_, {"add", "shared.txt"});
-    Git(repo_, {"commit", "-q", "-m", "base"});
-  }
-
-  std::string Git(const std::string& dir, std::vector<std::string> args) {
-    args.insert(args.begin(), {"git", "-C", dir});
-    Result<exec::CommandResult> r = exec::RunCommand(args);
-    EXPECT_TRUE(r.ok() && r->ok()) << args[3] << ": " << (r.ok() ? r->err : r.error().message());
-    return r.ok() ? r->out : "";
-  }
-  static void Write(const std::string& path, const std::string& text) {
-    std::ofstream(path, std::ios::trunc) << text;
-  }
-  static std::string Read(const std::string& path) {
-    std::ifstream in(path);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  }
+  MergeTest() : GitRepoTest("shared.txt", "one\ntwo\nthree\n") {}
 
   // A task's branch with one commit writing `text` to `file` (as its agent would).
   void Work(const std::string& task_id, const std::string& file, const std::string& text,
@@ -53,9 +30,6 @@ class MergeTest : public ::testing::Test {
     Git(wt->path, {"add", "-A"});
     Git(wt->path, {"commit", "-q", "-m", subject});
   }
-
-  tx::testing::TempDir dir_;
-  std::string repo_;
 };
 
 TEST_F(MergeTest, TheSummaryCountsTheBranchsCommitsAndWhatItChanged) {

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "exec/command.h"
+#include "exec/file_lock.h"
 #include "worker/git.h"
 
 namespace tx::worker {
@@ -220,12 +221,6 @@ bool MakeSpare(const std::string& top, const std::string& path, const std::strin
 
 std::string TaskBranch(const std::string& task_id) { return "tx/" + task_id; }
 
-std::string WorktreePath(const std::string& repo, const std::string& task_id) {
-  Result<std::string> top = TopLevel(repo);
-  if (!top.ok()) return "";
-  return *top + "/.tx/worktrees/" + task_id;
-}
-
 Result<Worktree> PrepareWorktree(const std::string& repo, const std::string& base,
                                  const std::string& task_id) {
   Worktree wt;
@@ -362,13 +357,13 @@ void ForgetBase(const std::string& repo, const std::string& task_id) {
 
 Result<exec::UniqueFd> LockTaskWorktree(const std::string& repo, const std::string& task_id) {
   TX_ASSIGN_OR_RETURN(std::string top, TopLevel(repo));
-  return git::Lock(top + "/.tx/locks/" + task_id);
+  return exec::LockFile(top + "/.tx/locks/" + task_id);
 }
 
 Result<std::optional<exec::UniqueFd>> TryLockTaskWorktree(const std::string& repo,
                                                           const std::string& task_id) {
   TX_ASSIGN_OR_RETURN(std::string top, TopLevel(repo));
-  return git::TryLock(top + "/.tx/locks/" + task_id);
+  return exec::TryLockFile(top + "/.tx/locks/" + task_id);
 }
 
 Status RemoveIdleWorktree(const std::string& repo, const std::string& task_id) {
@@ -396,7 +391,7 @@ Status RemoveWorktree(const std::string& repo, const std::string& task_id, int k
   std::error_code ec;
   if (keep_spares > 0 && fs::exists(path, ec)) {
     // Counted and made under a lock, so that workers finishing at once keep no more than asked.
-    TX_ASSIGN_OR_RETURN(exec::UniqueFd lock, git::Lock(*top + "/.tx/spares.lock"));
+    TX_ASSIGN_OR_RETURN(exec::UniqueFd lock, exec::LockFile(*top + "/.tx/spares.lock"));
     if (CountSpares(*top) < keep_spares && MakeSpare(*top, path, task_id)) return Ok();
   }
   if (fs::exists(path, ec)) {

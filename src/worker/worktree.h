@@ -95,7 +95,4 @@ std::vector<std::string> WithSetup(const Worktree& wt, const std::vector<std::st
 // remove is not an error.
 Status RemoveWorktree(const std::string& repo, const std::string& task_id, int keep_spares = 0);
 
-// <repo top-level>/.tx/worktrees/<task id>, or "" when `repo` is not a git repository.
-std::string WorktreePath(const std::string& repo, const std::string& task_id);
-
 }  // namespace tx::worker

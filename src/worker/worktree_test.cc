@@ -9,45 +9,16 @@
 #include <fstream>
 
 #include "exec/command.h"
-#include "tx_process.h"
+#include "worker/git_test_repo.h"
 
 namespace tx::worker {
 namespace {
 
 namespace fs = std::filesystem;
 
-class WorktreeTest : public ::testing::Test {
+class WorktreeTest : public GitRepoTest {
  protected:
-  void SetUp() override {
-    repo_ = dir_.str() + "/repo";
-    fs::create_directories(repo_);
-    Git(repo_, {"init", "-q", "-b", "main"});
-    Git(repo_, {"config", "user.email", "t@example.com"});
-    Git(repo_, {"config", "user.name", "t"});
-    Write(repo_ + "/a.txt", "one\n");
-    Git(repo_, {"add", "a.txt"});
-    Git(repo_, {"commit", "-q", "-m", "first"});
-  }
-
-  // Runs git in `dir` and expects it to succeed; returns its stdout.
-  std::string Git(const std::string& dir, std::vector<std::string> args,
-                  const std::vector<std::string>& env = {}) {
-    args.insert(args.begin(), {"git", "-C", dir});
-    Result<exec::CommandResult> r = exec::RunCommand(args, "", env);
-    EXPECT_TRUE(r.ok() && r->ok()) << args[3] << ": " << (r.ok() ? r->err : r.error().message());
-    return r.ok() ? r->out : "";
-  }
-
-  static void Write(const std::string& path, const std::string& text) {
-    std::ofstream(path, std::ios::trunc) << text;
-  }
-  static std::string Read(const std::string& path) {
-    std::ifstream in(path);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  }
-
-  tx::testing::TempDir dir_;
-  std::string repo_;
+  WorktreeTest() : GitRepoTest("a.txt", "one\n") {}
 };
 
 TEST_F(WorktreeTest, ATaskGetsAWorktreeOnItsOwnBranchFromTheBaseTipOutOfTheMainStatus) {
