@@ -326,7 +326,7 @@ int Drain(const Options& o) {
         if (!c->has_value()) return;  // the queue is empty
         const service::ClaimResult& got = **c;
         Result<Task> t = fleet_of_one.Report(got.task.id, got.claim.token, service::Outcome::kDone,
-                                             "", std::optional<int>(0));
+                                             "", std::optional<int>(0), nullptr);
         auto t2 = Clock::now();
         me.report_us.push_back(std::chrono::duration<double, std::micro>(t2 - t1).count());
         if (!t.ok() || t->status != TaskStatus::kDone) {

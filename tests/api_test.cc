@@ -195,7 +195,7 @@ TEST_F(ApiTest, BadRequestsGetAClearErrorAndWriteNothing) {
       {R"({"title": "x", "queue": "no spaces"})", "queue"},
       {R"({"title": "x", "after": ["task-zzzzzzzz"]})", "task-zzzzzzzz"},
       {R"({"description": "no title"})", "'title' is required"},
-      {R"({"title": "x", "base": "main"})", "'base' needs 'repo'"},
+      {R"({"title": "x", "base": "main"})", "base branch needs a repository"},
       {R"({"title": "x", "repo": "relative/path"})", "'repo' must be an absolute path"},
   };
   for (const auto& c : cases) {
@@ -250,6 +250,12 @@ TEST_F(ApiTest, AReviewedBranchIsShownAsADiffAndMergedOnceApproved) {
   git({"-C", wt->path, "add", "feature.txt"});
   git({"-C", wt->path, "commit", "-q", "-m", "add the feature"});
   ASSERT_EQ(Tx({"task", "review", id, "--token", std::to_string(token)}).exit_code, 0);
+  // The agent's own report carried the branch's summary onto the task.
+  json branch = TxJson({"task", "show", id})["metadata"]["branch"];
+  EXPECT_EQ(branch["branch"], "tx/" + id) << branch.dump();
+  EXPECT_EQ(branch["commits"].size(), 1u) << branch.dump();
+  EXPECT_EQ(branch["files_changed"], 1);
+  EXPECT_FALSE(branch.contains("diff"));
 
   Reply diff = Get("/api/tasks/" + id + "/diff");
   ASSERT_EQ(diff.status, 200) << diff.body.dump();
@@ -275,6 +281,30 @@ TEST_F(ApiTest, AReviewedBranchIsShownAsADiffAndMergedOnceApproved) {
   EXPECT_EQ(merged.body["status"], "done");
   EXPECT_EQ(git({"log", "--format=%s", "main"}), "add the feature\nbase\n");
   EXPECT_EQ(git({"branch", "--list", "tx/*"}), "");
+}
+
+// config.toml asks for isolation on a task's behalf: a queue's repository, review and auto-merge.
+TEST_F(ApiTest, AQueueOfTheConfigAsksForGitIsolationOnBehalfOfItsTasks) {
+  std::string repo = MakeRepo();
+  std::ofstream(dir_.path() / ".tx" / "config.toml")
+      << "[git.queues.web]\nrepo = \"" << repo << "\"\nreview = true\n";
+  Serve();
+  Reply web = Post("/api/tasks", R"({"title": "w", "queue": "web"})", token_);
+  ASSERT_EQ(web.status, 201) << web.body.dump();
+  EXPECT_EQ(web.body["repo"], repo);
+  EXPECT_EQ(web.body["review"], true);
+  Reply plain = Post("/api/tasks", R"({"title": "p"})", token_);
+  ASSERT_EQ(plain.status, 201) << plain.body.dump();
+  EXPECT_EQ(plain.body["repo"], "");
+  Reply no_repo = Post("/api/tasks", R"({"title": "a", "auto_merge": true})", token_);
+  EXPECT_EQ(no_repo.status, 400);
+  EXPECT_NE(no_repo.body.dump().find("auto-merge needs a repository"), std::string::npos);
+  Reply automatic = Post(
+      "/api/tasks", json({{"title", "a"}, {"repo", repo}, {"auto_merge", true}}).dump(), token_);
+  ASSERT_EQ(automatic.status, 201) << automatic.body.dump();
+  EXPECT_EQ(automatic.body["review"], true);
+  EXPECT_EQ(automatic.body["metadata"]["auto_merge"], true);
+  EXPECT_EQ(TaskCount(), 3u);
 }
 
 TEST_F(ApiTest, StatusChangesFollowTheCliRulesAndTheClaimToken) {

@@ -275,6 +275,14 @@ TEST_F(GitWorktreeTest, ApprovedBranchesMergeInTurnAndAConflictingOneComesBackTh
   std::string z = AddAgentTask("echo z > z.txt; git add z.txt; git commit -q -m Z\n", {"--review"});
   auto worker = StartWorker("w");
   for (const auto& id : {x, y, z}) ASSERT_TRUE(WaitForStatus(id, "review")) << id;
+  // Each went to review with its branch's summary.
+  json summary = Show(z)["metadata"]["branch"];
+  EXPECT_EQ(summary["branch"], "tx/" + z) << summary.dump();
+  EXPECT_EQ(summary["base"], "main");
+  ASSERT_EQ(summary["commits"].size(), 1u) << summary.dump();
+  EXPECT_EQ(summary["commits"][0]["subject"], "Z");
+  EXPECT_EQ(summary["files_changed"], 1);
+  EXPECT_EQ(summary["insertions"], 1);
 
   // A branch is merged only once approved.
   RunResult early = Tx({"task", "merge", x});
@@ -352,6 +360,85 @@ TEST_F(GitWorktreeTest, ARedCheckBlocksTheMergeAndSendsTheTaskBackWithItsOutput)
   ASSERT_EQ(Tx({"task", "cancel", id}).exit_code, 0);
   EXPECT_FALSE(fs::exists(WorktreeOf(id)));
   EXPECT_EQ(LinkedWorktrees(), 0);
+}
+
+// Auto-merge on a green check, asked for by the task (--auto-merge) or by its queue in the
+// config: no person approves. A red check sends the task back with its output, and the retry,
+// once green, lands.
+TEST_F(GitWorktreeTest, AutoMergeLandsABranchOnAGreenCheckAndSendsARedOneBack) {
+  Write(Path(".tx/config.toml"),
+        "[git]\ncheck = \"test ! -e broken.txt || { echo broken.txt must go; exit 1; }\"\n"
+        "[git.queues.auto]\nrepo = \"" +
+            repo_ + "\"\nauto_merge = true\n");
+  // By its queue: no --repo, no --auto-merge.
+  std::string script = Path("agent-good.sh");
+  Write(script, "set -e\necho good > good.txt; git add good.txt; git commit -q -m good\n");
+  RunResult added =
+      Tx({"--json", "task", "add", "good", "--queue", "auto", "--command", "sh " + script});
+  ASSERT_EQ(added.exit_code, 0) << added.err;
+  json good = json::parse(added.out);
+  EXPECT_EQ(good["repo"], repo_);
+  EXPECT_EQ(good["review"], true);
+  EXPECT_EQ(good["metadata"]["auto_merge"], true);
+  // By the task: red first, then its retry reads the check's output and mends it.
+  std::string fixed = AddAgentTask(
+      "if grep -q 'broken.txt must go' CLAUDE.md; then\n"
+      "  git rm -q broken.txt; git commit -q -m 'remove broken.txt'; exit 0\n"
+      "fi\n"
+      "echo x > broken.txt; git add broken.txt; git commit -q -m oops\n",
+      {"--auto-merge"});
+  Args start = {"worker",
+                "start",
+                "--name",
+                "w",
+                "--queues",
+                "default,auto",
+                "--heartbeat-interval",
+                "300ms",
+                "--poll-interval",
+                "1s"};
+  BackgroundProcess worker(TX_BINARY, start, Env{}, dir_.str(), Path("w.log"));
+  ASSERT_TRUE(WaitForStatus(good["id"], "done")) << ReadFile(Path("w.log"));
+  ASSERT_TRUE(WaitForStatus(fixed, "done")) << ReadFile(Path("w.log"));
+  EXPECT_EQ(ReadFile(repo_ + "/good.txt"), "good\n");
+  EXPECT_FALSE(fs::exists(repo_ + "/broken.txt"));
+  json t = Show(fixed);
+  EXPECT_EQ(t["attempt"], 2);
+  std::string note = t["metadata"]["review_notes"][0];
+  EXPECT_NE(note.find("broken.txt must go"), std::string::npos) << note;
+  // The green check approved it, once, with the merge; the red one approved nothing.
+  json events = json::parse(Tx({"--json", "events"}).out);
+  int approvals = 0, merges = 0, refusals = 0;
+  for (const auto& e : events) {
+    if (e["task_id"] != fixed) continue;
+    approvals += e["type"] == "task.approved" ? 1 : 0;
+    merges += e["type"] == "task.merged" ? 1 : 0;
+    refusals += e["type"] == "task.merge_refused" ? 1 : 0;
+  }
+  EXPECT_EQ(approvals, 1);
+  EXPECT_EQ(refusals, 1);
+  EXPECT_EQ(merges, 1);
+  EXPECT_EQ(Git({"branch", "--list", "tx/*"}), "");
+  EXPECT_EQ(LinkedWorktrees(), 0);
+  EXPECT_EQ(Git({"status", "--porcelain"}), "");
+}
+
+// Without a check there is no green check to trust: an auto-merge task waits for a person.
+TEST_F(GitWorktreeTest, AutoMergeWithoutACheckWaitsInReview) {
+  std::string id =
+      AddAgentTask("echo a > a.txt; git add a.txt; git commit -q -m a\n", {"--auto-merge"});
+  auto worker = StartWorker("w");
+  ASSERT_TRUE(WaitForStatus(id, "review"));
+  ASSERT_TRUE(WaitFor(
+      [&] { return ReadFile(Path("w.log")).find("no [git] check is set") != std::string::npos; },
+      30s))
+      << ReadFile(Path("w.log"));
+  EXPECT_EQ(Status(id), "review");
+  EXPECT_EQ(Git({"log", "--format=%s", "main"}), "base\n");
+  ASSERT_EQ(Tx({"task", "approve", id}).exit_code, 0);
+  RunResult merged = Tx({"task", "merge", id});
+  ASSERT_EQ(merged.exit_code, 0) << merged.err;
+  EXPECT_EQ(Git({"log", "--format=%s", "main"}), "a\nbase\n");
 }
 
 }  // namespace

@@ -168,7 +168,8 @@ TEST_F(RemoteWorkerTest, TheProtocolIsFencedByTheClaimTokenAndByTheTokenScope) {
   for (const json& bad :
        {json{{"task_id", id}, {"outcome", "done"}}, json{{"token", token}, {"outcome", "done"}},
         json{{"task_id", id}, {"token", token}, {"outcome", "maybe"}},
-        json{{"task_id", id}, {"token", "one"}, {"outcome", "done"}}}) {
+        json{{"task_id", id}, {"token", "one"}, {"outcome", "done"}},
+        json{{"task_id", id}, {"token", token}, {"outcome", "done"}, {"branch", "tx/x"}}}) {
     EXPECT_EQ(worker.Post("/api/worker/report", bad).status, 400) << bad.dump();
   }
   EXPECT_EQ(

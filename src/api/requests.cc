@@ -59,9 +59,10 @@ Result<json> ParseObject(std::string_view body) {
 
 Result<Task> DecodeNewTask(const json& body) {
   TX_RETURN_IF_ERROR(OnlyKnownFields(
-      body, {"title", "description", "instructions", "deliverables", "steps", "priority", "queue",
-             "requires", "after", "owner", "workdir", "command", "agent", "timeout", "max_attempts",
-             "review", "repo", "base", "metadata"}));
+      body, {"title",    "description", "instructions", "deliverables", "steps",
+             "priority", "queue",       "requires",     "after",        "owner",
+             "workdir",  "command",     "agent",        "timeout",      "max_attempts",
+             "review",   "auto_merge",  "repo",         "base",         "metadata"}));
   Task t;
   if (!body.contains("title")) return Error::InvalidArgument("field 'title' is required");
   TX_RETURN_IF_ERROR(ReadString(body, "title", t.title));
@@ -104,15 +105,21 @@ Result<Task> DecodeNewTask(const json& body) {
   TX_RETURN_IF_ERROR(ReadBool(body, "review", t.review));
   TX_RETURN_IF_ERROR(ReadString(body, "repo", t.repo));
   TX_RETURN_IF_ERROR(ReadString(body, "base", t.base_branch));
-  if (!t.base_branch.empty() && t.repo.empty()) {
-    return Error::InvalidArgument("field 'base' needs 'repo'");
+  bool auto_merge = false;
+  TX_RETURN_IF_ERROR(ReadBool(body, "auto_merge", auto_merge));
+  if (auto_merge) {
+    t.review = true;
+    t.metadata["auto_merge"] = true;
   }
   if (!t.repo.empty() && t.repo[0] != '/') {
     return Error::InvalidArgument("field 'repo' must be an absolute path");
   }
   std::optional<json> metadata;
   TX_RETURN_IF_ERROR(ReadObject(body, "metadata", metadata));
-  if (metadata) t.metadata = std::move(*metadata);
+  if (metadata) {
+    if (auto_merge) (*metadata)["auto_merge"] = true;
+    t.metadata = std::move(*metadata);
+  }
   return t;
 }
 

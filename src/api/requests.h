@@ -27,7 +27,9 @@ Result<nlohmann::json> ParseObject(std::string_view body);
 // POST /api/tasks: {"title" (required), "description", "instructions", "deliverables",
 // "steps": [..], "priority": int, "queue", "requires": [..], "after": [..], "owner", "workdir",
 // "command": "ARGV" | [..], "agent", "timeout": "30m" | ms, "max_attempts": int, "review": bool,
-// "repo", "base", "metadata": {..}}. Values are checked further by TaskService::Add.
+// "auto_merge": bool (review, and metadata.auto_merge), "repo", "base", "metadata": {..}}.
+// Values are checked further by worker::PrepareGitTask (the config's git isolation; a base or
+// auto-merge with no repository) and TaskService::Add.
 Result<Task> DecodeNewTask(const nlohmann::json& body);
 
 // PATCH /api/tasks/:id. Either field changes ("title", "priority", "after", "metadata" merged

@@ -60,6 +60,9 @@ Result<std::unique_ptr<ApiServer>> ApiServer::Start(ServerOptions options) {
                                   " without a token: run tx init, which writes .tx/token");
   }
   auto s = std::make_unique<ApiServer>(Key{}, std::move(options), std::move(tokens));
+  TX_RETURN_IF_ERROR(worker::ApplyConfigFile(
+      (std::filesystem::path(store::LocalDir(s->options_.db_path)) / "config.toml").string(),
+      s->config_));
   {
     TX_ASSIGN_OR_RETURN(StorePool::Lease check, s->stores_.Acquire());  // the store opens
   }
@@ -224,16 +227,18 @@ void ApiServer::Routes() {
     });
   });
 
-  h.Post("/api/tasks", [with_store, &opts](const httplib::Request& req, httplib::Response& res) {
-    with_store(res, 201, [&](store::Store& store) -> Result<json> {
-      TX_ASSIGN_OR_RETURN(json body, ParseObject(req.body));
-      TX_ASSIGN_OR_RETURN(Task draft, DecodeNewTask(body));
-      TX_ASSIGN_OR_RETURN(Task added,
-                          service::TaskService(store, store.clock(), opts).Add(std::move(draft)));
-      res.set_header("Location", "/api/tasks/" + added.id);
-      return ToJson(added, {});
-    });
-  });
+  h.Post(
+      "/api/tasks", [this, with_store, &opts](const httplib::Request& req, httplib::Response& res) {
+        with_store(res, 201, [&](store::Store& store) -> Result<json> {
+          TX_ASSIGN_OR_RETURN(json body, ParseObject(req.body));
+          TX_ASSIGN_OR_RETURN(Task draft, DecodeNewTask(body));
+          TX_RETURN_IF_ERROR(worker::PrepareGitTask(config_, /*auto_merge=*/false, draft));
+          TX_ASSIGN_OR_RETURN(
+              Task added, service::TaskService(store, store.clock(), opts).Add(std::move(draft)));
+          res.set_header("Location", "/api/tasks/" + added.id);
+          return ToJson(added, {});
+        });
+      });
 
   h.Get(R"(/api/tasks/([^/]+))",
         [with_store, &opts](const httplib::Request& req, httplib::Response& res) {

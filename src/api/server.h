@@ -20,6 +20,7 @@
 #include "api/store_pool.h"
 #include "core/error.h"
 #include "service/options.h"
+#include "worker/config.h"
 
 namespace httplib {
 class Server;
@@ -52,6 +53,9 @@ class ApiServer {
 
   ServerOptions options_;
   Tokens tokens_;
+  // config.toml beside the store, read at start: the git isolation it asks for on behalf of the
+  // tasks added here ([git] repo, [git.queues.NAME]).
+  worker::WorkerConfig config_;
   bool loopback_;
   StorePool stores_;
   std::unique_ptr<EventHub> hub_;

@@ -136,6 +136,7 @@ Result<FencedBody> DecodeFenced(FencedCall call, const json& body) {
                                       outcome + "'");
       }
       TX_RETURN_IF_ERROR(ReadString(body, "text", f.text));
+      TX_RETURN_IF_ERROR(ReadObject(body, "branch", f.branch));
       break;
     }
     case FencedCall::kFail:

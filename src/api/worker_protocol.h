@@ -60,6 +60,7 @@ struct FencedBody {
   service::Outcome outcome = service::Outcome::kDone;
   std::string text;
   std::optional<int> exit_code;
+  std::optional<nlohmann::json> branch;  // report: the branch's summary, for a task going to review
 };
 enum class FencedCall { kRenew, kRelease, kReport, kFail, kGiveUp };
 Result<FencedBody> DecodeFenced(FencedCall call, const nlohmann::json& body);

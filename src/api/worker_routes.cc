@@ -200,7 +200,8 @@ void ApiServer::WorkerRoutes() {
           }
           case FencedCall::kReport: {
             TX_ASSIGN_OR_RETURN(Task t,
-                                claims.Report(f.task_id, f.token, f.outcome, f.text, f.exit_code));
+                                claims.Report(f.task_id, f.token, f.outcome, f.text, f.exit_code,
+                                              f.branch ? &*f.branch : nullptr));
             return json{{"task", ToJson(t, {})}};
           }
           case FencedCall::kFail: {

@@ -1,6 +1,7 @@
 #include "cli/context.h"
 
 #include <cstdlib>
+#include <filesystem>
 
 #include "core/orchestrator.h"
 #include "core/validation.h"
@@ -22,6 +23,10 @@ std::string Context::DbPath() const {
   if (!flags_.db.empty()) return flags_.db;
   if (const char* env = std::getenv("TX_DB"); env != nullptr && *env != '\0') return env;
   return ".tx/tx.db";
+}
+
+std::string Context::ConfigPath() const {
+  return (std::filesystem::path(store::LocalDir(DbPath())) / "config.toml").string();
 }
 
 std::optional<RemoteFleet> Context::Remote() const {

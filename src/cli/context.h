@@ -40,6 +40,8 @@ class Context {
 
   // The store path or URL this invocation uses.
   std::string DbPath() const;
+  // `config.toml` beside the store (its [git] settings are read by the review commands).
+  std::string ConfigPath() const;
   // The pool of this machine's directory for the store (PoolId): the orchestrator an operator's
   // command here means, unless it names another (--id).
   std::string LocalPool() const;

@@ -21,6 +21,7 @@
 #include "core/validation.h"
 #include "exec/process_info.h"
 #include "orchestrator/agent_cleanup.h"
+#include "orchestrator/config.h"
 #include "service/event_log.h"
 #include "service/orchestrator_service.h"
 #include "service/reconciler.h"
@@ -229,7 +230,12 @@ Handler SetupWorkerStatus(CLI::App& cmd) {
 Handler SetupOrchestratorReconcile(CLI::App&) {
   return [](Context& ctx) -> Status {
     TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
-    service::Reconciler reconciler(*store, ctx.options());
+    // The review timeout is the [orchestrator] section's, as the running orchestrator's.
+    orchestrator::OrchestratorConfig config;
+    TX_RETURN_IF_ERROR(orchestrator::ApplyOrchestratorFile(ctx.ConfigPath(), config));
+    service::ServiceOptions options = ctx.options();
+    options.review_timeout_ms = config.review_timeout_ms;
+    service::Reconciler reconciler(*store, options);
     Millis now = ctx.now();
     // As the orchestrator does: the agents of this host's workers about to be declared dead are
     // killed first, so none of their children still runs when the task runs again.

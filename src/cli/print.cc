@@ -133,7 +133,8 @@ void PrintReport(std::ostream& out, const ReconcileReport& r) {
       << "  dead workers           " << r.dead_workers << "\n"
       << "  expired leases         " << r.expired_leases << "\n"
       << "  orphaned tasks         " << r.orphaned_tasks << "\n"
-      << "  inconsistencies fixed  " << r.inconsistencies_fixed << "\n";
+      << "  inconsistencies fixed  " << r.inconsistencies_fixed << "\n"
+      << "  overdue reviews        " << r.overdue_reviews << "\n";
 }
 
 }  // namespace tx::cli

@@ -24,9 +24,8 @@ Result<std::pair<Task, worker::GitSettings>> TaskAndSettings(Context& ctx, const
   TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
   TX_ASSIGN_OR_RETURN(service::TaskDetail d,
                       service::TaskService(*store, ctx.clock(), ctx.options()).Show(id));
-  std::string config =
-      (std::filesystem::path(store::LocalDir(ctx.DbPath())) / "config.toml").string();
-  TX_ASSIGN_OR_RETURN(worker::GitSettings git, worker::LoadGitSettings(config, d.task.repo));
+  TX_ASSIGN_OR_RETURN(worker::GitSettings git,
+                      worker::LoadGitSettings(ctx.ConfigPath(), d.task.repo));
   return std::pair{d.task, git};
 }
 

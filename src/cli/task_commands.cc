@@ -14,6 +14,7 @@
 #include "service/claim_service.h"
 #include "service/task_service.h"
 #include "worker/remote.h"
+#include "worker/review.h"
 #include "worker/worktree.h"
 
 namespace tx::cli {
@@ -46,7 +47,7 @@ struct AddArgs {
       queue = "default", owner, workdir, command, agent, timeout, max_attempts, repo, base,
       metadata;
   std::vector<std::string> steps, requires_caps, after;
-  bool review = false;
+  bool review = false, auto_merge = false;
 };
 
 }  // namespace
@@ -87,6 +88,9 @@ Handler SetupTaskAdd(CLI::App& cmd) {
   NonEmpty(cmd.add_option("--max-attempts", a->max_attempts, "Attempts before failing (default 3)")
                ->type_name("N"));
   cmd.add_flag("--review", a->review, "Success goes to review instead of done");
+  cmd.add_flag("--auto-merge", a->auto_merge,
+               "Merge the task's branch without an approval once it passes [git] check "
+               "(implies --review)");
   NonEmpty(cmd.add_option("--repo", a->repo, "Git repository to work in")->type_name("PATH"));
   NonEmpty(cmd.add_option("--base", a->base, "Base branch (with --repo)")->type_name("BRANCH"));
   NonEmpty(cmd.add_option("--metadata", a->metadata, "JSON object stored with the task")
@@ -126,15 +130,16 @@ Handler SetupTaskAdd(CLI::App& cmd) {
       t.max_attempts = static_cast<int>(n);
     }
     t.review = a->review;
-    if (!a->base.empty() && a->repo.empty()) {
-      return Error::InvalidArgument("--base needs --repo");
-    }
     // As given here: workers and servers elsewhere would read a relative path from their own.
     if (!a->repo.empty()) t.repo = std::filesystem::absolute(a->repo).lexically_normal().string();
     t.base_branch = a->base;
     if (!a->metadata.empty()) {
       TX_ASSIGN_OR_RETURN(t.metadata, ParseJsonObject("metadata", a->metadata));
     }
+    // Isolation the config asks for on the task's behalf ([git] repo, [git.queues.NAME]).
+    worker::WorkerConfig config;
+    TX_RETURN_IF_ERROR(worker::ApplyConfigFile(ctx.ConfigPath(), config));
+    TX_RETURN_IF_ERROR(worker::PrepareGitTask(config, a->auto_merge, t));
     TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
     service::TaskService tasks(*store, ctx.clock(), ctx.options());
     TX_ASSIGN_OR_RETURN(Task added, tasks.Add(std::move(t)));
@@ -264,7 +269,7 @@ Handler SetupOutcome(CLI::App& cmd, service::Outcome outcome, const char* name) 
       if (a->force) return Error::InvalidArgument("--force needs the store (pass --db)");
       TX_ASSIGN_OR_RETURN(std::int64_t token, ResolveToken(a->token, name));
       TX_ASSIGN_OR_RETURN(auto fleet, worker::ConnectRemote(remote->url, remote->token));
-      TX_RETURN_IF_ERROR(fleet->Report(a->id, token, outcome, text, std::nullopt));
+      TX_RETURN_IF_ERROR(fleet->Report(a->id, token, outcome, text, std::nullopt, nullptr));
       return ShowRemoteTask(ctx, *fleet, a->id);
     }
     TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
@@ -275,8 +280,19 @@ Handler SetupOutcome(CLI::App& cmd, service::Outcome outcome, const char* name) 
       TX_RETURN_IF_ERROR(tasks.ForceOutcome(a->id, outcome, text));
     } else {
       TX_ASSIGN_OR_RETURN(std::int64_t token, ResolveToken(a->token, name));
+      // An agent sending its task to review: its branch's summary goes with it (metadata.branch).
+      std::optional<nlohmann::json> branch;
+      if (outcome != service::Outcome::kFail) {
+        Result<service::TaskDetail> d =
+            service::TaskService(*store, ctx.clock(), ctx.options()).Show(a->id);
+        if (d.ok() && (outcome == service::Outcome::kReview || d->task.review)) {
+          Result<worker::GitSettings> git = worker::LoadGitSettings(ctx.ConfigPath(), d->task.repo);
+          if (git.ok()) branch = worker::ReviewBranch(d->task, *git);
+        }
+      }
       service::ClaimService claims(*store, ctx.clock(), ctx.options());
-      TX_RETURN_IF_ERROR(claims.Report(a->id, token, outcome, text));
+      TX_RETURN_IF_ERROR(
+          claims.Report(a->id, token, outcome, text, std::nullopt, branch ? &*branch : nullptr));
     }
     return ShowTask(ctx, *store, a->id);
   };

@@ -143,11 +143,9 @@ nlohmann::json ToJson(const Event& e) {
 
 nlohmann::json ToJson(const ReconcileReport& r) {
   return {
-      {"dead_workers", r.dead_workers},
-      {"expired_leases", r.expired_leases},
-      {"orphaned_tasks", r.orphaned_tasks},
-      {"inconsistencies_fixed", r.inconsistencies_fixed},
-      {"at", Time(r.at)},
+      {"dead_workers", r.dead_workers},       {"expired_leases", r.expired_leases},
+      {"orphaned_tasks", r.orphaned_tasks},   {"inconsistencies_fixed", r.inconsistencies_fixed},
+      {"overdue_reviews", r.overdue_reviews}, {"at", Time(r.at)},
   };
 }
 

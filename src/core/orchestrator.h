@@ -15,6 +15,9 @@ struct ReconcileReport {
   int expired_leases = 0;         // active claims past their lease, released
   int orphaned_tasks = 0;         // running tasks without an active claim, requeued
   int inconsistencies_fixed = 0;  // busy without task, held by a dead worker, claim on terminal
+  // Tasks found waiting in review past the review timeout, marked overdue. Not a repair: not in
+  // Total().
+  int overdue_reviews = 0;
   Millis at = 0;
 
   int Total() const {

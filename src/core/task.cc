@@ -116,4 +116,9 @@ Status CheckTransition(std::string_view task_id, TaskStatus from, TaskEvent even
                          std::string(task_id) + ": it is " + std::string(ToString(from)));
 }
 
+bool AsksForAutoMerge(const Task& task) {
+  auto it = task.metadata.find("auto_merge");
+  return it != task.metadata.end() && it->is_boolean() && it->get<bool>();
+}
+
 }  // namespace tx

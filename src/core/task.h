@@ -89,4 +89,8 @@ struct Task {
   Millis finished_at = 0;  // 0 = not finished
 };
 
+// Whether the task asks to be merged without a person's approval once its branch passes the
+// check (metadata.auto_merge = true; tx task add --auto-merge). docs/git.md.
+bool AsksForAutoMerge(const Task& task);
+
 }  // namespace tx

@@ -78,7 +78,7 @@ std::string CommandResult::FirstLine() const {
 
 Result<CommandResult> RunCommand(const std::vector<std::string>& argv, const std::string& cwd,
                                  const std::vector<std::string>& extra_env, std::size_t cap,
-                                 long long timeout_ms) {
+                                 long long timeout_ms, int cancel_fd) {
   if (argv.empty()) return Error::InvalidArgument("run: empty argv");
   int out_pipe[2];
   int err_pipe[2];
@@ -120,7 +120,7 @@ Result<CommandResult> RunCommand(const std::vector<std::string>& argv, const std
 
   CommandResult result;
   char buf[65536];
-  pollfd fds[2] = {{out_r.get(), POLLIN, 0}, {err_r.get(), POLLIN, 0}};
+  pollfd fds[3] = {{out_r.get(), POLLIN, 0}, {err_r.get(), POLLIN, 0}, {cancel_fd, POLLIN, 0}};
   std::string* sinks[2] = {&result.out, &result.err};
   int open = 2;
   int status = 0;
@@ -140,7 +140,12 @@ Result<CommandResult> RunCommand(const std::vector<std::string>& argv, const std
   };
   while (open > 0) {
     // Short polls: the child's exit is noticed even while a leftover holds the pipes.
-    if (::poll(fds, 2, 50) < 0 && errno != EINTR) break;
+    if (::poll(fds, 3, 50) < 0 && errno != EINTR) break;
+    if (fds[2].fd >= 0 && fds[2].revents != 0 && !exited) {
+      result.cancelled = true;
+      ::kill(-pid, SIGKILL);
+      fds[2].fd = -1;  // polled no more: it stays readable until its owner reads it
+    }
     for (int i = 0; i < 2; ++i) {
       if (fds[i].fd < 0 || fds[i].revents == 0) continue;
       ssize_t n = ::read(fds[i].fd, buf, sizeof buf);

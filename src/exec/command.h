@@ -14,6 +14,7 @@ struct CommandResult {
   std::string out;    // stdout
   std::string err;    // stderr
   bool timed_out = false;
+  bool cancelled = false;  // cut short by cancel_fd
   bool ok() const { return exit_code == 0; }
   // The first non-empty line of stderr, else of stdout: what a one-line error should quote.
   std::string FirstLine() const;
@@ -26,10 +27,13 @@ struct CommandResult {
 // Once the child has exited, whatever is left of its group (a server a test started in the
 // background, holding the pipes open) is killed, so a command never outlives itself. With
 // `timeout_ms` > 0, a command still running then is killed with its group, and timed_out set.
+// With `cancel_fd` >= 0, the same once that fd is readable (a stop signal's signalfd: it is
+// polled, never read), and cancelled set.
 // kUnavailable when it cannot be started ("run 'git': No such file or directory"); a non-zero
 // exit is a CommandResult, not an error.
 Result<CommandResult> RunCommand(const std::vector<std::string>& argv, const std::string& cwd = "",
                                  const std::vector<std::string>& extra_env = {},
-                                 std::size_t cap = 16u << 20, long long timeout_ms = 0);
+                                 std::size_t cap = 16u << 20, long long timeout_ms = 0,
+                                 int cancel_fd = -1);
 
 }  // namespace tx::exec

@@ -111,6 +111,13 @@ Status ApplyOrchestratorToml(const std::string& toml_text, const std::string& or
       TX_RETURN_IF_ERROR(Count(*t, origin, k, 0, 1'000'000'000, c.max_queue_depth));
     } else if (k == "reconcile_interval") {
       TX_RETURN_IF_ERROR(Dur(*t, origin, k, c.reconcile_interval_ms));
+    } else if (k == "review_timeout") {
+      // "0s" turns the mark off; Dur refuses zero.
+      if (node.value<std::string>() == std::optional<std::string>("0s")) {
+        c.review_timeout_ms = 0;
+      } else {
+        TX_RETURN_IF_ERROR(Dur(*t, origin, k, c.review_timeout_ms));
+      }
     } else if (k == "shutdown_timeout") {
       TX_RETURN_IF_ERROR(Dur(*t, origin, k, c.shutdown_timeout_ms));
     } else if (k == "restart_window") {
@@ -152,6 +159,7 @@ nlohmann::json ConfigJson(const OrchestratorConfig& c) {
           {"capacity_timeout_ms", c.policy.capacity_timeout_ms},
           {"reconcile_interval_ms", c.reconcile_interval_ms},
           {"shutdown_timeout_ms", c.shutdown_timeout_ms},
+          {"review_timeout_ms", c.review_timeout_ms},
           {"max_queue_depth", c.max_queue_depth},
           {"heartbeat_file", c.heartbeat_file},
           {"http", c.http},

@@ -130,7 +130,9 @@ Status Orchestrator::Start() {
   TX_ASSIGN_OR_RETURN(watch_, store_->Watch());
   workers_ = std::make_unique<service::WorkerService>(*store_, store_->clock());
   row_ = std::make_unique<service::OrchestratorService>(*store_, store_->clock());
-  reconciler_ = std::make_unique<service::Reconciler>(*store_);
+  service::ServiceOptions reconcile_options;
+  reconcile_options.review_timeout_ms = config_.review_timeout_ms;
+  reconciler_ = std::make_unique<service::Reconciler>(*store_, reconcile_options);
 
   id_ = PoolId(hostname_, config_.store_dir);
   Millis now = Now();

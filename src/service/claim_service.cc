@@ -283,7 +283,7 @@ Result<Task> ClaimService::Release(std::string_view task_id, std::int64_t token,
 Status ClaimService::ReportLocked(store::Txn& txn, std::string_view task_id, std::int64_t token,
                                   Outcome outcome, const std::string& text,
                                   std::optional<int> exit_code, Millis now, Task& task,
-                                  Worker* deferred) {
+                                  Worker* deferred, const nlohmann::json* branch) {
   Claim claim;
   TX_RETURN_IF_ERROR(CheckToken(txn, task_id, token, now, claim, task));
   EndReason reason = outcome == Outcome::kFail ? EndReason::kFailed : EndReason::kExited;
@@ -298,7 +298,15 @@ Status ClaimService::ReportLocked(store::Txn& txn, std::string_view task_id, std
     task.status = TaskStatus::kReview;
     task.result = text;
     task.updated_at = now;
-    TX_RETURN_IF_ERROR(txn.UpdateTaskState(task));
+    // A review starts afresh: the last one's overdue mark goes (the reconciler's, reconciler.h).
+    bool rewrite = task.metadata.erase("review_overdue_at") > 0;
+    if (branch != nullptr && branch->is_object()) {
+      task.metadata["branch"] = *branch;
+      rewrite = true;
+    } else if (!task.repo.empty() && task.metadata.erase("branch") > 0) {
+      rewrite = true;  // an earlier review's: no longer what the branch holds
+    }
+    TX_RETURN_IF_ERROR(rewrite ? txn.UpdateTask(task) : txn.UpdateTaskState(task));
     TX_RETURN_IF_ERROR(
         Emit(txn, now, "task.review", task.id, claim.worker_id, {{"attempt", task.attempt}}));
   } else {
@@ -310,12 +318,13 @@ Status ClaimService::ReportLocked(store::Txn& txn, std::string_view task_id, std
 }
 
 Result<Task> ClaimService::Report(std::string_view task_id, std::int64_t token, Outcome outcome,
-                                  const std::string& text, std::optional<int> exit_code) {
+                                  const std::string& text, std::optional<int> exit_code,
+                                  const nlohmann::json* branch) {
   Result<Task> result(std::in_place);
   Millis now = clock_.NowMs();
   Status s = store_.Write([&](store::Txn& txn) -> Status {
     return ReportLocked(txn, task_id, token, outcome, text, exit_code, now, *result,
-                        /*deferred=*/nullptr);
+                        /*deferred=*/nullptr, branch);
   });
   if (!s.ok()) result = s.error();
   return result;

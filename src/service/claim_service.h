@@ -113,8 +113,11 @@ class ClaimService {
   // Records the holder's outcome. kDone goes to `review` instead when the task asks for review.
   // A failure retries with backoff until max_attempts, then fails the task.
   // `task_id` may be empty to skip the check that the token belongs to it.
+  // `branch`, when the task goes to review: its branch's summary (worker/review.h, ReviewBranch),
+  // stored as metadata.branch in the same write, for the reviewer.
   Result<Task> Report(std::string_view task_id, std::int64_t token, Outcome outcome,
-                      const std::string& text, std::optional<int> exit_code = std::nullopt);
+                      const std::string& text, std::optional<int> exit_code = std::nullopt,
+                      const nlohmann::json* branch = nullptr);
 
   // Records a failed attempt that the holder ended for a named reason (kFailed, kTimedOut,
   // kStalled): the claim ends with that reason and exit code, then the task retries with backoff
@@ -162,7 +165,8 @@ class ClaimService {
   // Fills `task` with the reported task as it now stands.
   Status ReportLocked(store::Txn& txn, std::string_view task_id, std::int64_t token,
                       Outcome outcome, const std::string& text, std::optional<int> exit_code,
-                      Millis now, Task& task, Worker* deferred);
+                      Millis now, Task& task, Worker* deferred,
+                      const nlohmann::json* branch = nullptr);
 
   store::Store& store_;
   const Clock& clock_;

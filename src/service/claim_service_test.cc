@@ -257,6 +257,31 @@ TEST_F(ClaimServiceTest, AReportedReviewGoesToReview) {
   EXPECT_EQ(t.status, TaskStatus::kReview);
 }
 
+// The worker hands the branch's summary with the outcome; it is stored as the task goes to review,
+// in the same write, and ignored by an outcome that does not.
+TEST_F(ClaimServiceTest, AReviewStoresTheBranchSummaryHandedWithIt) {
+  Task t;
+  t.title = "reviewed";
+  t.review = true;
+  t.metadata = {{"mine", 1}};
+  ASSERT_OK(tasks_.Add(t));
+  Worker w = Register();
+  ClaimResult r = ClaimNextFor(w);
+  nlohmann::json branch = {{"branch", "tx/x"}, {"files_changed", 2}, {"insertions", 5}};
+  ASSERT_OK_AND_ASSIGN(Task got,
+                       claims_.Report(r.task.id, r.claim.token, Outcome::kDone, "", 0, &branch));
+  EXPECT_EQ(got.status, TaskStatus::kReview);
+  Task stored = Get(got.id);
+  EXPECT_EQ(stored.metadata["branch"], branch);
+  EXPECT_EQ(stored.metadata["mine"], 1);
+
+  Task plain = AddTask("no review");
+  ClaimResult p = ClaimNextFor(w);
+  ASSERT_EQ(p.task.id, plain.id);
+  ASSERT_OK(claims_.Report(plain.id, p.claim.token, Outcome::kDone, "", 0, &branch));
+  EXPECT_FALSE(Get(plain.id).metadata.contains("branch"));
+}
+
 TEST_F(ClaimServiceTest, AFailedAttemptRetriesWithExponentialBackoffThenFails) {
   Task t = AddTask("flaky");  // max_attempts 3
   Worker w = Register();

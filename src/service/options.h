@@ -17,6 +17,9 @@ struct ServiceOptions {
   Limits limits;
   Millis default_task_timeout_ms = 30 * 60'000;
   Millis default_heartbeat_interval_ms = 30'000;
+  // A task waiting in review longer than this is marked overdue by the reconciler (an event and
+  // metadata.review_overdue_at, which the dashboard shows). 0 = never.
+  Millis review_timeout_ms = 60 * 60'000;
   // A uniform random number in [0, 1) for backoff jitter; tests pin it.
   std::function<double()> unit_random;
   // Whether the orchestrator the store's row names still runs: its backpressure and its refusal

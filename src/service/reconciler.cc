@@ -1,5 +1,7 @@
 #include "service/reconciler.h"
 
+#include <algorithm>
+
 #include "core/duration.h"
 #include "core/json.h"
 #include "service/lifecycle.h"
@@ -108,6 +110,56 @@ Status Reconciler::FixInconsistencies(Millis now, ReconcileReport& report) {
   });
 }
 
+namespace {
+
+// When the task last entered review: the end of its last attempt (a forced review ends it too).
+Millis EnteredReviewAt(const Task& task, const std::vector<Claim>& attempts) {
+  Millis at = 0;
+  for (const auto& c : attempts) at = std::max(at, c.ended_at);
+  return at > 0 ? at : task.updated_at;
+}
+
+}  // namespace
+
+Status Reconciler::MarkOverdueReviews(Millis now, ReconcileReport& report) {
+  report.overdue_reviews = 0;
+  Millis timeout = options_.review_timeout_ms;
+  if (timeout <= 0) return Ok();
+  // Found by a read, which never holds up claimers; each is checked again inside the write.
+  std::vector<std::string> candidates;
+  TX_RETURN_IF_ERROR(store_.Read([&](store::Txn& txn) -> Status {
+    store::TaskFilter f;
+    f.status = TaskStatus::kReview;
+    TX_ASSIGN_OR_RETURN(std::vector<Task> waiting, txn.ListTasks(f));
+    for (const auto& t : waiting) {
+      if (t.metadata.contains("review_overdue_at")) continue;
+      TX_ASSIGN_OR_RETURN(std::vector<Claim> attempts, txn.ListClaimsForTask(t.id));
+      if (now - EnteredReviewAt(t, attempts) >= timeout) candidates.push_back(t.id);
+    }
+    return Ok();
+  }));
+  if (candidates.empty()) return Ok();
+  return store_.Write([&](store::Txn& txn) -> Status {
+    report.overdue_reviews = 0;
+    for (const auto& id : candidates) {
+      TX_ASSIGN_OR_RETURN(Task task, detail::LoadTask(txn, id));
+      if (task.status != TaskStatus::kReview || task.metadata.contains("review_overdue_at")) {
+        continue;
+      }
+      TX_ASSIGN_OR_RETURN(std::vector<Claim> attempts, txn.ListClaimsForTask(id));
+      Millis entered = EnteredReviewAt(task, attempts);
+      if (now - entered < timeout) continue;
+      task.metadata["review_overdue_at"] = now;
+      task.updated_at = now;
+      TX_RETURN_IF_ERROR(txn.UpdateTask(task));
+      TX_RETURN_IF_ERROR(Emit(txn, now, "task.review_overdue", task.id, "",
+                              {{"waiting_ms", now - entered}, {"review_timeout_ms", timeout}}));
+      ++report.overdue_reviews;
+    }
+    return Ok();
+  });
+}
+
 Result<std::optional<Millis>> Reconciler::NextDueAt() {
   std::optional<Millis> due;
   auto earliest = [&](Millis t) { due = due ? std::min(*due, t) : t; };
@@ -130,6 +182,7 @@ Result<ReconcileReport> Reconciler::RunOnce(Millis now) {
   TX_RETURN_IF_ERROR(ReleaseExpiredLeases(now, report));
   TX_RETURN_IF_ERROR(RequeueOrphanedTasks(now, report));
   TX_RETURN_IF_ERROR(FixInconsistencies(now, report));
+  TX_RETURN_IF_ERROR(MarkOverdueReviews(now, report));
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
     TX_ASSIGN_OR_RETURN(ReconcilerRecord r, txn.GetReconcilerRecord());
     r.last_reconcile_at = now;

@@ -9,6 +9,10 @@
 //   4. inconsistencies: busy workers without an active claim become idle; active claims held by
 //      a dead or stopped worker end `worker_died` with a requeue; active claims on a task that
 //      is no longer running end `orphaned`.
+// Then it marks overdue reviews: a task waiting in `review` longer than the review timeout since
+// it entered review (its last attempt's end) gets metadata.review_overdue_at and one event
+// task.review_overdue (a person is waited for; nothing is repaired). Entering review again clears
+// the mark.
 // Finally it records last_reconcile_at and the report in the store's reconciler record. Running
 // it twice in a row finds nothing the second time; running it from two processes at once (a
 // leader that lost its lead a moment ago, or `tx orchestrator reconcile` by hand) is safe, as
@@ -41,6 +45,7 @@ class Reconciler {
   Status ReleaseExpiredLeases(Millis now, ReconcileReport& report);
   Status RequeueOrphanedTasks(Millis now, ReconcileReport& report);
   Status FixInconsistencies(Millis now, ReconcileReport& report);
+  Status MarkOverdueReviews(Millis now, ReconcileReport& report);
 
   store::Store& store_;
   ServiceOptions options_;

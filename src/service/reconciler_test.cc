@@ -157,5 +157,83 @@ TEST_F(ReconcilerTest, ASecondRunFindsNothingAndTheRunIsRecorded) {
   }));
 }
 
+// A task waiting in review past the review timeout (1 h by default) is marked once: an event and
+// metadata.review_overdue_at. Entering review again clears the mark, and the clock starts anew.
+TEST_F(ReconcilerTest, MarksAReviewOverdueOnceAndAgainAfterTheNextReview) {
+  Task d;
+  d.title = "to review";
+  d.review = true;
+  ASSERT_OK_AND_ASSIGN(Task t, tasks_.Add(d));
+  Worker w = Register();
+  w.heartbeat_interval_ms = 24 * 3'600'000;  // alive throughout: only the review matters
+  ClaimResult c = ClaimNextFor(w);
+  ASSERT_OK(claims_.Report(t.id, c.claim.token, Outcome::kDone, ""));
+  ASSERT_EQ(Get(t.id).status, TaskStatus::kReview);
+  auto keep_alive = [&] { ASSERT_OK(workers_.Heartbeat(w.id, {})); };
+
+  clock_.Advance(59min);
+  keep_alive();
+  EXPECT_EQ(Reconcile().overdue_reviews, 0);
+  // A metadata edit meanwhile does not restart the clock: it counts from the attempt's end.
+  TaskPatch patch;
+  patch.metadata_merge = nlohmann::json{{"note", "looked at it"}};
+  ASSERT_OK(tasks_.Update(t.id, patch));
+  clock_.Advance(1min);
+  keep_alive();
+  ReconcileReport r = Reconcile();
+  EXPECT_EQ(r.overdue_reviews, 1);
+  EXPECT_EQ(r.Total(), 0);  // waiting on a person is not a repair
+  Task marked = Get(t.id);
+  EXPECT_EQ(marked.status, TaskStatus::kReview);
+  EXPECT_EQ(marked.metadata.value("review_overdue_at", Millis{0}), clock_.NowMs());
+  auto events = events_.Since(0).value();
+  ASSERT_EQ(events.back().type, "task.review_overdue");
+  EXPECT_EQ(events.back().task_id, t.id);
+  EXPECT_EQ(events.back().data.value("waiting_ms", Millis{0}), 60 * 60'000);
+  EXPECT_EQ(events.back().data.value("review_timeout_ms", Millis{0}), 60 * 60'000);
+
+  clock_.Advance(2h);  // still waiting: no second event
+  keep_alive();
+  std::int64_t count = EventCount();
+  EXPECT_EQ(Reconcile().overdue_reviews, 0);
+  EXPECT_EQ(EventCount(), count);
+
+  // Changes requested, a second attempt, back in review: the mark is gone until another hour.
+  ASSERT_OK(tasks_.RequestChanges(t.id, "add a test"));
+  c = ClaimNextFor(w);
+  ASSERT_OK(claims_.Report(t.id, c.claim.token, Outcome::kDone, ""));
+  EXPECT_FALSE(Get(t.id).metadata.contains("review_overdue_at"));
+  clock_.Advance(30min);
+  keep_alive();
+  EXPECT_EQ(Reconcile().overdue_reviews, 0);
+  clock_.Advance(30min);
+  keep_alive();
+  EXPECT_EQ(Reconcile().overdue_reviews, 1);
+  EXPECT_TRUE(Get(t.id).metadata.contains("review_overdue_at"));
+
+  // An operator's forced review starts afresh too.
+  ASSERT_OK(tasks_.RequestChanges(t.id, "once more"));
+  ClaimNextFor(w);
+  ASSERT_OK(tasks_.ForceOutcome(t.id, Outcome::kReview, ""));
+  EXPECT_FALSE(Get(t.id).metadata.contains("review_overdue_at"));
+}
+
+TEST_F(ReconcilerTest, AReviewTimeoutOfZeroNeverMarks) {
+  ServiceOptions o = TestOptions();
+  o.review_timeout_ms = 0;
+  Reconciler never(*store_, o);
+  Task d;
+  d.title = "to review";
+  d.review = true;
+  ASSERT_OK_AND_ASSIGN(Task t, tasks_.Add(d));
+  Worker w = Register();
+  ClaimResult c = ClaimNextFor(w);
+  ASSERT_OK(claims_.Report(t.id, c.claim.token, Outcome::kDone, ""));
+  clock_.Advance(48h);
+  ASSERT_OK_AND_ASSIGN(ReconcileReport r, never.RunOnce(clock_.NowMs()));
+  EXPECT_EQ(r.overdue_reviews, 0);
+  EXPECT_FALSE(Get(t.id).metadata.contains("review_overdue_at"));
+}
+
 }  // namespace
 }  // namespace tx::service

@@ -297,6 +297,14 @@ Result<Task> TaskService::Merged(std::string_view id, const nlohmann::json& merg
   Millis now = clock_.NowMs();
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
     TX_ASSIGN_OR_RETURN(Task task, LoadTask(txn, id));
+    if (task.status == TaskStatus::kReview && AsksForAutoMerge(task)) {
+      // Auto-merge: the green check is the approval, recorded with the merge it allowed.
+      TX_RETURN_IF_ERROR(
+          CheckTransition(task.id, task.status, TaskEvent::kApprove, TaskStatus::kApproved));
+      task.status = TaskStatus::kApproved;
+      TX_RETURN_IF_ERROR(
+          Emit(txn, now, "task.approved", task.id, "", {{"note", "auto-merge on a green check"}}));
+    }
     TX_RETURN_IF_ERROR(CheckTransition(task.id, task.status, TaskEvent::kMerge, TaskStatus::kDone));
     TX_RETURN_IF_ERROR(Emit(txn, now, "task.merged", task.id, "", merge));
     TX_RETURN_IF_ERROR(detail::FinishDone(txn, task, task.result, now, ""));
@@ -321,7 +329,12 @@ Result<Task> TaskService::SendBack(std::string_view id, const std::string& note,
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
     TX_ASSIGN_OR_RETURN(Task task, LoadTask(txn, id));
     TaskStatus to = TaskStatus::kReady;
-    TX_RETURN_IF_ERROR(CheckTransition(task.id, task.status, event, to));
+    // An auto-merge refused is refused straight from review (nobody approved it).
+    TaskEvent checked = event == TaskEvent::kMergeRefused && task.status == TaskStatus::kReview &&
+                                AsksForAutoMerge(task)
+                            ? TaskEvent::kRequestChanges
+                            : event;
+    TX_RETURN_IF_ERROR(CheckTransition(task.id, task.status, checked, to));
     if (!note.empty()) {
       nlohmann::json& notes = task.metadata["review_notes"];
       if (!notes.is_array()) notes = nlohmann::json::array();
@@ -374,7 +387,9 @@ Result<Task> TaskService::ForceOutcome(std::string_view id, Outcome outcome,
       } else {
         task.result = text;
       }
-      TX_RETURN_IF_ERROR(txn.UpdateTaskState(task));
+      // Into review: the last review's overdue mark goes (the reconciler's, reconciler.h).
+      bool rewrite = to == TaskStatus::kReview && task.metadata.erase("review_overdue_at") > 0;
+      TX_RETURN_IF_ERROR(rewrite ? txn.UpdateTask(task) : txn.UpdateTaskState(task));
       TX_RETURN_IF_ERROR(Emit(txn, now, to == TaskStatus::kFailed ? "task.failed" : "task.review",
                               task.id, worker_id, {{"forced", true}}));
     }

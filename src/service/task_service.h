@@ -72,7 +72,10 @@ class TaskService {
   // before either is called. Merged: `done` (events task.merged, with `merge`, then task.done).
   // MergeRefused: back to `ready` on the same attempt budget, `why` (the conflict, or the failing
   // check's output) appended to metadata.review_notes for the next prompt (task.merge_refused).
-  // conflict: the task is not approved.
+  // conflict: the task is not approved. A task in review that asks for auto-merge
+  // (AsksForAutoMerge) is taken as approved by its green check: Merged records task.approved
+  // (note "auto-merge on a green check") and the merge in one transaction, and MergeRefused sends
+  // it back from review.
   Result<Task> Merged(std::string_view id, const nlohmann::json& merge);
   Result<Task> MergeRefused(std::string_view id, const std::string& why);
 

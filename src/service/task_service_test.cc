@@ -263,5 +263,40 @@ TEST_F(TaskServiceTest, AnApprovedBranchMergedIsDoneAndARefusedMergeGoesBackWith
   EXPECT_ERROR_CODE(tasks_.Merged(added.id, {}), ErrorCode::kConflict);  // once
 }
 
+// Auto-merge: a task in review that asks for it is approved by its green check, recorded with the
+// merge in one transaction; a refused one goes back from review. One that does not ask is refused.
+TEST_F(TaskServiceTest, AnAutoMergeIsApprovedWithItsMergeAndRefusedStraightFromReview) {
+  auto in_review = [&](bool auto_merge) {
+    Task t;
+    t.title = "auto";
+    t.review = true;
+    t.repo = "/srv/repo";
+    if (auto_merge) t.metadata["auto_merge"] = true;
+    Task added = tasks_.Add(t).value();
+    ClaimResult r = ClaimNextFor(Register());
+    EXPECT_EQ(r.task.id, added.id);
+    EXPECT_TRUE(claims_.Report(added.id, r.claim.token, Outcome::kDone, "").ok());
+    return added.id;
+  };
+  std::string plain = in_review(false);
+  EXPECT_ERROR_CODE(tasks_.Merged(plain, {{"head", "abc"}}), ErrorCode::kConflict);
+  EXPECT_ERROR_CODE(tasks_.MergeRefused(plain, "red"), ErrorCode::kConflict);
+  EXPECT_EQ(Get(plain).status, TaskStatus::kReview);
+
+  std::string refused = in_review(true);
+  ASSERT_OK_AND_ASSIGN(Task back, tasks_.MergeRefused(refused, "the check failed"));
+  EXPECT_EQ(back.status, TaskStatus::kReady);
+  EXPECT_EQ(EventTypes().back(), "task.merge_refused");
+  ASSERT_OK(tasks_.Cancel(refused, ""));  // out of the way of the next claim
+
+  std::string id = in_review(true);
+  std::int64_t before = EventCount();
+  ASSERT_OK_AND_ASSIGN(Task merged, tasks_.Merged(id, {{"base", "main"}, {"head", "abc"}}));
+  EXPECT_EQ(merged.status, TaskStatus::kDone);
+  std::vector<std::string> types;
+  for (const auto& e : events_.Since(before).value()) types.push_back(e.type);
+  EXPECT_EQ(types, (std::vector<std::string>{"task.approved", "task.merged", "task.done"}));
+}
+
 }  // namespace
 }  // namespace tx::service

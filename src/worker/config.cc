@@ -2,6 +2,7 @@
 
 #include <toml++/toml.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -87,6 +88,27 @@ class Table {
     auto v = n->value<std::int64_t>();
     if (!v || *v < 0 || *v > 64) return Bad(key, "an integer from 0 to 64");
     out = static_cast<int>(*v);
+    return Ok();
+  }
+
+  Status Bool(std::string_view key, bool& out) {
+    seen_.emplace_back(key);
+    const toml::node* n = t_.get(key);
+    if (n == nullptr) return Ok();
+    auto v = n->value<bool>();
+    if (!v) return Bad(key, "true or false");
+    out = *v;
+    return Ok();
+  }
+
+  // An absolute path (the repository a task is isolated in: read alike on every machine).
+  Status AbsolutePath(std::string_view key, std::string& out) {
+    TX_RETURN_IF_ERROR(String(key, out));
+    if (!out.empty() && out[0] != '/') return Bad(key, "an absolute path");
+    if (!out.empty()) {
+      out = std::filesystem::path(out).lexically_normal().string();
+      if (out.size() > 1 && out.back() == '/') out.pop_back();
+    }
     return Ok();
   }
 
@@ -179,9 +201,37 @@ Status ApplyAgents(const toml::table& agents, const std::string& origin, WorkerC
   return Ok();
 }
 
+// [git.queues.NAME]: isolation asked for on behalf of the tasks of one queue.
+Status ApplyGitQueues(const toml::table& g, const std::string& origin, WorkerConfig& c) {
+  const toml::node* queues = g.get("queues");
+  if (queues == nullptr) return Ok();
+  const toml::table* qt = queues->as_table();
+  if (qt == nullptr) return Error::InvalidArgument(origin + ": 'git.queues' must be a table");
+  for (const auto& [key, node] : *qt) {
+    std::string queue(key.str());
+    std::string prefix = "git.queues." + queue;
+    const toml::table* one = node.as_table();
+    if (one == nullptr)
+      return Error::InvalidArgument(origin + ": '" + prefix + "' must be a table");
+    Table q(*one, prefix + ".", origin);
+    QueueGit s;
+    TX_RETURN_IF_ERROR(q.AbsolutePath("repo", s.repo));
+    TX_RETURN_IF_ERROR(q.String("base", s.base));
+    TX_RETURN_IF_ERROR(q.Bool("review", s.review));
+    TX_RETURN_IF_ERROR(q.Bool("auto_merge", s.auto_merge));
+    TX_RETURN_IF_ERROR(q.RefuseUnknown());
+    if (s.repo.empty()) {
+      return Error::InvalidArgument(origin + ": '" + prefix + ".repo' is required");
+    }
+    c.git_queues[queue] = std::move(s);
+  }
+  return Ok();
+}
+
 Status ApplyGit(const toml::table& g, const std::string& origin, WorkerConfig& c) {
   Table t(g, "git.", origin);
   TX_RETURN_IF_ERROR(t.String("base", c.git.base));
+  TX_RETURN_IF_ERROR(t.AbsolutePath("repo", c.git_repo));
   TX_RETURN_IF_ERROR(t.Strings("setup", c.git.setup));
   TX_RETURN_IF_ERROR(t.Spares("spare_worktrees", c.git.spare_worktrees));
   TX_RETURN_IF_ERROR(t.String("check", c.git.check));
@@ -189,7 +239,9 @@ Status ApplyGit(const toml::table& g, const std::string& origin, WorkerConfig& c
   TX_RETURN_IF_ERROR(t.Strategy("merge", rebase));
   if (rebase) c.git.rebase = *rebase;
   t.Known("repos");
+  t.Known("queues");
   TX_RETURN_IF_ERROR(t.RefuseUnknown());
+  TX_RETURN_IF_ERROR(ApplyGitQueues(g, origin, c));
   const toml::node* repos = g.get("repos");
   if (repos == nullptr) return Ok();
   const toml::table* rt = repos->as_table();
@@ -231,6 +283,36 @@ GitSettings GitSettingsFor(const WorkerConfig& config, const std::string& repo) 
     if (it->second.rebase) out.rebase = *it->second.rebase;
   }
   return out;
+}
+
+void ApplyGitDefaults(const WorkerConfig& config, Task& task) {
+  if (!task.repo.empty()) return;
+  if (auto it = config.git_queues.find(task.queue); it != config.git_queues.end()) {
+    const QueueGit& q = it->second;
+    task.repo = q.repo;
+    if (task.base_branch.empty()) task.base_branch = q.base;
+    task.review = task.review || q.review || q.auto_merge;
+    if (q.auto_merge && !task.metadata.contains("auto_merge")) task.metadata["auto_merge"] = true;
+    return;
+  }
+  task.repo = config.git_repo;
+}
+
+Status PrepareGitTask(const WorkerConfig& config, bool auto_merge, Task& task) {
+  if (auto_merge) {
+    task.review = true;
+    task.metadata["auto_merge"] = true;
+  }
+  ApplyGitDefaults(config, task);
+  if (AsksForAutoMerge(task)) task.review = true;  // asked for in metadata alone, too
+  const char* where = " (--repo, or [git] repo in config.toml)";
+  if (task.repo.empty() && !task.base_branch.empty()) {
+    return Error::InvalidArgument(std::string("a base branch needs a repository") + where);
+  }
+  if (task.repo.empty() && AsksForAutoMerge(task)) {
+    return Error::InvalidArgument(std::string("auto-merge needs a repository") + where);
+  }
+  return Ok();
 }
 
 Status ApplyConfigToml(const std::string& toml_text, const std::string& origin,

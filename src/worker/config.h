@@ -11,6 +11,7 @@
 #include "core/agent.h"
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/task.h"
 #include "exec/spawn_spec.h"
 
 namespace tx::worker {
@@ -31,6 +32,15 @@ struct GitRepoSettings {
   std::optional<int> spare_worktrees;
   std::optional<std::string> check;
   std::optional<bool> rebase;
+};
+
+// Git isolation asked for by a queue ([git.queues.NAME]) on behalf of its tasks.
+struct QueueGit {
+  std::string repo;  // absolute
+  std::string base;  // "" = [git] base
+  bool review = false;
+  bool auto_merge = false;  // implies review
+  bool operator==(const QueueGit&) const = default;
 };
 
 struct WorkerConfig {
@@ -67,10 +77,24 @@ struct WorkerConfig {
   GitSettings git;        // [git]
   // [git.repos."PATH"]: per repository (its path as tasks give it), each key over [git]'s.
   std::map<std::string, GitRepoSettings> git_repos;
+  // Isolation asked for on a task's behalf when it names no repository: its queue's
+  // ([git.queues.NAME]), else every queue's ([git] repo; "" = none). ApplyGitDefaults.
+  std::string git_repo;
+  std::map<std::string, QueueGit> git_queues;
 };
 
 // The git settings for tasks in `repo`: [git], with [git.repos."repo"] laid over it.
 GitSettings GitSettingsFor(const WorkerConfig& config, const std::string& repo);
+
+// Git isolation asked for on behalf of a task added without a repository (docs/git.md): its
+// queue's [git.queues.NAME] (repo, base, and review or auto-merge on top of the task's own),
+// else [git] repo. A task that names its repository is left as it is.
+void ApplyGitDefaults(const WorkerConfig& config, Task& task);
+
+// What `tx task add` and POST /api/tasks do with a new task's git fields: `auto_merge` (asked
+// for by flag or field) sets review and metadata.auto_merge, then ApplyGitDefaults.
+// invalid_argument: a base branch, or auto-merge, with no repository.
+Status PrepareGitTask(const WorkerConfig& config, bool auto_merge, Task& task);
 
 // Applies a TOML document to `config`. Unknown keys and wrong types are refused with
 // invalid_argument naming the key (a typo must not silently keep a default); a syntax error names

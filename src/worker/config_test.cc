@@ -67,6 +67,12 @@ TEST(WorkerConfig, MistakesAreRefusedNamingTheKeyAndChangeNothing) {
       {"[git]\nspare_worktrees = -1\n", "'git.spare_worktrees' must be an integer from 0 to 64"},
       {"[git]\nmerge = \"squash\"\n", "'git.merge' must be \"rebase\" or \"merge\""},
       {"[git.repos.\"/r\"]\ncheque = \"x\"\n", "unknown setting 'git.repos.\"/r\".cheque'"},
+      {"[git]\nrepo = \"src/app\"\n", "'git.repo' must be an absolute path"},
+      {"[git.queues.web]\nbase = \"main\"\n", "'git.queues.web.repo' is required"},
+      {"[git.queues.web]\nrepo = \"/r\"\nreview = \"yes\"\n",
+       "'git.queues.web.review' must be true or false"},
+      {"[git.queues.web]\nrepo = \"/r\"\nautomerge = true\n",
+       "unknown setting 'git.queues.web.automerge'"},
       {"[worker\n", "config.toml:1:"},
   };
   for (const auto& c : cases) {
@@ -117,6 +123,71 @@ setup = []
   GitSettings docs = GitSettingsFor(c, "/srv/docs");
   EXPECT_EQ(docs.base, "main");
   EXPECT_TRUE(docs.setup.empty());
+}
+
+// Isolation asked for on a task's behalf: its queue's [git.queues.NAME], else [git] repo; a task
+// that names its repository keeps it.
+TEST(WorkerConfig, TheConfigAndAQueueAskForGitIsolationOnATasksBehalf) {
+  WorkerConfig c;
+  Status s = ApplyConfigToml(R"(
+[git]
+repo = "/srv/app/"
+
+[git.queues.web]
+repo = "/srv/web"
+base = "develop"
+auto_merge = true
+
+[git.queues.docs]
+repo = "/srv/docs"
+review = true
+)",
+                             "config.toml", c);
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  auto prepared = [&](const std::string& queue, const std::string& repo, bool auto_merge) {
+    Task t;
+    t.queue = queue;
+    t.repo = repo;
+    Status st = PrepareGitTask(c, auto_merge, t);
+    EXPECT_TRUE(st.ok()) << st.error().message();
+    return t;
+  };
+  Task plain = prepared("default", "", false);
+  EXPECT_EQ(plain.repo, "/srv/app");  // normalized
+  EXPECT_FALSE(plain.review);
+  EXPECT_FALSE(AsksForAutoMerge(plain));
+  Task web = prepared("web", "", false);
+  EXPECT_EQ(web.repo, "/srv/web");
+  EXPECT_EQ(web.base_branch, "develop");
+  EXPECT_TRUE(web.review);
+  EXPECT_TRUE(AsksForAutoMerge(web));
+  Task docs = prepared("docs", "", false);
+  EXPECT_EQ(docs.repo, "/srv/docs");
+  EXPECT_TRUE(docs.review);
+  EXPECT_FALSE(AsksForAutoMerge(docs));
+  Task own = prepared("web", "/home/me/mine", true);
+  EXPECT_EQ(own.repo, "/home/me/mine");
+  EXPECT_EQ(own.base_branch, "");
+  EXPECT_TRUE(own.review);
+  EXPECT_TRUE(AsksForAutoMerge(own));
+  // A task's own metadata.auto_merge = false wins over its queue's.
+  Task off;
+  off.queue = "web";
+  off.metadata["auto_merge"] = false;
+  ASSERT_TRUE(PrepareGitTask(c, false, off).ok());
+  EXPECT_FALSE(AsksForAutoMerge(off));
+
+  // Without a repository from anywhere, a base or auto-merge is refused.
+  WorkerConfig none;
+  Task t;
+  t.base_branch = "main";
+  Status refused = PrepareGitTask(none, false, t);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message().find("a base branch needs a repository"), std::string::npos);
+  Task m;
+  refused = PrepareGitTask(none, true, m);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message().find("auto-merge needs a repository"), std::string::npos);
 }
 
 TEST(WorkerConfig, AgentIsAProfileNameOrATemplate) {

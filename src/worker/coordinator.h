@@ -20,6 +20,8 @@
 #include "core/worker.h"
 #include "service/claim_service.h"
 #include "service/worker_service.h"
+#include "worker/config.h"
+#include "worker/review.h"
 
 namespace tx::worker {
 
@@ -62,12 +64,21 @@ class Coordinator {
   virtual Result<Claim> Inspect(std::int64_t token) = 0;
   virtual Result<Claim> Renew(std::string_view task_id, std::int64_t token) = 0;
   virtual Result<Task> Release(std::string_view task_id, std::int64_t token, EndReason reason) = 0;
+  // `branch`: as ClaimService::Report's (the summary stored when the task goes to review).
   virtual Result<Task> Report(std::string_view task_id, std::int64_t token,
                               service::Outcome outcome, const std::string& text,
-                              std::optional<int> exit_code) = 0;
+                              std::optional<int> exit_code, const nlohmann::json* branch) = 0;
   virtual Result<Task> Fail(std::string_view task_id, std::int64_t token, EndReason reason,
                             const std::string& error, std::optional<int> exit_code) = 0;
   virtual Result<Claim> GiveUp(std::string_view task_id, std::int64_t token, EndReason reason) = 0;
+
+  // Auto-merge (docs/git.md): merges the branch of the task, in review and asking for it, here,
+  // as `tx task merge` would (review.h MergeApprovedTask with auto_merge, `git`'s settings), and
+  // records the approval with the merge. A conflict or a red check sends it back to ready, as a
+  // refused merge does; an error (or `cancel_fd` readable during the check) leaves it in review.
+  // conflict: the task is no longer in review. invalid_argument over HTTP: not done there yet.
+  virtual Result<TaskMerge> AutoMerge(std::string_view task_id, const GitSettings& git,
+                                      int cancel_fd) = 0;
 
   // Hands an attempt's output to the fleet, where the store cannot read the worker's disk: the
   // `data` written at `offset` of the log of `task_id`'s attempt `attempt`. A coordinator beside

@@ -156,13 +156,14 @@ Result<Task> HttpCoordinator::Release(std::string_view task_id, std::int64_t tok
 
 Result<Task> HttpCoordinator::Report(std::string_view task_id, std::int64_t token,
                                      service::Outcome outcome, const std::string& text,
-                                     std::optional<int> exit_code) {
-  TX_ASSIGN_OR_RETURN(json reply,
-                      Post("/api/worker/report", {{"task_id", task_id},
-                                                  {"token", token},
-                                                  {"outcome", ToString(outcome)},
-                                                  {"text", text},
-                                                  {"exit_code", ExitCodeJson(exit_code)}}));
+                                     std::optional<int> exit_code, const json* branch) {
+  json body = {{"task_id", task_id},
+               {"token", token},
+               {"outcome", ToString(outcome)},
+               {"text", text},
+               {"exit_code", ExitCodeJson(exit_code)}};
+  if (branch != nullptr) body["branch"] = *branch;
+  TX_ASSIGN_OR_RETURN(json reply, Post("/api/worker/report", body));
   return TaskFromJson(reply["task"]);
 }
 
@@ -183,6 +184,12 @@ Result<Claim> HttpCoordinator::GiveUp(std::string_view task_id, std::int64_t tok
                       Post("/api/worker/give-up",
                            {{"task_id", task_id}, {"token", token}, {"reason", ToString(reason)}}));
   return ClaimFromJson(reply["claim"]);
+}
+
+Result<TaskMerge> HttpCoordinator::AutoMerge(std::string_view task_id, const GitSettings&, int) {
+  return Error::InvalidArgument("task " + std::string(task_id) +
+                                " asks for auto-merge, which a worker over HTTP does not do yet "
+                                "(only one beside the store): it waits in review");
 }
 
 Status HttpCoordinator::ShipLog(std::string_view task_id, int attempt, std::int64_t token,

@@ -48,10 +48,13 @@ class HttpCoordinator : public RemoteCoordinator {
   Result<Claim> Renew(std::string_view task_id, std::int64_t token) override;
   Result<Task> Release(std::string_view task_id, std::int64_t token, EndReason reason) override;
   Result<Task> Report(std::string_view task_id, std::int64_t token, service::Outcome outcome,
-                      const std::string& text, std::optional<int> exit_code) override;
+                      const std::string& text, std::optional<int> exit_code,
+                      const nlohmann::json* branch) override;
   Result<Task> Fail(std::string_view task_id, std::int64_t token, EndReason reason,
                     const std::string& error, std::optional<int> exit_code) override;
   Result<Claim> GiveUp(std::string_view task_id, std::int64_t token, EndReason reason) override;
+  Result<TaskMerge> AutoMerge(std::string_view task_id, const GitSettings& git,
+                              int cancel_fd) override;
   Status ShipLog(std::string_view task_id, int attempt, std::int64_t token, std::int64_t offset,
                  std::string_view data) override;
   bool ShipsLogs() const override { return true; }

@@ -18,6 +18,13 @@ LocalCoordinator::LocalCoordinator(std::unique_ptr<store::Store> store,
     : store_(std::move(store)),
       watch_(std::move(watch)),
       workers_(*store_, store_->clock(), options),
-      claims_(*store_, store_->clock(), options) {}
+      claims_(*store_, store_->clock(), options),
+      tasks_(*store_, store_->clock(), options) {}
+
+Result<TaskMerge> LocalCoordinator::AutoMerge(std::string_view task_id, const GitSettings& git,
+                                              int cancel_fd) {
+  return MergeApprovedTask(tasks_, task_id, git, "auto-merge",
+                           {.auto_merge = true, .cancel_fd = cancel_fd});
+}
 
 }  // namespace tx::worker

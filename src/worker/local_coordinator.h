@@ -5,6 +5,7 @@
 
 #include <memory>
 
+#include "service/task_service.h"
 #include "store/store.h"
 #include "worker/coordinator.h"
 
@@ -50,8 +51,9 @@ class LocalCoordinator : public Coordinator {
     return claims_.Release(task_id, token, reason);
   }
   Result<Task> Report(std::string_view task_id, std::int64_t token, service::Outcome outcome,
-                      const std::string& text, std::optional<int> exit_code) override {
-    return claims_.Report(task_id, token, outcome, text, exit_code);
+                      const std::string& text, std::optional<int> exit_code,
+                      const nlohmann::json* branch) override {
+    return claims_.Report(task_id, token, outcome, text, exit_code, branch);
   }
   Result<Task> Fail(std::string_view task_id, std::int64_t token, EndReason reason,
                     const std::string& error, std::optional<int> exit_code) override {
@@ -60,6 +62,8 @@ class LocalCoordinator : public Coordinator {
   Result<Claim> GiveUp(std::string_view task_id, std::int64_t token, EndReason reason) override {
     return claims_.GiveUp(task_id, token, reason);
   }
+  Result<TaskMerge> AutoMerge(std::string_view task_id, const GitSettings& git,
+                              int cancel_fd) override;
   Status ShipLog(std::string_view, int, std::int64_t, std::int64_t, std::string_view) override {
     return Ok();
   }
@@ -70,6 +74,7 @@ class LocalCoordinator : public Coordinator {
   std::unique_ptr<store::ChangeWatch> watch_;
   service::WorkerService workers_;
   service::ClaimService claims_;
+  service::TaskService tasks_;
 };
 
 }  // namespace tx::worker

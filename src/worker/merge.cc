@@ -166,9 +166,14 @@ Result<MergeResult> MergeBranch(const std::string& repo, const std::string& task
       return out;
     }
     if (!settings.check.empty()) {
-      TX_ASSIGN_OR_RETURN(exec::CommandResult check,
-                          exec::RunCommand({"/bin/sh", "-c", settings.check}, wt.path, {},
-                                           16u << 20, settings.check_timeout_ms));
+      TX_ASSIGN_OR_RETURN(
+          exec::CommandResult check,
+          exec::RunCommand({"/bin/sh", "-c", settings.check}, wt.path, {}, 16u << 20,
+                           settings.check_timeout_ms, settings.cancel_fd));
+      if (check.cancelled) {
+        return Error::Unavailable("the merge of " + branch +
+                                  " was stopped during its check by a stop signal: nothing merged");
+      }
       if (!check.ok()) {
         std::string output = check.out + check.err;
         if (check.timed_out) {

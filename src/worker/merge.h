@@ -49,6 +49,7 @@ struct MergeSettings {
   std::string check;                         // a shell command run on the result; "" = none
   int keep_spares = 0;                       // RemoveWorktree's
   long long check_timeout_ms = 30 * 60'000;  // a check still running then has failed
+  int cancel_fd = -1;  // readable: the check is stopped, nothing merged (RunCommand's cancel_fd)
 };
 
 struct MergeResult {

@@ -1,5 +1,7 @@
 #include "worker/review.h"
 
+#include <spdlog/spdlog.h>
+
 #include "worker/merge.h"
 #include "worker/worktree.h"
 
@@ -45,13 +47,32 @@ Result<nlohmann::json> DescribeBranch(const Task& task, const GitSettings& git, 
   return out;
 }
 
+std::optional<nlohmann::json> ReviewBranch(const Task& task, const GitSettings& git) {
+  if (task.repo.empty()) return std::nullopt;
+  Result<nlohmann::json> j = DescribeBranch(task, git, /*with_diff=*/false);
+  if (!j.ok()) {
+    spdlog::warn("{}: its branch's summary is not recorded: {}", task.id, j.error().message());
+    return std::nullopt;
+  }
+  j->erase("task_id");
+  return std::move(*j);
+}
+
 Result<TaskMerge> MergeApprovedTask(service::TaskService& tasks, std::string_view id,
-                                    const GitSettings& git, const std::string& note) {
+                                    const GitSettings& git, const std::string& note,
+                                    MergeOptions options) {
   TX_ASSIGN_OR_RETURN(service::TaskDetail d, tasks.Show(id));
   const Task& task = d.task;
   TX_RETURN_IF_ERROR(RequireRepo(task));
-  TX_RETURN_IF_ERROR(CheckTransition(task.id, task.status, TaskEvent::kMerge, TaskStatus::kDone));
+  if (!options.auto_merge) {
+    TX_RETURN_IF_ERROR(CheckTransition(task.id, task.status, TaskEvent::kMerge, TaskStatus::kDone));
+  } else if (task.status != TaskStatus::kReview || !AsksForAutoMerge(task)) {
+    return Error::Conflict("cannot auto-merge task " + task.id + ": it is " +
+                           std::string(ToString(task.status)) +
+                           (AsksForAutoMerge(task) ? "" : ", and does not ask for auto-merge"));
+  }
   MergeSettings settings{git.rebase, git.check, git.spare_worktrees};
+  settings.cancel_fd = options.cancel_fd;
   TX_ASSIGN_OR_RETURN(MergeResult r, MergeBranch(task.repo, task.id, BaseOf(task, git), settings));
   TaskMerge out;
   if (r.kind == MergeResult::Kind::kMerged) {

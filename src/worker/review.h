@@ -4,6 +4,7 @@
 // store's record of its outcome.
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -23,17 +24,31 @@ Result<GitSettings> LoadGitSettings(const std::string& config_path, const std::s
 // invalid_argument: the task names no repository; not_found: it has no branch (yet).
 Result<nlohmann::json> DescribeBranch(const Task& task, const GitSettings& git, bool with_diff);
 
+// What is stored on a task as it goes to review (metadata.branch): DescribeBranch's summary
+// without the diff. nullopt, with a warning logged, when the task names no repository or its
+// branch cannot be read: the review goes on without it (`tx task diff` reads the branch anew).
+std::optional<nlohmann::json> ReviewBranch(const Task& task, const GitSettings& git);
+
 struct TaskMerge {
   Task task;  // as it now stands: done, or back in ready
   bool merged = false;
   std::string why;  // not merged: the conflict, or the failing check and its output
 };
 
+struct MergeOptions {
+  // Auto-merge (docs/git.md): the task must be in review and ask for it, and is approved by its
+  // green check in the transaction that records the merge (TaskService::Merged).
+  bool auto_merge = false;
+  int cancel_fd = -1;  // readable: the check is stopped and nothing merged (MergeSettings)
+};
+
 // Merges the branch of the approved task `id` (MergeBranch) and records it: Merged, or
 // MergeRefused with the reason for the agent's next attempt. conflict: the task is not approved
-// (refused before any git work); invalid_argument: it names no repository; an error of the merge
-// itself (the repository, the base's checkout) leaves it approved.
+// (with auto_merge: not in review, or not asking for it), refused before any git work;
+// invalid_argument: it names no repository; an error of the merge itself (the repository, the
+// base's checkout, a stop) leaves it as it was.
 Result<TaskMerge> MergeApprovedTask(service::TaskService& tasks, std::string_view id,
-                                    const GitSettings& git, const std::string& note);
+                                    const GitSettings& git, const std::string& note,
+                                    MergeOptions options = {});
 
 }  // namespace tx::worker

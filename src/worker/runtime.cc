@@ -24,6 +24,7 @@
 #include "exec/unique_fd.h"
 #include "worker/local_coordinator.h"
 #include "worker/remote.h"
+#include "worker/review.h"
 #include "worker/spawn_plan.h"
 
 namespace tx::worker {
@@ -398,8 +399,12 @@ void WorkerRuntime::RunAttempt(service::ClaimResult claimed) {
   if (!ended.ok()) return;
   bool last_attempt = claim.attempt >= task.max_attempts;
   bool finished = false;
+  bool auto_merge = false;
   switch (ended->end_reason) {
     case EndReason::kExited:
+      finished = !task.review;
+      auto_merge = task.review && AsksForAutoMerge(task);
+      break;
     case EndReason::kForced:
       finished = !task.review;
       break;
@@ -415,11 +420,48 @@ void WorkerRuntime::RunAttempt(service::ClaimResult claimed) {
     default:  // released (shutdown, by hand): the attempt does not count; still running
       break;
   }
+  if (auto_merge) {
+    held->Reset();  // the merge takes the task's lock itself
+    AutoMerge(task);
+    return;
+  }
   if (!finished) return;
   if (Status s =
           RemoveWorktree(task.repo, task.id, GitSettingsFor(config_, task.repo).spare_worktrees);
       !s.ok()) {
     spdlog::warn("{}: {}", task.id, s.error().message());
+  }
+}
+
+void WorkerRuntime::AutoMerge(const Task& task) {
+  GitSettings git = GitSettingsFor(config_, task.repo);
+  if (git.check.empty()) {
+    spdlog::warn(
+        "{} asks for auto-merge on a green check, but no [git] check is set: it waits in "
+        "review",
+        task.id);
+    return;
+  }
+  // A stop signal cuts the check short (it may run for minutes): the task then stays in review.
+  // Its own signalfd, of the stop signals alone (the main one is readable for every SIGCHLD), is
+  // only polled: the main loop still reads the signal afterwards.
+  sigset_t stops;
+  sigemptyset(&stops);
+  sigaddset(&stops, SIGTERM);
+  sigaddset(&stops, SIGINT);
+  exec::UniqueFd stop_fd(signalfd(-1, &stops, SFD_NONBLOCK | SFD_CLOEXEC));
+  if (signals_seen_ > 0) {
+    spdlog::info("{}: stopping, so not auto-merged: it waits in review", task.id);
+    return;
+  }
+  Result<TaskMerge> m = fleet_->AutoMerge(task.id, git, stop_fd.get());
+  if (!m.ok()) {
+    spdlog::warn("{}: auto-merge: {}", task.id, m.error().message());
+  } else if (m->merged) {
+    spdlog::info("{}: auto-merged on a green check", task.id);
+  } else {
+    spdlog::info("{}: auto-merge refused, sent back to the queue: {}", task.id,
+                 m->why.substr(0, m->why.find('\n')));
   }
 }
 
@@ -595,10 +637,16 @@ void WorkerRuntime::Finish(const service::ClaimResult& claimed, const exec::Exit
   }
   std::optional<int> code;
   if (outcome.kind != exec::ExitOutcome::Kind::kSpawnFailed) code = outcome.exit_code;
+  // A task going to review carries its branch's summary for the reviewer.
+  std::optional<nlohmann::json> branch;
+  if (task.review && outcome.Classify() == exec::ExitOutcome::Class::kSuccess) {
+    branch = ReviewBranch(task, GitSettingsFor(config_, task.repo));
+  }
   auto report = [&]() -> Result<Task> {
     switch (outcome.Classify()) {
       case exec::ExitOutcome::Class::kSuccess:
-        return fleet_->Report(task.id, claim.token, service::Outcome::kDone, "", code);
+        return fleet_->Report(task.id, claim.token, service::Outcome::kDone, "", code,
+                              branch ? &*branch : nullptr);
       case exec::ExitOutcome::Class::kTimedOut:
         return fleet_->Fail(task.id, claim.token, EndReason::kTimedOut,
                             "timed out after " + FormatDuration(std::min(

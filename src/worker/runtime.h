@@ -76,6 +76,9 @@ class WorkerRuntime {
   // removed afterwards once the task is done without review or cancelled.
   void RunAttempt(service::ClaimResult claimed);
   void RunAgent(const service::ClaimResult& claimed, const Worktree* worktree);
+  // After an attempt that put a task asking for auto-merge in review: approves and merges it
+  // (Coordinator::AutoMerge) when [git] check is set; else it waits in review.
+  void AutoMerge(const Task& task);
   // Remote: sends what the agent wrote since the last call to the server's copy of the log.
   void ShipLog(const std::string& path, const Claim& claim, bool final);
   void Finish(const service::ClaimResult& claimed, const exec::ExitOutcome& outcome);

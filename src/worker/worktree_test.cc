@@ -3,12 +3,15 @@
 #include "worker/worktree.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "exec/command.h"
+#include "exec/unique_fd.h"
 #include "worker/git_test_repo.h"
 
 namespace tx::worker {
@@ -296,6 +299,28 @@ TEST(CommandTest, ACommandIsNotWaitedForPastItsExitNorPastItsTimeout) {
   EXPECT_EQ(r->exit_code, 137);
   EXPECT_EQ(r->out, "before\n");
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(10));
+}
+
+TEST(CommandTest, ACommandIsStoppedWhenItsCancelFdBecomesReadable) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  exec::UniqueFd read_end(fds[0]), write_end(fds[1]);
+  std::thread cancel([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    ASSERT_EQ(::write(write_end.get(), "x", 1), 1);
+  });
+  auto started = std::chrono::steady_clock::now();
+  Result<exec::CommandResult> r =
+      exec::RunCommand({"/bin/sh", "-c", "echo before; sleep 30"}, "", {}, 1024, 0, read_end.get());
+  cancel.join();
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->cancelled);
+  EXPECT_FALSE(r->timed_out);
+  EXPECT_EQ(r->exit_code, 137);
+  EXPECT_EQ(r->out, "before\n");
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(10));
+  char c;
+  EXPECT_EQ(::read(read_end.get(), &c, 1), 1) << "the fd is polled, never read";
 }
 
 TEST(CommandTest, RunCommandCapturesOutputAndStatusAndNamesWhatCannotStart) {

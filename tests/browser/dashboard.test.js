@@ -5,7 +5,7 @@
 // docs/dashboard.png (1366×850) and docs/dashboard-phone.png (390×844) of a busy pool.
 
 import assert from 'node:assert/strict';
-import {writeFileSync} from 'node:fs';
+import {mkdirSync, writeFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {after, before, describe, test} from 'node:test';
 import {fileURLToPath} from 'node:url';
@@ -20,7 +20,8 @@ describe('the dashboard of a running pool', () => {
   let page;
 
   before(async () => {
-    pool = await Pool.start({workers: 3});
+    // Reviews are marked overdue after 2 s (instead of an hour), looked for every second.
+    pool = await Pool.start({workers: 3, config: '[orchestrator]\nreview_timeout = "2s"\nreconcile_interval = "1s"\n'});
     browser = await launchBrowser();
     page = await openDashboard(browser, pool, {token: pool.token});
   });
@@ -190,6 +191,52 @@ describe('the dashboard of a running pool', () => {
     await page.click('#detail-actions button[data-act=approve]');
     await pageUntil(page, () => ['approved', 'done'].includes(document.querySelector('#detail-body').dataset.status));
     assert.equal((await pool.json('task', 'show', task.id)).status, await status());
+  });
+
+  test('a task\'s branch: its diff, the overdue mark, approve and merge from the page', async () => {
+    // A repository on main; the task's agent commits a file on the task's branch, in its worktree.
+    const repo = join(pool.dir, 'repo');
+    mkdirSync(repo);
+    await pool.git(repo, 'init', '-q', '-b', 'main');
+    await pool.git(repo, 'config', 'user.email', 'agent@example.com');
+    await pool.git(repo, 'config', 'user.name', 'agent');
+    writeFileSync(join(repo, 'README'), 'base\n');
+    await pool.git(repo, 'add', 'README');
+    await pool.git(repo, 'commit', '-q', '-m', 'base');
+    const task = await pool.addTask('add a feature',
+        ['sh', '-c', 'printf "hello\\nworld\\n" > feature.txt && git add feature.txt && git commit -q -m "add the feature"'],
+        {repo, review: true});
+    await page.goto(pool.url + '/#' + task.id);
+    await pageUntil(page, () => document.querySelector('#detail-body').dataset.status === 'review', null, 20000);
+    // The diff view: the branch against its base, its commit, the added lines coloured.
+    await pageUntil(page, () => document.querySelector('#branch').dataset.state === 'shown' &&
+        /1 file changed/.test(document.querySelector('#branch-summary').textContent), null, 15000);
+    assert.equal(await page.locator('#branch-name').textContent(), `tx/${task.id} → main`);
+    assert.match(await page.locator('#branch-summary').textContent(), /1 commit, 1 file changed, \+2 -0/);
+    assert.match(await page.locator('#branch-commits').innerText(), /[0-9a-f]{10}\s*add the feature/);
+    assert.deepEqual((await page.locator('#branch-diff .add').allTextContents()).map((s) => s.trim()), ['+hello', '+world']);
+    assert.match(await page.locator('#branch-diff .file').first().innerText(), /diff --git a\/feature.txt b\/feature.txt/);
+    // The summary was stored on the task as it went to review.
+    assert.equal((await pool.json('task', 'show', task.id)).metadata.branch.files_changed, 1);
+    // Left waiting past the review timeout: marked overdue, on the detail and in the list.
+    await pageUntil(page, () => !document.querySelector('#detail-overdue').hidden, null, 15000);
+    await pageUntil(page, (id) => !!document.querySelector(`#task-table tr[data-task-id="${id}"] .task-overdue`), task.id, 15000);
+    assert.ok((await pool.json('task', 'show', task.id)).metadata.review_overdue_at);
+    const overdue = (await pool.json('events')).filter((e) => e.type === 'task.review_overdue' && e.task_id === task.id);
+    assert.equal(overdue.length, 1);
+    // Merge is offered once approved, and lands the branch on main.
+    assert.ok(await page.locator('#detail-actions button[data-act=merge]').isHidden());
+    await page.click('#detail-actions button[data-act=approve]');
+    await pageUntil(page, () => document.querySelector('#detail-body').dataset.status === 'approved');
+    assert.ok(await page.locator('#detail-overdue').isHidden());
+    await page.click('#detail-actions button[data-act=merge]');
+    await pageUntil(page, () => document.querySelector('#detail-body').dataset.status === 'done', null, 20000);
+    await pageUntil(page, () => /Merged task-/.test(document.querySelector('#toasts').innerText));
+    assert.equal(await pool.git(repo, 'log', '--format=%s', 'main'), 'add the feature\nbase\n');
+    assert.equal(await pool.git(repo, 'branch', '--list', 'tx/*'), '');
+    // The branch is gone; the view keeps what it held at review.
+    await pageUntil(page, () => document.querySelector('#branch').dataset.state === 'missing', null, 15000);
+    assert.match(await page.locator('#branch-summary').textContent(), /1 commit.*no branch \(merged\)/);
   });
 
   test('the chart shows the last hour', async () => {

@@ -3,7 +3,7 @@
 // leave no process behind; headless Debian chromium through playwright-core; and polling.
 
 import {execFile} from 'node:child_process';
-import {mkdtempSync, readdirSync, readFileSync, rmSync} from 'node:fs';
+import {mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync} from 'node:fs';
 import {tmpdir} from 'node:os';
 import {join} from 'node:path';
 import {promisify} from 'node:util';
@@ -51,10 +51,12 @@ function alive(pid) {
 }
 
 export class Pool {
-  static async start({workers = 3, heartbeat = '1s'} = {}) {
+  // `config`: the text of .tx/config.toml, written before the pool starts.
+  static async start({workers = 3, heartbeat = '1s', config = ''} = {}) {
     const dir = mkdtempSync(join(tmpdir(), 'tx-dashboard-'));
     const pool = new Pool(dir);
     await pool.tx('init');
+    if (config) writeFileSync(join(dir, '.tx', 'config.toml'), config);
     await pool.tx('orchestrator', 'start', '--workers', String(workers), '--http', '127.0.0.1:0',
                   '--daemon', '--heartbeat-interval', heartbeat);
     pool.running = true;
@@ -72,6 +74,12 @@ export class Pool {
   constructor(dir) {
     this.dir = dir;
     this.running = false;
+  }
+
+  // git in `repo` (under the pool's directory); resolves to its output.
+  async git(repo, ...args) {
+    const {stdout} = await run('git', ['-C', repo, ...args], {timeout: 60000 * SLOW});
+    return stdout;
   }
 
   async tx(...args) {

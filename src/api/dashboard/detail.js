@@ -1,5 +1,6 @@
 // The selected task: its fields, its attempts, the actions its status allows (cancel, retry,
-// approve, request changes, kill the agent) and a live tail of an attempt's log.
+// approve, request changes, merge, kill the agent), its git branch (commits and diff against the
+// base) and a live tail of an attempt's log.
 
 import {$, armed, el, fmtAge, stamp, toMs, toast} from './dom.js';
 import {ApiError, getJson, request, send, seg} from './api.js';
@@ -9,6 +10,12 @@ const LOG_KEEP = 256 * 1024;  // characters kept on screen
 const LOG_POLL_MS = 1000;  // how often the tail is read while the followed stream is silent
 const CANCELLABLE = new Set(['ready', 'blocked', 'running', 'review', 'approved']);
 const RETRYABLE = new Set(['failed', 'cancelled']);
+const DIFF_KEEP = 400 * 1024;  // characters of a diff shown; the rest is left to tx task diff
+
+// Whether the reconciler marked the task as waiting in review past the review timeout.
+export function reviewOverdue(t) {
+  return t.status === 'review' && !!(t.metadata && t.metadata.review_overdue_at);
+}
 
 export function createDetail({changed, onSelect}) {
   let task = null;  // the task as last read
@@ -16,6 +23,7 @@ export function createDetail({changed, onSelect}) {
   let pinned = null;  // an attempt number the user picked, else the latest is followed
   let log = {key: '', ctrl: null, ended: false, missing: false};
   let sessionsSupported = true;
+  let branchKey = '';  // the task state the branch view was read for
 
   const body = $('#detail-body');
   const logBox = $('#log');
@@ -41,6 +49,7 @@ export function createDetail({changed, onSelect}) {
     st.dataset.status = t.status;
     st.textContent = t.status;
     $('#detail-title').textContent = t.title || '(untitled)';
+    $('#detail-overdue').hidden = !reviewOverdue(t);
     const command = Array.isArray(t.command) ? t.command.map((a) => (/\s/.test(a) ? JSON.stringify(a) : a)).join(' ') : t.command;
     const facts = [`attempt ${t.attempt} of ${t.max_attempts}`, `priority ${t.priority}`, `queue ${t.queue}`,
                    `timeout ${t.timeout}`].concat(t.review ? ['review'] : []).join(' · ');
@@ -52,6 +61,8 @@ export function createDetail({changed, onSelect}) {
         ...field('result', t.result),
         ...field('error', t.error, 'error'));
     $('#detail-more').replaceChildren(
+        ...field('repository', t.repo ? t.repo + (t.base ? ' (base ' + t.base + ')' : '') : '', 'mono'),
+        ...field('auto-merge', t.metadata && t.metadata.auto_merge === true ? 'on a green check' : ''),
         ...field('command', command, 'mono'),
         ...field('agent', t.agent),
         ...field('owner', t.owner),
@@ -64,6 +75,7 @@ export function createDetail({changed, onSelect}) {
       retry: RETRYABLE.has(t.status),
       approve: t.status === 'review',
       changes: t.status === 'review',
+      merge: t.status === 'approved' && !!t.repo,
       kill: t.status === 'running' && !!active && sessionsSupported,
     };
     for (const b of $('#detail-actions').querySelectorAll('button[data-act]')) b.hidden = !show[b.dataset.act];
@@ -83,6 +95,69 @@ export function createDetail({changed, onSelect}) {
     if (!attempts.length) {
       $('#attempts-table tbody').replaceChildren(el('tr', {}, el('td', {colspan: 5, class: 'muted'}, 'not run yet')));
     }
+  }
+
+  // The branch of a task that names a repository: read again when the task's state changes (a new
+  // attempt, review, approval, merge), not on every refresh, since it runs git on the server.
+  function syncBranch() {
+    const t = task;
+    const box = $('#branch');
+    if (!t || !t.repo) {
+      box.hidden = true;
+      branchKey = '';
+      return;
+    }
+    const key = [t.id, t.status, (t.attempts || []).length, t.updated_at].join('|');
+    if (key === branchKey) return;
+    branchKey = key;
+    box.hidden = false;
+    box.dataset.taskId = t.id;
+    loadBranch(t, key);
+  }
+
+  async function loadBranch(t, key) {
+    const diff = $('#branch-diff');
+    let b = null;
+    let missing = '';
+    try {
+      b = await getJson('/api/tasks/' + seg(t.id) + '/diff');
+    } catch (e) {
+      if (branchKey !== key) return;
+      // No branch: not made yet, or merged and deleted. The summary stored at review still says
+      // what it held.
+      missing = e.status === 404 ? 'no branch' + (t.status === 'done' ? ' (merged)' : ' yet') : e.message;
+      const kept = t.metadata && t.metadata.branch;
+      b = kept && Array.isArray(kept.commits) ? Object.assign({}, kept, {diff: ''}) : null;
+    }
+    if (branchKey !== key) return;
+    const box = $('#branch');
+    box.dataset.state = missing ? 'missing' : 'shown';
+    $('#branch-name').textContent = b ? b.branch + ' → ' + b.base : '';
+    const n = b ? b.commits.length : 0;
+    $('#branch-summary').textContent = b
+      ? `· ${n} commit${n === 1 ? '' : 's'}, ${b.files_changed} file${b.files_changed === 1 ? '' : 's'} changed, +${b.insertions} -${b.deletions}` +
+        (missing ? ' · at review; ' + missing : '')
+      : '· ' + missing;
+    $('#branch-commits').replaceChildren(...(b ? b.commits : []).map((c) =>
+        el('li', {}, el('span', {class: 'sha'}, c.sha.slice(0, 10)), c.subject)));
+    showDiff(diff, b && b.diff ? b.diff : '');
+    $('#branch-diff-box').hidden = !(b && b.diff);
+    if (missing && !/^no branch/.test(missing)) branchKey = '';  // a failure: read again at the next refresh
+  }
+
+  // The diff, a line at a time, coloured by what each line is.
+  function showDiff(pre, text) {
+    const cut = text.length > DIFF_KEEP;
+    const lines = (cut ? text.slice(0, DIFF_KEEP) : text).split('\n');
+    if (lines.length && lines[lines.length - 1] === '') lines.pop();
+    const kind = (l) => (l.startsWith('diff --git') ? 'file'
+      : l.startsWith('+++') || l.startsWith('---') ? 'file'
+      : l.startsWith('@@') ? 'hunk'
+      : l.startsWith('+') ? 'add'
+      : l.startsWith('-') ? 'del' : '');
+    const nodes = lines.map((l) => el('span', {class: kind(l)}, l + '\n'));
+    if (cut) nodes.push(el('span', {class: 'hunk'}, '… cut here: tx task diff ' + (task ? task.id : '') + ' shows it all\n'));
+    pre.replaceChildren(...nodes);
   }
 
   function activeAttempt() {
@@ -178,6 +253,7 @@ export function createDetail({changed, onSelect}) {
       if (want !== id) return;
       task = t;
       render();
+      syncBranch();
       syncLog();
     } catch (e) {
       if (want !== id) return;
@@ -194,6 +270,8 @@ export function createDetail({changed, onSelect}) {
     id = newId;
     task = null;
     pinned = null;
+    branchKey = '';
+    $('#branch').hidden = true;
     if (log.ctrl) log.ctrl.abort();
     log = {key: '', ctrl: null, ended: false, missing: false};
     logBox.textContent = '';
@@ -204,28 +282,31 @@ export function createDetail({changed, onSelect}) {
 
   async function act(action) {
     if (!task) return;
+    // A merge may take minutes (the check): by then another task may be shown.
+    const tid = task.id;
     const note = $('#detail-note').value.trim();
     const withNote = (o) => (note ? Object.assign(o, {note}) : o);
-    const path = '/api/tasks/' + seg(task.id);
+    const path = '/api/tasks/' + seg(tid);
     try {
       if (action === 'cancel') await send('PATCH', path, withNote({status: 'cancelled'}));
       else if (action === 'retry') await send('PATCH', path, withNote({status: 'ready'}));
       else if (action === 'approve') await send('PATCH', path, withNote({status: 'approved'}));
       else if (action === 'changes') await send('PATCH', path, withNote({status: 'ready'}));
+      else if (action === 'merge') await send('POST', path + '/merge', withNote({}));
       else if (action === 'kill') {
         const a = activeAttempt();
         if (!a) return;
         await send('DELETE', '/api/sessions/' + seg(a.token));
       }
-      $('#detail-note').value = '';
-      const done = {cancel: 'Cancelled', retry: 'Queued again:', approve: 'Approved', changes: 'Changes requested for', kill: 'Killed the agent of'};
-      toast(done[action] + ' ' + task.id);
+      if (id === tid) $('#detail-note').value = '';
+      const done = {cancel: 'Cancelled', retry: 'Queued again:', approve: 'Approved', changes: 'Changes requested for', merge: 'Merged', kill: 'Killed the agent of'};
+      toast(done[action] + ' ' + tid);
     } catch (e) {
       if (action === 'kill' && e.noRoute) {
         sessionsSupported = false;
         render();
       }
-      toast(`Could not ${action === 'changes' ? 'request changes on' : action} ${task.id}: ${e.message}`, 'error');
+      toast(`Could not ${action === 'changes' ? 'request changes on' : action} ${tid}: ${e.message}`, 'error');
     }
     changed();
     load().catch(() => {});
@@ -235,7 +316,11 @@ export function createDetail({changed, onSelect}) {
     const b = ev.target.closest('button[data-act]');
     if (!b) return;
     if ((b.dataset.act === 'cancel' || b.dataset.act === 'kill') && !armed(b)) return;
-    act(b.dataset.act);
+    // A merge runs the check, which may take minutes: one at a time from here.
+    b.disabled = true;
+    act(b.dataset.act).finally(() => {
+      b.disabled = false;
+    });
   });
   $('#attempts-table tbody').addEventListener('click', (ev) => {
     const tr = ev.target.closest('tr[data-attempt]');

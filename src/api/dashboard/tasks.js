@@ -2,6 +2,7 @@
 // and the form that adds a task.
 
 import {$, ago, el, patchList, pill, toast} from './dom.js';
+import {reviewOverdue} from './detail.js';
 import {getJson, send} from './api.js';
 
 export const STATUSES = ['ready', 'running', 'review', 'blocked', 'done', 'failed', 'cancelled', 'approved'];
@@ -79,11 +80,11 @@ export function createTasks({selectTask, changed}) {
     $('#tasks-empty').hidden = list.length > 0;
     patchList(tbody, list, (t) => ({
       key: t.id,
-      view: [t.status, t.title, t.attempt, t.max_attempts, t.updated_at, t.id === selected],
+      view: [t.status, t.title, t.attempt, t.max_attempts, t.updated_at, t.id === selected, reviewOverdue(t)],
       attrs: () => el('tr', {class: t.id === selected ? 'selected' : '', tabindex: 0, dataset: {key: t.id, taskId: t.id, status: t.status}}),
       build: () => [
         el('td', {title: t.title}, el('span', {class: 'task-title'}, t.title || '(untitled)'), el('span', {class: 'task-id'}, t.id)),
-        el('td', {}, pill(t.status)),
+        el('td', {}, pill(t.status), reviewOverdue(t) ? el('span', {class: 'pill overdue task-overdue', title: 'waiting in review longer than the review timeout'}, 'overdue') : null),
         el('td', {class: 'hide-sm'}, t.attempt + '/' + t.max_attempts),
         el('td', {class: 'hide-sm muted', title: t.updated_at}, ago(t.updated_at)),
       ],
