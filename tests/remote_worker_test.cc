@@ -207,6 +207,67 @@ TEST_F(RemoteWorkerTest, TheProtocolIsFencedByTheClaimTokenAndByTheTokenScope) {
 
 // POST /api/worker/batch: a client that works in batches reports several outcomes and claims the
 // next tasks in one call; one refused report refuses the batch, and bad bodies are 400s.
+// Auto-merge by a worker that reaches the fleet over HTTP alone: it merges on its own machine, with
+// its own [git] check, and the server records it, fenced by the token of the attempt.
+TEST_F(RemoteWorkerTest, AnAutoMergeByAWorkerOverHttpIsMadeThereAndRecordedByTheServer) {
+  StartServer();
+  std::string repo = Path("repo");
+  fs::create_directories(repo);
+  auto git = [&](Args args) {
+    args.insert(args.begin(), {"-C", repo, "-c", "user.email=a@example.com", "-c", "user.name=a"});
+    RunResult r = RunProcess("/usr/bin/git", args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out;
+  };
+  git({"init", "-q", "-b", "main"});
+  git({"commit", "-q", "--allow-empty", "-m", "base"});
+  fs::create_directories(Home("far") + "/.tx");
+  std::ofstream(Home("far") + "/.tx/config.toml")
+      << "[git]\ncheck = \"test ! -e broken.txt || { echo broken.txt must go; exit 1; }\"\n";
+  std::string id = AddShellTask(
+      "echo feature > feature.txt && git add feature.txt && "
+      "git -c user.email=a@example.com -c user.name=a commit -q -m \"add the feature\"",
+      {"--repo", repo, "--auto-merge"});
+  // Red first: sent back (recorded by the server) with the check's output, mended, then merged.
+  std::string mended = AddShellTask(
+      "if grep -q \"broken.txt must go\" CLAUDE.md; then git rm -q broken.txt; "
+      "else echo x > broken.txt; git add broken.txt; fi; "
+      "git -c user.email=a@example.com -c user.name=a commit -q -m \"step $TX_ATTEMPT\"",
+      {"--repo", repo, "--auto-merge"});
+  auto remote = StartRemote("far");
+  ASSERT_TRUE(WaitFor([&] { return TaskStatus(id) == "done" && TaskStatus(mended) == "done"; },
+                      60s))
+      << remote->Output();
+  std::string log = git({"log", "--format=%s", "main"});
+  EXPECT_NE(log.find("add the feature\n"), std::string::npos) << log;
+  EXPECT_NE(log.find("step 2\n"), std::string::npos) << log;
+  EXPECT_FALSE(fs::exists(repo + "/broken.txt"));
+  EXPECT_EQ(Show(mended)["attempt"], 2);
+  json t = Show(id);
+  EXPECT_EQ(t["metadata"]["branch"]["commits"].size(), 1u) << t.dump();  // sent with the review
+  std::int64_t token = t["attempts"][0]["token"];
+
+  // The route is fenced and strict.
+  ApiClient worker(port_, "w-secret");
+  EXPECT_EQ(worker.Post("/api/worker/auto-merge", {{"task_id", id}, {"token", token}}).status, 400);
+  EXPECT_EQ(worker
+                .Post("/api/worker/auto-merge",
+                      {{"task_id", id}, {"token", token}, {"merge", json::object()}, {"why", "x"}})
+                .status,
+            400);
+  EXPECT_EQ(
+      worker.Post("/api/worker/auto-merge", {{"task_id", id}, {"token", token + 100}, {"why", "x"}})
+          .status,
+      409);
+  // Done already: nothing more to record.
+  EXPECT_EQ(worker.Post("/api/worker/auto-merge", {{"task_id", id}, {"token", token}, {"why", "x"}})
+                .status,
+            409);
+  EXPECT_EQ(TaskStatus(id), "done");
+  remote->Signal(SIGTERM);
+  EXPECT_EQ(remote->Wait(30s), 0) << remote->Output();
+}
+
 TEST_F(RemoteWorkerTest, ABatchReportsOutcomesAndClaimsTheNextTasksInOneCall) {
   StartServer();
   ApiClient worker(port_, "w-secret");

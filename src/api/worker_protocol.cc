@@ -153,6 +153,19 @@ Result<FencedBody> DecodeFenced(FencedCall call, const json& body) {
   return f;
 }
 
+Result<AutoMergeBody> DecodeAutoMerge(const json& body) {
+  AutoMergeBody b;
+  TX_RETURN_IF_ERROR(RequiredString(body, "task_id", b.task_id));
+  if (!body.contains("token")) return Error::InvalidArgument("field 'token' is required");
+  TX_RETURN_IF_ERROR(ReadInteger(body, "token", b.token));
+  TX_RETURN_IF_ERROR(ReadObject(body, "merge", b.merge));
+  TX_RETURN_IF_ERROR(ReadString(body, "why", b.why));
+  if (b.merge.has_value() == !b.why.empty()) {
+    return Error::InvalidArgument("give either 'merge' (an object) or 'why' (a string)");
+  }
+  return b;
+}
+
 Result<BatchBody> DecodeBatch(const json& body) {
   BatchBody b;
   TX_RETURN_IF_ERROR(RequiredString(body, "worker_id", b.worker_id));

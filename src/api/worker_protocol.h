@@ -65,6 +65,16 @@ struct FencedBody {
 enum class FencedCall { kRenew, kRelease, kReport, kFail, kGiveUp };
 Result<FencedBody> DecodeFenced(FencedCall call, const nlohmann::json& body);
 
+// auto-merge: {"task_id", "token" (required), and "merge" (an object: it merged) or "why" (a
+// string: the merge was refused)}.
+struct AutoMergeBody {
+  std::string task_id;
+  std::int64_t token = 0;
+  std::optional<nlohmann::json> merge;
+  std::string why;
+};
+Result<AutoMergeBody> DecodeAutoMerge(const nlohmann::json& body);
+
 // batch: {"worker_id" (required), "finished": [report bodies: {"task_id", "token", "outcome",
 // "text", "exit_code"}] (at most 100), "claim" (0..100 tasks to claim), "lease_ms"}.
 struct BatchBody {

@@ -4,6 +4,7 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +16,7 @@
 #include "api/worker_protocol.h"
 #include "core/json.h"
 #include "service/claim_service.h"
+#include "service/task_service.h"
 #include "service/worker_service.h"
 #include "store/location.h"
 #include "worker/spawn_plan.h"
@@ -219,6 +221,28 @@ void ApiServer::WorkerRoutes() {
   h.Post("/api/worker/report", fenced(FencedCall::kReport));
   h.Post("/api/worker/fail", fenced(FencedCall::kFail));
   h.Post("/api/worker/give-up", fenced(FencedCall::kGiveUp));
+
+  // The outcome of an auto-merge that a worker made on its own machine (worker/review.h
+  // MergeTask): {"task_id", "token", "merge": {..}} when it merged, {"task_id", "token", "why"}
+  // when the merge was refused. Fenced by the token of the task's last attempt, the one that put
+  // it in review; TaskService::Merged and MergeRefused check its state.
+  h.Post("/api/worker/auto-merge", [serve, &opts](const httplib::Request& req,
+                                                  httplib::Response& res) {
+    serve(req, res, 200, [&](store::Store& store, const json& body) -> Result<json> {
+      TX_ASSIGN_OR_RETURN(AutoMergeBody b, DecodeAutoMerge(body));
+      service::TaskService tasks(store, store.clock(), opts);
+      TX_ASSIGN_OR_RETURN(service::TaskDetail d, tasks.Show(b.task_id));
+      std::int64_t last = 0;
+      for (const auto& a : d.attempts) last = std::max(last, a.token);
+      if (last != b.token) {
+        return Error::Conflict("token " + std::to_string(b.token) + " is not that of task " +
+                               b.task_id + "'s last attempt: its auto-merge is not recorded");
+      }
+      TX_ASSIGN_OR_RETURN(Task t, b.merge ? tasks.Merged(b.task_id, *b.merge)
+                                          : tasks.MergeRefused(b.task_id, b.why));
+      return json{{"task", ToJson(t, {})}};
+    });
+  });
 
   // Reports a batch of outcomes and claims up to `claim` more tasks in one transaction
   // (ClaimService::ReportAndClaimBatch), for clients that work through short tasks in batches;

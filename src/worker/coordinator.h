@@ -73,12 +73,13 @@ class Coordinator {
   virtual Result<Claim> GiveUp(std::string_view task_id, std::int64_t token, EndReason reason) = 0;
 
   // Auto-merge (docs/git.md): merges the branch of the task, in review and asking for it, here,
-  // as `tx task merge` would (review.h MergeApprovedTask with auto_merge, `git`'s settings), and
-  // records the approval with the merge. A conflict or a red check sends it back to ready, as a
-  // refused merge does; an error (or `cancel_fd` readable during the check) leaves it in review.
-  // conflict: the task is no longer in review. invalid_argument over HTTP: not done there yet.
-  virtual Result<TaskMerge> AutoMerge(std::string_view task_id, const GitSettings& git,
-                                      int cancel_fd) = 0;
+  // as `tx task merge` would (review.h MergeTask with auto_merge, `git`'s settings), and records
+  // the approval with the merge. A conflict or a red check sends it back to ready, as a refused
+  // merge does; an error (or `cancel_fd` readable during the check) leaves it in review.
+  // `token`: of the attempt that put it in review, which fences the record over HTTP. conflict:
+  // the task is no longer in review (or, over HTTP, another attempt ran since).
+  virtual Result<TaskMerge> AutoMerge(std::string_view task_id, std::int64_t token,
+                                      const GitSettings& git, int cancel_fd) = 0;
 
   // Hands an attempt's output to the fleet, where the store cannot read the worker's disk: the
   // `data` written at `offset` of the log of `task_id`'s attempt `attempt`. A coordinator beside

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <functional>
 
 #include "core/json.h"
 
@@ -186,10 +187,39 @@ Result<Claim> HttpCoordinator::GiveUp(std::string_view task_id, std::int64_t tok
   return ClaimFromJson(reply["claim"]);
 }
 
-Result<TaskMerge> HttpCoordinator::AutoMerge(std::string_view task_id, const GitSettings&, int) {
-  return Error::InvalidArgument("task " + std::string(task_id) +
-                                " asks for auto-merge, which a worker over HTTP does not do yet "
-                                "(only one beside the store): it waits in review");
+namespace {
+
+// The outcome of an auto-merge made here, recorded by the server (POST /api/worker/auto-merge),
+// fenced by the token of the attempt that put the task in review.
+class ServerMergeRecord : public MergeRecord {
+ public:
+  ServerMergeRecord(std::function<Result<json>(const json&)> post, std::int64_t token)
+      : post_(std::move(post)), token_(token) {}
+  Result<Task> Merged(std::string_view id, const json& merge) override {
+    return Record({{"task_id", id}, {"token", token_}, {"merge", merge}});
+  }
+  Result<Task> MergeRefused(std::string_view id, const std::string& why) override {
+    return Record({{"task_id", id}, {"token", token_}, {"why", why}});
+  }
+
+ private:
+  Result<Task> Record(const json& body) {
+    TX_ASSIGN_OR_RETURN(json reply, post_(body));
+    return TaskFromJson(reply["task"]);
+  }
+  std::function<Result<json>(const json&)> post_;
+  std::int64_t token_;
+};
+
+}  // namespace
+
+Result<TaskMerge> HttpCoordinator::AutoMerge(std::string_view task_id, std::int64_t token,
+                                             const GitSettings& git, int cancel_fd) {
+  TX_ASSIGN_OR_RETURN(json shown, Get("/api/tasks/" + std::string(task_id)));
+  TX_ASSIGN_OR_RETURN(Task task, TaskFromJson(shown));
+  ServerMergeRecord record(
+      [this](const json& body) { return Post("/api/worker/auto-merge", body); }, token);
+  return MergeTask(task, record, git, "auto-merge", {.auto_merge = true, .cancel_fd = cancel_fd});
 }
 
 Status HttpCoordinator::ShipLog(std::string_view task_id, int attempt, std::int64_t token,

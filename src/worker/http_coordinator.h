@@ -53,7 +53,7 @@ class HttpCoordinator : public RemoteCoordinator {
   Result<Task> Fail(std::string_view task_id, std::int64_t token, EndReason reason,
                     const std::string& error, std::optional<int> exit_code) override;
   Result<Claim> GiveUp(std::string_view task_id, std::int64_t token, EndReason reason) override;
-  Result<TaskMerge> AutoMerge(std::string_view task_id, const GitSettings& git,
+  Result<TaskMerge> AutoMerge(std::string_view task_id, std::int64_t token, const GitSettings& git,
                               int cancel_fd) override;
   Status ShipLog(std::string_view task_id, int attempt, std::int64_t token, std::int64_t offset,
                  std::string_view data) override;

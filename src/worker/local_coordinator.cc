@@ -21,8 +21,8 @@ LocalCoordinator::LocalCoordinator(std::unique_ptr<store::Store> store,
       claims_(*store_, store_->clock(), options),
       tasks_(*store_, store_->clock(), options) {}
 
-Result<TaskMerge> LocalCoordinator::AutoMerge(std::string_view task_id, const GitSettings& git,
-                                              int cancel_fd) {
+Result<TaskMerge> LocalCoordinator::AutoMerge(std::string_view task_id, std::int64_t,
+                                              const GitSettings& git, int cancel_fd) {
   return MergeApprovedTask(tasks_, task_id, git, "auto-merge",
                            {.auto_merge = true, .cancel_fd = cancel_fd});
 }

@@ -62,7 +62,7 @@ class LocalCoordinator : public Coordinator {
   Result<Claim> GiveUp(std::string_view task_id, std::int64_t token, EndReason reason) override {
     return claims_.GiveUp(task_id, token, reason);
   }
-  Result<TaskMerge> AutoMerge(std::string_view task_id, const GitSettings& git,
+  Result<TaskMerge> AutoMerge(std::string_view task_id, std::int64_t token, const GitSettings& git,
                               int cancel_fd) override;
   Status ShipLog(std::string_view, int, std::int64_t, std::int64_t, std::string_view) override {
     return Ok();

@@ -58,11 +58,34 @@ std::optional<nlohmann::json> ReviewBranch(const Task& task, const GitSettings& 
   return std::move(*j);
 }
 
+namespace {
+
+class ServiceMergeRecord : public MergeRecord {
+ public:
+  explicit ServiceMergeRecord(service::TaskService& tasks) : tasks_(tasks) {}
+  Result<Task> Merged(std::string_view id, const nlohmann::json& merge) override {
+    return tasks_.Merged(id, merge);
+  }
+  Result<Task> MergeRefused(std::string_view id, const std::string& why) override {
+    return tasks_.MergeRefused(id, why);
+  }
+
+ private:
+  service::TaskService& tasks_;
+};
+
+}  // namespace
+
 Result<TaskMerge> MergeApprovedTask(service::TaskService& tasks, std::string_view id,
                                     const GitSettings& git, const std::string& note,
                                     MergeOptions options) {
   TX_ASSIGN_OR_RETURN(service::TaskDetail d, tasks.Show(id));
-  const Task& task = d.task;
+  ServiceMergeRecord record(tasks);
+  return MergeTask(d.task, record, git, note, options);
+}
+
+Result<TaskMerge> MergeTask(const Task& task, MergeRecord& tasks, const GitSettings& git,
+                            const std::string& note, MergeOptions options) {
   TX_RETURN_IF_ERROR(RequireRepo(task));
   if (!options.auto_merge) {
     TX_RETURN_IF_ERROR(CheckTransition(task.id, task.status, TaskEvent::kMerge, TaskStatus::kDone));

@@ -42,11 +42,24 @@ struct MergeOptions {
   int cancel_fd = -1;  // readable: the check is stopped and nothing merged (MergeSettings)
 };
 
-// Merges the branch of the approved task `id` (MergeBranch) and records it: Merged, or
-// MergeRefused with the reason for the agent's next attempt. conflict: the task is not approved
-// (with auto_merge: not in review, or not asking for it), refused before any git work;
+// Where a merge's outcome is recorded, as TaskService::Merged and MergeRefused do: the services
+// beside the store, or the server, for a worker over HTTP (Coordinator::AutoMerge).
+class MergeRecord {
+ public:
+  virtual ~MergeRecord() = default;
+  virtual Result<Task> Merged(std::string_view id, const nlohmann::json& merge) = 0;
+  virtual Result<Task> MergeRefused(std::string_view id, const std::string& why) = 0;
+};
+
+// Merges the branch of `task`, as it now stands (MergeBranch), and records it in `record`:
+// Merged, or MergeRefused with the reason for the agent's next attempt. conflict: the task is not
+// approved (with auto_merge: not in review, or not asking for it), refused before any git work;
 // invalid_argument: it names no repository; an error of the merge itself (the repository, the
 // base's checkout, a stop) leaves it as it was.
+Result<TaskMerge> MergeTask(const Task& task, MergeRecord& record, const GitSettings& git,
+                            const std::string& note, MergeOptions options = {});
+
+// MergeTask of the task `id` read from `tasks`, recorded there.
 Result<TaskMerge> MergeApprovedTask(service::TaskService& tasks, std::string_view id,
                                     const GitSettings& git, const std::string& note,
                                     MergeOptions options = {});

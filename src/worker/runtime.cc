@@ -422,7 +422,7 @@ void WorkerRuntime::RunAttempt(service::ClaimResult claimed) {
   }
   if (auto_merge) {
     held->Reset();  // the merge takes the task's lock itself
-    AutoMerge(task);
+    AutoMerge(task, claim.token);
     return;
   }
   if (!finished) return;
@@ -433,7 +433,7 @@ void WorkerRuntime::RunAttempt(service::ClaimResult claimed) {
   }
 }
 
-void WorkerRuntime::AutoMerge(const Task& task) {
+void WorkerRuntime::AutoMerge(const Task& task, std::int64_t token) {
   GitSettings git = GitSettingsFor(config_, task.repo);
   if (git.check.empty()) {
     spdlog::warn(
@@ -454,7 +454,7 @@ void WorkerRuntime::AutoMerge(const Task& task) {
     spdlog::info("{}: stopping, so not auto-merged: it waits in review", task.id);
     return;
   }
-  Result<TaskMerge> m = fleet_->AutoMerge(task.id, git, stop_fd.get());
+  Result<TaskMerge> m = fleet_->AutoMerge(task.id, token, git, stop_fd.get());
   if (!m.ok()) {
     spdlog::warn("{}: auto-merge: {}", task.id, m.error().message());
   } else if (m->merged) {

@@ -78,7 +78,7 @@ class WorkerRuntime {
   void RunAgent(const service::ClaimResult& claimed, const Worktree* worktree);
   // After an attempt that put a task asking for auto-merge in review: approves and merges it
   // (Coordinator::AutoMerge) when [git] check is set; else it waits in review.
-  void AutoMerge(const Task& task);
+  void AutoMerge(const Task& task, std::int64_t token);
   // Remote: sends what the agent wrote since the last call to the server's copy of the log.
   void ShipLog(const std::string& path, const Claim& claim, bool final);
   void Finish(const service::ClaimResult& claimed, const exec::ExitOutcome& outcome);
