@@ -235,8 +235,8 @@ TEST_F(RemoteWorkerTest, AnAutoMergeByAWorkerOverHttpIsMadeThereAndRecordedByThe
       "git -c user.email=a@example.com -c user.name=a commit -q -m \"step $TX_ATTEMPT\"",
       {"--repo", repo, "--auto-merge"});
   auto remote = StartRemote("far");
-  ASSERT_TRUE(WaitFor([&] { return TaskStatus(id) == "done" && TaskStatus(mended) == "done"; },
-                      60s))
+  ASSERT_TRUE(
+      WaitFor([&] { return TaskStatus(id) == "done" && TaskStatus(mended) == "done"; }, 60s))
       << remote->Output();
   std::string log = git({"log", "--format=%s", "main"});
   EXPECT_NE(log.find("add the feature\n"), std::string::npos) << log;
