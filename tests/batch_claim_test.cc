@@ -1,13 +1,15 @@
 // Batches of claims (ClaimService::ReportAndClaimBatch) from several claimers at once, each with
-// a store of its own, on a SQLite file and on PostgreSQL (where a batch is picked, and its claims
-// locked, in one statement each): every task is claimed once and completed once, every claim is
-// attempt 1 and ends completed, and the workers' counts add up.
+// a store of its own, on a SQLite file and on PostgreSQL (where the claims it reports are locked
+// in one statement, and its new claims are picked and written with the commit): every task is
+// claimed once and completed once, every claim is attempt 1 and ends completed, each task's events
+// tell it in order, and the workers' counts add up.
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
+#include <map>
 #include <ostream>
 #include <set>
 #include <string>
@@ -137,6 +139,34 @@ TEST_P(BatchClaimTest, ConcurrentBatchesClaimAndCompleteEveryTaskExactlyOnce) {
     EXPECT_EQ(detail->task.status, TaskStatus::kDone);
     ASSERT_EQ(detail->attempts.size(), 1u) << id << " was claimed more than once";
     EXPECT_EQ(detail->attempts[0].status, ClaimStatus::kCompleted);
+  }
+  // Each task's story in the event log: created, claimed (attempt 1, a 30 min lease, the token
+  // of its one claim), done, in that order; whichever way the store wrote the claims.
+  std::map<std::string, std::vector<std::string>> story;
+  std::vector<Event> claimed_events;
+  ASSERT_TRUE((*store)
+                  ->Read([&](store::Txn& txn) -> Status {
+                    TX_ASSIGN_OR_RETURN(std::vector<Event> events, txn.ListEvents(0, 0));
+                    for (Event& e : events) {
+                      if (e.task_id.empty()) continue;
+                      story[e.task_id].push_back(e.type);
+                      if (e.type == "task.claimed") claimed_events.push_back(std::move(e));
+                    }
+                    return Ok();
+                  })
+                  .ok());
+  for (const Event& e : claimed_events) {
+    auto detail = tasks.Show(e.task_id);
+    ASSERT_TRUE(detail.ok()) << detail.error().message();
+    ASSERT_EQ(detail->attempts.size(), 1u);
+    const Claim& c = detail->attempts[0];
+    EXPECT_EQ(e.data, (nlohmann::json{{"attempt", 1}, {"lease", "30m"}, {"token", c.token}}));
+    EXPECT_EQ(e.worker_id, c.worker_id);
+    EXPECT_EQ(e.at, c.claimed_at);
+  }
+  ASSERT_EQ(story.size(), static_cast<std::size_t>(kTasks));
+  for (const auto& [id, types] : story) {
+    EXPECT_EQ(types, (std::vector<std::string>{"task.created", "task.claimed", "task.done"})) << id;
   }
   std::int64_t counted = 0;
   for (int i = 0; i < kClaimers; ++i) {

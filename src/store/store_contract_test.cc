@@ -390,6 +390,122 @@ TEST_P(StoreContract, PickReadyTakesTheBestTasksInPickOrder) {
                   .ok());
 }
 
+// Claims made at the commit (PostgreSQL; the SQLite stores decline, and the caller claims by
+// parts): the best tasks go to running, each with a claim whose attempt counts the task's earlier
+// claims, a task.claimed event in pick order and the worker busy on the last; the answer arrives
+// only once committed, and a transaction that fails after asking claims nothing.
+TEST_P(StoreContract, ClaimReadyAtCommitWritesTheClaimsAndAnswersOnceCommitted) {
+  Insert(NewTask("task-aaaaaaa1", 0));
+  Insert(NewTask("task-aaaaaaa2", 5));
+  Insert(NewTask("task-aaaaaaa3", 5));
+  Insert(NewTask("task-aaaaaaa4", 9, "other"));
+  Worker w;
+  w.id = "worker-aaaaaaaa";
+  w.name = "w";
+  w.status = WorkerStatus::kIdle;
+  ASSERT_TRUE(store_->Write([&](Txn& txn) { return txn.InsertWorker(w); }).ok());
+  // task-aaaaaaa1 ran once before: its next claim is its second attempt.
+  Claim earlier{0, "task-aaaaaaa1", w.id, 1, 100, 1000, 1100};
+  earlier.status = ClaimStatus::kExpired;
+  ASSERT_TRUE(store_->Write([&](Txn& txn) { return txn.InsertClaim(earlier); }).ok());
+  ClaimOrder order{w.id, 2000, 60'000, "1m"};
+  Worker reported = w;
+  reported.metadata["tasks_completed"] = 7;
+
+  std::vector<ClaimedTask> out;
+  bool offered = false;
+  Status failed = store_->Write([&](Txn& txn) -> Status {
+    offered = txn.ClaimReadyAtCommit(Default(), 3, order, &reported, &out);
+    return Error::Internal("changed my mind");
+  });
+  EXPECT_FALSE(failed.ok());
+  EXPECT_TRUE(out.empty());
+  if (GetParam().kind != Kind::kPostgres) {
+    EXPECT_FALSE(offered);
+    return;
+  }
+  ASSERT_TRUE(offered);
+  ASSERT_TRUE(store_
+                  ->Write([&](Txn& txn) -> Status {
+                    EXPECT_TRUE(txn.ClaimReadyAtCommit(Default(), 3, order, &reported, &out));
+                    EXPECT_TRUE(out.empty());  // not before the commit
+                    return Ok();
+                  })
+                  .ok());
+  ASSERT_EQ(out.size(), 3u);
+  const std::vector<std::string> ids{"task-aaaaaaa2", "task-aaaaaaa3", "task-aaaaaaa1"};
+  const std::vector<int> attempts{1, 1, 2};
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    SCOPED_TRACE(ids[i]);
+    const ClaimedTask& ct = out[i];
+    EXPECT_EQ(ct.task.id, ids[i]);
+    EXPECT_EQ(ct.task.status, TaskStatus::kRunning);
+    EXPECT_EQ(ct.task.attempt, 1);
+    EXPECT_EQ(ct.task.started_at, 2000);
+    EXPECT_EQ(ct.claim.task_id, ids[i]);
+    EXPECT_EQ(ct.claim.attempt, attempts[i]);
+    EXPECT_GT(ct.claim.token, earlier.token);
+    EXPECT_EQ(ct.claim.lease_expires_at, 62'000);
+  }
+  ASSERT_TRUE(store_
+                  ->Read([&](Txn& txn) -> Status {
+                    for (const ClaimedTask& ct : out) {
+                      TX_ASSIGN_OR_RETURN(std::optional<Claim> c, txn.GetClaim(ct.claim.token));
+                      EXPECT_TRUE(c && c->task_id == ct.task.id && c->worker_id == w.id &&
+                                  c->attempt == ct.claim.attempt && c->claimed_at == 2000 &&
+                                  c->lease_ms == 60'000 && c->lease_expires_at == 62'000 &&
+                                  c->status == ClaimStatus::kActive && !c->exit_code &&
+                                  c->end_reason == EndReason::kNone);
+                      TX_ASSIGN_OR_RETURN(std::optional<Task> t, txn.GetTask(ct.task.id));
+                      EXPECT_TRUE(t && t->status == TaskStatus::kRunning && t->attempt == 1 &&
+                                  t->started_at == 2000 && t->updated_at == 2000 &&
+                                  t->title == "title of " + ct.task.id);
+                    }
+                    TX_ASSIGN_OR_RETURN(std::optional<Task> other, txn.GetTask("task-aaaaaaa4"));
+                    EXPECT_TRUE(other && other->status == TaskStatus::kReady);
+                    TX_ASSIGN_OR_RETURN(std::vector<Event> events, txn.ListEvents(0, 0));
+                    std::vector<Event> claimed;
+                    for (Event& e : events) {
+                      if (e.type == "task.claimed") claimed.push_back(std::move(e));
+                    }
+                    EXPECT_EQ(claimed.size(), 3u);
+                    for (std::size_t i = 0; i < claimed.size() && i < out.size(); ++i) {
+                      EXPECT_EQ(claimed[i].task_id, out[i].task.id);
+                      EXPECT_EQ(claimed[i].worker_id, w.id);
+                      EXPECT_EQ(claimed[i].at, 2000);
+                      EXPECT_EQ(claimed[i].data, (nlohmann::json{{"attempt", 1},
+                                                                 {"lease", "1m"},
+                                                                 {"token", out[i].claim.token}}));
+                    }
+                    TX_ASSIGN_OR_RETURN(std::optional<Worker> after, txn.GetWorker(w.id));
+                    EXPECT_TRUE(after && after->status == WorkerStatus::kBusy &&
+                                after->current_task_id == "task-aaaaaaa1" &&
+                                after->last_heartbeat_at == 2000 &&
+                                after->metadata.value("tasks_completed", 0) == 7);
+                    return Ok();
+                  })
+                  .ok());
+  // Nothing left to claim: an empty answer, and the worker is left as written.
+  Worker idle = reported;
+  idle.status = WorkerStatus::kIdle;
+  idle.current_task_id = "";
+  ASSERT_TRUE(store_
+                  ->Write([&](Txn& txn) -> Status {
+                    EXPECT_TRUE(txn.ClaimReadyAtCommit(Default(), 3, order, &idle, &out));
+                    return Ok();
+                  })
+                  .ok());
+  EXPECT_TRUE(out.empty());
+  ASSERT_TRUE(store_
+                  ->Read([&](Txn& txn) -> Status {
+                    TX_ASSIGN_OR_RETURN(std::optional<Worker> after, txn.GetWorker(w.id));
+                    EXPECT_TRUE(after && after->status == WorkerStatus::kIdle &&
+                                after->current_task_id.empty());
+                    return Ok();
+                  })
+                  .ok());
+}
+
 // LockClaims is a hint: GetClaim reads the same claims after it as without it, an unknown token
 // is still nullopt, and a claim this transaction changed reads back as changed.
 TEST_P(StoreContract, GetClaimAfterLockClaimsSeesTheRowsAndTheTransactionsOwnWrites) {
@@ -806,7 +922,7 @@ TEST(SqliteStore, ReopeningKeepsDataAndAppliesNoMigrationTwice) {
 
 // Tokens are the claims' rowids: deleting the newest claim would hand its token out again, so the
 // schema refuses any delete. A new store also gets small pages (less WAL written per claim).
-TEST(SqliteStore, RefusesToDeleteAClaimSoTokensAreNeverReused) {
+TEST(SqliteStore, RefusesToDeleteAClaimItsTaskOrItsWorker) {
   char tmpl[] = "/tmp/tx-store-XXXXXX";
   std::string dir = mkdtemp(tmpl);
   std::string path = dir + "/tx.db";
@@ -835,6 +951,16 @@ TEST(SqliteStore, RefusesToDeleteAClaimSoTokensAreNeverReused) {
   ASSERT_NE(err, nullptr);
   EXPECT_NE(std::string(err).find("claims are never deleted"), std::string::npos) << err;
   sqlite3_free(err);
+  // Nor the task or worker a claim refers to.
+  for (const char* table : {"tasks", "workers"}) {
+    err = nullptr;
+    std::string sql = std::string("DELETE FROM ") + table;
+    EXPECT_NE(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK) << table;
+    ASSERT_NE(err, nullptr);
+    EXPECT_NE(std::string(err).find(std::string(table) + " are never deleted"), std::string::npos)
+        << err;
+    sqlite3_free(err);
+  }
   sqlite3_stmt* st = nullptr;
   ASSERT_EQ(sqlite3_prepare_v2(db, "PRAGMA page_size", -1, &st, nullptr), SQLITE_OK);
   ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);

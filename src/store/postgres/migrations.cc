@@ -193,6 +193,22 @@ ALTER TABLE orchestrator ADD COLUMN leader_since bigint NOT NULL DEFAULT 0;
 UPDATE orchestrator SET status = 'stopped', request = '{}', pool = '{}';
 ALTER TABLE workers ADD COLUMN pool text NOT NULL DEFAULT '';
 )sql"},
+    // A claim's task and worker are read and locked in the transaction that inserts it, and no
+    // task or worker is ever deleted: the foreign keys only cost two lookups by trigger for every
+    // claim (a fifth of the server's time in a batch of claims). The rule they kept becomes the
+    // one the claims already follow: tasks and workers, once written, stay.
+    {5, R"sql(
+ALTER TABLE claims DROP CONSTRAINT claims_task_id_fkey;
+ALTER TABLE claims DROP CONSTRAINT claims_worker_id_fkey;
+CREATE FUNCTION tx_rows_never_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE EXCEPTION '% are never deleted: claims refer to them', TG_TABLE_NAME;
+END $$;
+CREATE TRIGGER tasks_never_deleted BEFORE DELETE ON tasks
+  FOR EACH ROW EXECUTE FUNCTION tx_rows_never_deleted();
+CREATE TRIGGER workers_never_deleted BEFORE DELETE ON workers
+  FOR EACH ROW EXECUTE FUNCTION tx_rows_never_deleted();
+)sql"},
 };
 
 // Any constant: the key of the advisory lock that lets one process at a time migrate.

@@ -135,7 +135,7 @@ TEST(PostgresStore, ManyProcessesOpeningAFreshDatabaseAtOnceMigrateItOnce) {
   EXPECT_EQ(Query(db.url(), "SELECT count(*) FROM tx_schema"), std::to_string(SchemaVersion()));
 }
 
-TEST(PostgresStore, ClaimsAreNeverDeletedSoTokensAreNeverReused) {
+TEST(PostgresStore, ClaimsTheirTasksAndTheirWorkersAreNeverDeleted) {
   PgTestDb db;
   ASSERT_TRUE(db.ok()) << db.error();
   auto store = OpenOrDie(db.url(), true);
@@ -152,6 +152,12 @@ TEST(PostgresStore, ClaimsAreNeverDeletedSoTokensAreNeverReused) {
   std::string refused = Query(db.url(), "DELETE FROM claims");
   EXPECT_NE(refused.find("claims are never deleted"), std::string::npos) << refused;
   EXPECT_EQ(Query(db.url(), "SELECT count(*) FROM claims"), "1");
+  // Nor the task or worker a claim refers to (the rule that stands in for foreign keys).
+  for (std::string table : {"tasks", "workers"}) {
+    refused = Query(db.url(), "DELETE FROM " + table);
+    EXPECT_NE(refused.find(table + " are never deleted"), std::string::npos) << refused;
+    EXPECT_EQ(Query(db.url(), "SELECT count(*) FROM " + table), "1");
+  }
 }
 
 // A write transaction locks the rows it reads: read-modify-writes of one row from many

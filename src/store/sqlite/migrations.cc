@@ -173,6 +173,15 @@ ALTER TABLE orchestrator ADD COLUMN leader_since INTEGER NOT NULL DEFAULT 0;
 UPDATE orchestrator SET status = 'stopped', request = '{}', pool = '{}';
 ALTER TABLE workers ADD COLUMN pool TEXT NOT NULL DEFAULT '';
 )sql"},
+    {5, R"sql(
+-- Claims refer to their task and worker by id, and neither is ever deleted. PostgreSQL's store
+-- keeps the rule by these triggers alone (its foreign keys cost a lookup per claim); here the
+-- foreign keys stay as well, and the triggers make the rule the same on both backends.
+CREATE TRIGGER tasks_never_deleted BEFORE DELETE ON tasks
+BEGIN SELECT RAISE(ABORT, 'tasks are never deleted: claims refer to them'); END;
+CREATE TRIGGER workers_never_deleted BEFORE DELETE ON workers
+BEGIN SELECT RAISE(ABORT, 'workers are never deleted: claims refer to them'); END;
+)sql"},
 };
 }  // namespace
 
