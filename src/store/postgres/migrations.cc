@@ -208,6 +208,13 @@ CREATE TRIGGER tasks_never_deleted BEFORE DELETE ON tasks
   FOR EACH ROW EXECUTE FUNCTION tx_rows_never_deleted();
 CREATE TRIGGER workers_never_deleted BEFORE DELETE ON workers
   FOR EACH ROW EXECUTE FUNCTION tx_rows_never_deleted();
+-- Nor emptied at once (row triggers do not fire on TRUNCATE).
+CREATE TRIGGER tasks_never_truncated BEFORE TRUNCATE ON tasks
+  FOR EACH STATEMENT EXECUTE FUNCTION tx_rows_never_deleted();
+CREATE TRIGGER workers_never_truncated BEFORE TRUNCATE ON workers
+  FOR EACH STATEMENT EXECUTE FUNCTION tx_rows_never_deleted();
+CREATE TRIGGER claims_never_truncated BEFORE TRUNCATE ON claims
+  FOR EACH STATEMENT EXECUTE FUNCTION tx_claims_never_deleted();
 )sql"},
 };
 

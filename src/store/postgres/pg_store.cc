@@ -358,8 +358,8 @@ class PgTxn final : public Txn {
   // states, events, in that order — which is what lets a batch of claims cost a few statements
   // instead of six per task. Within a kind a row's last write stands for all of its writes (each
   // writes every column it owns); across kinds the order above is safe because none of them
-  // reads another's rows (the claims' foreign keys point at tasks and workers already written,
-  // and a claim ended before another of its task's is inserted comes first).
+  // reads another's rows (a claim names a task and a worker already written, and a claim ended
+  // before another of its task's is inserted comes first: claims_one_active).
   void FlushWrites() {
     FlushClaimUpdates();
     FlushClaimInserts();
@@ -544,15 +544,23 @@ class PgTxn final : public Txn {
     AtCommit& a = at_commit_;
     if (a.out == nullptr) return Ok();
     a.out->clear();
+    // Cannot happen (the claims are made from the rows picked, in one statement), and if it did
+    // the transaction has committed: say so, so that nobody takes it for nothing done.
+    auto committed_but = [](const std::string& what) {
+      return Error::Internal("the claims committed, but " + what +
+                             "; they expire after their lease");
+    };
     if (a.made.size() != a.picked.size()) {
-      return Error::Internal("claimed " + std::to_string(a.made.size()) + " of the " +
-                             std::to_string(a.picked.size()) + " tasks picked");
+      return committed_but(std::to_string(a.made.size()) + " claims came back for " +
+                           std::to_string(a.picked.size()) + " tasks picked");
     }
     for (int i = 0; i < a.picked.size(); ++i) {
       ClaimedTask& ct = a.out->emplace_back();
-      TX_RETURN_IF_ERROR(ReadTask(a.picked, i, ct.task));
+      if (Status read = ReadTask(a.picked, i, ct.task); !read.ok()) {
+        return committed_but("a picked task could not be read: " + read.error().message());
+      }
       if (a.made.View(i, 0) != ct.task.id || a.made.IsNull(i, 2)) {
-        return Error::Internal("the claims made do not match the tasks picked, at " + ct.task.id);
+        return committed_but("they do not match the tasks picked, at " + ct.task.id);
       }
       ct.task.status = TaskStatus::kRunning;
       ct.task.attempt = static_cast<int>(a.made.Int(i, 2));
