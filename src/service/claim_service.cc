@@ -126,20 +126,8 @@ Status ClaimService::ClaimLocked(store::Txn& txn, ClaimResult& out, Worker& work
                               "\",\"token\":" + std::to_string(claim.token) + "}");
 }
 
-store::ClaimOrder ClaimService::OrderFor(const Worker& worker, Millis lease_ms, Millis now) const {
-  store::ClaimOrder order{worker.id, now, lease_ms > 0 ? lease_ms : options_.default_lease_ms, ""};
-  order.lease_text = FormatDuration(order.lease_ms);
-  return order;
-}
-
-std::optional<ClaimResult> ClaimService::TakeClaimed(ClaimAtCommit& at_commit) {
-  if (at_commit.claimed.empty()) return std::nullopt;
-  store::ClaimedTask& made = at_commit.claimed.front();
-  return ClaimResult{std::move(made.claim), std::move(made.task)};
-}
-
 Status ClaimService::ClaimNextLocked(store::Txn& txn, Worker& worker, Millis lease_ms, Millis now,
-                                     std::optional<ClaimResult>& out, ClaimAtCommit* at_commit) {
+                                     std::optional<ClaimResult>& out) {
   out.reset();
   TX_RETURN_IF_ERROR(CheckCanClaim(worker, now));
   // A worker that claims while the store says it holds a claim lost the answer to that claim (a
@@ -161,14 +149,6 @@ Status ClaimService::ClaimNextLocked(store::Txn& txn, Worker& worker, Millis lea
   }
   store::PickCriteria criteria{worker.queues, worker.capabilities, worker.name, worker.slot, now};
   if (criteria.queues.empty()) criteria.queues = {"default"};
-  // Where the store claims at the commit (PostgreSQL), it writes what ClaimLocked would, and
-  // nothing at all when no task is eligible and the worker is unchanged.
-  if (at_commit != nullptr &&
-      txn.ClaimReadyAtCommit(criteria, 1, OrderFor(worker, lease_ms, now),
-                             at_commit->write_worker ? &worker : nullptr, &at_commit->claimed)) {
-    at_commit->asked = true;
-    return Ok();
-  }
   TX_ASSIGN_OR_RETURN(std::optional<Task> task, txn.PickNextReady(criteria));
   if (!task) return Ok();
   out.emplace().task = std::move(*task);
@@ -205,18 +185,11 @@ Result<std::optional<ClaimResult>> ClaimService::ClaimNext(std::string_view work
                                                            Millis lease_ms) {
   Result<std::optional<ClaimResult>> result(std::in_place);
   Millis now = clock_.NowMs();
-  ClaimAtCommit at_commit;
   Status s = store_.Write([&](store::Txn& txn) -> Status {
-    result->reset();  // a transaction run again (a dropped connection) starts over
-    at_commit = ClaimAtCommit();
     TX_ASSIGN_OR_RETURN(Worker worker, LoadWorker(txn, worker_id));
-    return ClaimNextLocked(txn, worker, lease_ms, now, *result, &at_commit);
+    return ClaimNextLocked(txn, worker, lease_ms, now, *result);
   });
-  if (!s.ok()) {
-    result = s.error();
-  } else if (at_commit.asked) {
-    *result = TakeClaimed(at_commit);
-  }
+  if (!s.ok()) result = s.error();
   return result;
 }
 
@@ -362,26 +335,20 @@ Result<ClaimService::ReportResult> ClaimService::ReportAndClaimNext(
     std::optional<int> exit_code, Millis lease_ms) {
   Result<ReportResult> result(std::in_place);
   Millis now = clock_.NowMs();
-  ClaimAtCommit at_commit;
   Status s = store_.Write([&](store::Txn& txn) -> Status {
     ReportResult& out = *result;
     out.next.reset();
-    at_commit = ClaimAtCommit{.write_worker = true};
     // The worker is read once and written once: busy with its next task, or idle.
     Worker worker;
     TX_RETURN_IF_ERROR(
         ReportLocked(txn, task_id, token, outcome, text, exit_code, now, out.task, &worker));
     if (worker.id.empty()) return Ok();
     if (!CheckCanClaim(worker, now).ok()) return txn.UpdateWorker(worker);
-    TX_RETURN_IF_ERROR(ClaimNextLocked(txn, worker, lease_ms, now, out.next, &at_commit));
-    if (!out.next && !at_commit.asked) return txn.UpdateWorker(worker);
+    TX_RETURN_IF_ERROR(ClaimNextLocked(txn, worker, lease_ms, now, out.next));
+    if (!out.next) return txn.UpdateWorker(worker);
     return Ok();
   });
-  if (!s.ok()) {
-    result = s.error();
-  } else if (at_commit.asked) {
-    result->next = TakeClaimed(at_commit);
-  }
+  if (!s.ok()) result = s.error();
   return result;
 }
 
@@ -428,7 +395,9 @@ Result<ClaimService::BatchResult> ClaimService::ReportAndClaimBatch(
       store::PickCriteria criteria{worker.queues, worker.capabilities, worker.name, worker.slot,
                                    now};
       if (criteria.queues.empty()) criteria.queues = {"default"};
-      store::ClaimOrder order = OrderFor(worker, lease_ms, now);
+      store::ClaimOrder order{worker.id, now, lease_ms > 0 ? lease_ms : options_.default_lease_ms,
+                              ""};
+      order.lease_text = FormatDuration(order.lease_ms);
       // Writes what ClaimLocked would write for each task, and the worker as the reports left
       // it (when they changed it), then busy on the last task claimed.
       if (txn.ClaimReadyAtCommit(criteria, want, order, finished.empty() ? nullptr : &worker,

@@ -157,22 +157,9 @@ class ClaimService {
   // once after several claims.
   Status ClaimLocked(store::Txn& txn, ClaimResult& out, Worker& worker, Millis lease_ms, Millis now,
                      bool write_worker = true);
-  // A claim the store makes at the commit (Txn::ClaimReadyAtCommit): `asked` once it has taken
-  // the claim on, `claimed` filled once the transaction has committed.
-  struct ClaimAtCommit {
-    bool write_worker = false;  // the caller changed the worker: the store writes it first
-    bool asked = false;
-    std::vector<store::ClaimedTask> claimed;
-  };
-  // What a claim made now by `worker` writes, for Txn::ClaimReadyAtCommit.
-  store::ClaimOrder OrderFor(const Worker& worker, Millis lease_ms, Millis now) const;
-  // `out` is nullopt when no task is eligible. With `at_commit`, a store that claims at the
-  // commit does so instead: `out` stays nullopt, at_commit->asked is set, and the worker is the
-  // store's to write.
+  // `out` is nullopt when no task is eligible.
   Status ClaimNextLocked(store::Txn& txn, Worker& worker, Millis lease_ms, Millis now,
-                         std::optional<ClaimResult>& out, ClaimAtCommit* at_commit = nullptr);
-  // The claim a ClaimAtCommit brought, if any.
-  static std::optional<ClaimResult> TakeClaimed(ClaimAtCommit& at_commit);
+                         std::optional<ClaimResult>& out);
   Status ClaimTaskLocked(store::Txn& txn, std::string_view task_id, Worker& worker, Millis lease_ms,
                          Millis now, ClaimResult& out);
   // Fills `task` with the reported task as it now stands.
