@@ -50,7 +50,7 @@ struct PickCriteria {
   Millis now = 0;                         // run_after <= now
 };
 
-// For Txn::ClaimReady: who claims, when, and for how long.
+// For Txn::ClaimReadyAtCommit: who claims, when, and for how long.
 struct ClaimOrder {
   std::string worker_id;
   Millis now = 0;
