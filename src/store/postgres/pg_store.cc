@@ -292,9 +292,9 @@ constexpr int kTaskCols = 30;
   "FROM picked"
 #define PICKED_CLAIMS \
   "SELECT count(*) FROM claims WHERE task_id = current_setting('tx.picked', true)"
-// The same for up to $6 rows (PickReady, ClaimReady): the picked rows go into the setting as a
-// JSON array of {id, token}, best first. When no row is picked the server need not evaluate `ids`
-// at all, so the setting is emptied first (RESET_PICKED, in the same round trip) and an empty
+// The same for up to $6 rows (PickReady, ClaimReadyAtCommit): the picked rows go into the setting
+// as a JSON array of {id, token}, best first. When no row is picked the server need not evaluate
+// `ids` at all, so the setting is emptied first (RESET_PICKED, in the same round trip) and an empty
 // one reads as no rows. (`numbered` is read twice, so it is computed once: one token per row.)
 #define RESET_PICKED "SELECT set_config('tx.picked', '', true)"
 #define PICK_MANY_FOR_CLAIM(pick)                                                         \
@@ -309,9 +309,9 @@ constexpr int kTaskCols = 30;
   "'[]')::jsonb) AS (id text, token bigint)) WITH ORDINALITY AS p(id, token, ord)"
 #define PICKED_MANY_CLAIMS \
   "SELECT p.id, (SELECT count(*) FROM claims c WHERE c.task_id = p.id) FROM " PICKED_ROWS
-// ClaimReady's writes, sent right after the pick in the same round trip, so that they read the
-// claims in a snapshot taken once the rows are locked (see PICKED_CLAIMS): each picked task goes
-// to running, gets its claim with the token the pick reserved and its task.claimed event, in
+// ClaimReadyAtCommit's writes, sent right after the pick in the same round trip, so that they read
+// the claims in a snapshot taken once the rows are locked (see PICKED_CLAIMS): each picked task
+// goes to running, gets its claim with the token the pick reserved and its task.claimed event, in
 // pick order, and the worker is marked busy on the last, exactly as ClaimService::ClaimLocked
 // writes them. $1 now, $2 the worker, $3 the lease in ms, $4 the lease as the event spells it.
 // Returns each task's claims before this one and its new attempt.
