@@ -126,6 +126,25 @@ std::string Metrics::Render(const MetricsSnapshot& now) const {
          "Orchestrators running on this store (one at most on SQLite).");
   out += fmt::format("tx_orchestrator_up {}\n", now.orchestrators_up);
 
+  // The agents' usage: read from the ledger, which only grows (an attempt's row is replaced by a
+  // larger one as its agent runs).
+  Header(out, "tx_agent_cost_usd_total", "counter",
+         "What the agents cost, in USD, by agent profile (reported, else estimated).");
+  for (const auto& [agent, t] : now.usage_by_agent) {
+    out +=
+        fmt::format("tx_agent_cost_usd_total{{agent=\"{}\"}} {:.6f}\n", Escape(agent), t.cost_usd);
+  }
+  Header(out, "tx_agent_tokens_total", "counter",
+         "Tokens the agents used, by agent profile and kind.");
+  for (const auto& [agent, t] : now.usage_by_agent) {
+    for (auto [kind, n] : {std::pair{"input", t.tokens.input}, std::pair{"output", t.tokens.output},
+                           std::pair{"cache_read", t.tokens.cache_read},
+                           std::pair{"cache_write", t.tokens.cache_write}}) {
+      out += fmt::format("tx_agent_tokens_total{{agent=\"{}\",kind=\"{}\"}} {}\n", Escape(agent),
+                         kind, n);
+    }
+  }
+
   // Reconcile runs are counted in the store's reconciler record (one event per run would flood
   // the log); repairs are counted from their events.
   Header(out, "tx_reconcile_runs_total", "counter", "Reconcile passes run on this store.");

@@ -15,6 +15,7 @@
 
 #include "core/event.h"
 #include "core/orchestrator.h"
+#include "core/usage.h"
 #include "core/worker.h"
 #include "store/store.h"
 
@@ -26,6 +27,8 @@ struct MetricsSnapshot {
   std::map<WorkerStatus, std::int64_t> workers;
   ReconcilerRecord reconciler;
   int orchestrators_up = 0;  // running on this store (PostgreSQL: maybe several)
+  // The usage ledger summed by agent profile (store::Txn::UsageByAgent).
+  std::vector<std::pair<std::string, UsageTotal>> usage_by_agent;
   std::int64_t last_event_id = 0;
 };
 

@@ -84,6 +84,20 @@ TEST(MetricsTest, GaugesShowEveryStatusOfEveryQueueSoSeriesDoNotVanish) {
   EXPECT_EQ(Sample(text, "tx_events_last_id"), 42);
 }
 
+TEST(MetricsTest, TheAgentsCostAndTokensAreCountedByProfile) {
+  Metrics m;
+  MetricsSnapshot s;
+  UsageTotal claude;
+  claude.cost_usd = 1.25;
+  claude.tokens = {1000, 200, 300, 40};
+  s.usage_by_agent = {{"claude", claude}, {"codex", UsageTotal{}}};
+  std::string text = m.Render(s);
+  EXPECT_EQ(Sample(text, R"(tx_agent_cost_usd_total{agent="claude"})"), 1.25);
+  EXPECT_EQ(Sample(text, R"(tx_agent_cost_usd_total{agent="codex"})"), 0);
+  EXPECT_EQ(Sample(text, R"(tx_agent_tokens_total{agent="claude",kind="input"})"), 1000);
+  EXPECT_EQ(Sample(text, R"(tx_agent_tokens_total{agent="claude",kind="cache_write"})"), 40);
+}
+
 // Every line is a comment or a sample the Prometheus text format accepts.
 TEST(MetricsTest, TheTextIsWellFormed) {
   Metrics m;

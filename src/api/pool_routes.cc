@@ -13,6 +13,7 @@
 #include "api/server.h"
 #include "core/json.h"
 #include "orchestrator/control.h"
+#include "service/agent_service.h"
 #include "service/claim_service.h"
 #include "service/orchestrator_service.h"
 #include "service/pool_status.h"
@@ -91,11 +92,17 @@ void ApiServer::PoolRoutes() {
   };
 
   h.Get("/api/orchestrator",
-        [with_store, &opts, &local](const httplib::Request& req, httplib::Response& res) {
+        [this, with_store, &opts, &local](const httplib::Request& req, httplib::Response& res) {
           with_store(res, 200, [&](store::Store& store) -> Result<json> {
             TX_RETURN_IF_ERROR(OnlyParams(req, {"id"}));
-            return service::PoolStatus(store, opts, store.clock().NowMs(),
-                                       req.has_param("id") ? req.get_param_value("id") : "", local);
+            TX_ASSIGN_OR_RETURN(
+                json st,
+                service::PoolStatus(store, opts, store.clock().NowMs(),
+                                    req.has_param("id") ? req.get_param_value("id") : "", local));
+            TX_ASSIGN_OR_RETURN(
+                st["agents"],
+                service::AgentService(store, store.clock(), opts).StatusOf(config_.budgets));
+            return st;
           });
         });
 
@@ -238,7 +245,7 @@ void ApiServer::PoolRoutes() {
                                                .EndSession(token, "ended over the HTTP API"));
                TX_ASSIGN_OR_RETURN(service::TaskDetail d,
                                    service::TaskService(store, store.clock(), opts).Show(t.id));
-               return ToJson(d.task, d.attempts);
+               return ToJson(d.task, d.attempts, d.usage);
              });
            });
 }

@@ -59,10 +59,10 @@ Result<json> ParseObject(std::string_view body) {
 
 Result<Task> DecodeNewTask(const json& body) {
   TX_RETURN_IF_ERROR(OnlyKnownFields(
-      body, {"title",    "description", "instructions", "deliverables", "steps",
-             "priority", "queue",       "requires",     "after",        "owner",
-             "workdir",  "command",     "agent",        "timeout",      "max_attempts",
-             "review",   "auto_merge",  "repo",         "base",         "metadata"}));
+      body, {"title", "description", "instructions", "deliverables", "steps",      "priority",
+             "queue", "requires",    "after",        "owner",        "workdir",    "command",
+             "agent", "timeout",     "max_attempts", "review",       "auto_merge", "repo",
+             "base",  "metadata",    "budget_usd"}));
   Task t;
   if (!body.contains("title")) return Error::InvalidArgument("field 'title' is required");
   TX_RETURN_IF_ERROR(ReadString(body, "title", t.title));
@@ -120,16 +120,20 @@ Result<Task> DecodeNewTask(const json& body) {
     if (auto_merge) (*metadata)["auto_merge"] = true;
     t.metadata = std::move(*metadata);
   }
+  if (auto it = body.find("budget_usd"); it != body.end() && !it->is_null()) {
+    if (!it->is_number()) return WrongType("budget_usd", "a number of dollars");
+    t.metadata["budget_usd"] = it->get<double>();  // checked by worker::PrepareAgentTask
+  }
   return t;
 }
 
 Result<TaskChange> DecodeTaskChange(const json& body) {
   TX_RETURN_IF_ERROR(OnlyKnownFields(body, {"title", "priority", "after", "metadata", "status",
-                                            "token", "force", "result", "error", "note"}));
+                                            "token", "force", "result", "error", "note", "fresh"}));
   TaskChange c;
   auto status = body.find("status");
   if (status == body.end() || status->is_null()) {
-    for (std::string_view f : {"token", "force", "result", "error", "note"}) {
+    for (std::string_view f : {"token", "force", "result", "error", "note", "fresh"}) {
       if (body.contains(f)) {
         return Error::InvalidArgument("field '" + std::string(f) + "' goes with 'status'");
       }
@@ -171,6 +175,10 @@ Result<TaskChange> DecodeTaskChange(const json& body) {
   TX_RETURN_IF_ERROR(ReadString(body, "result", result));
   TX_RETURN_IF_ERROR(ReadString(body, "error", error));
   TX_RETURN_IF_ERROR(ReadString(body, "note", note));
+  TX_RETURN_IF_ERROR(ReadBool(body, "fresh", c.fresh));
+  if (c.fresh && to != TaskStatus::kReady) {
+    return Error::InvalidArgument("field 'fresh' goes with status 'ready' (a retry or changes)");
+  }
   switch (to) {
     case TaskStatus::kDone:
     case TaskStatus::kReview:

@@ -27,9 +27,10 @@ Result<nlohmann::json> ParseObject(std::string_view body);
 // POST /api/tasks: {"title" (required), "description", "instructions", "deliverables",
 // "steps": [..], "priority": int, "queue", "requires": [..], "after": [..], "owner", "workdir",
 // "command": "ARGV" | [..], "agent", "timeout": "30m" | ms, "max_attempts": int, "review": bool,
-// "auto_merge": bool (review, and metadata.auto_merge), "repo", "base", "metadata": {..}}.
-// Values are checked further by worker::PrepareGitTask (the config's git isolation; a base or
-// auto-merge with no repository) and TaskService::Add.
+// "auto_merge": bool (review, and metadata.auto_merge), "repo", "base", "metadata": {..},
+// "budget_usd": number (metadata.budget_usd)}. Values are checked further by
+// worker::PrepareGitTask (the config's git isolation; a base or auto-merge with no repository),
+// worker::PrepareAgentTask (a known agent profile, a sensible budget) and TaskService::Add.
 Result<Task> DecodeNewTask(const nlohmann::json& body);
 
 // PATCH /api/tasks/:id. Either field changes ("title", "priority", "after", "metadata" merged
@@ -38,7 +39,8 @@ Result<Task> DecodeNewTask(const nlohmann::json& body);
 //             (the claim's fencing token) or "force": true (the operator's override), and
 //             "result" / "error" text;
 //   "status": "cancelled" with an optional "note";
-//   "status": "ready" | "todo" to retry a failed or cancelled task, with an optional "note".
+//   "status": "ready" | "todo" to retry a failed or cancelled task, with an optional "note" and
+//             "fresh": true (start the agent's conversation over rather than resume it).
 // Other statuses (running, blocked, approved) are reached only through claims, dependencies and
 // review, and are refused naming why.
 //   "status": "approved" with an optional "note" approves a task in review; "ready" on a task in
@@ -50,7 +52,8 @@ struct TaskChange {
   service::Outcome outcome = service::Outcome::kDone;
   std::optional<std::int64_t> token;
   bool force = false;
-  std::string text;  // result, error or note
+  bool fresh = false;  // kRetry: do not resume the agent's session
+  std::string text;    // result, error or note
 };
 Result<TaskChange> DecodeTaskChange(const nlohmann::json& body);
 

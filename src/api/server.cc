@@ -233,6 +233,7 @@ void ApiServer::Routes() {
           TX_ASSIGN_OR_RETURN(json body, ParseObject(req.body));
           TX_ASSIGN_OR_RETURN(Task draft, DecodeNewTask(body));
           TX_RETURN_IF_ERROR(worker::PrepareGitTask(config_, /*auto_merge=*/false, draft));
+          TX_RETURN_IF_ERROR(worker::PrepareAgentTask(config_, draft));
           TX_ASSIGN_OR_RETURN(
               Task added, service::TaskService(store, store.clock(), opts).Add(std::move(draft)));
           res.set_header("Location", "/api/tasks/" + added.id);
@@ -246,7 +247,7 @@ void ApiServer::Routes() {
             TX_ASSIGN_OR_RETURN(
                 service::TaskDetail d,
                 service::TaskService(store, store.clock(), opts).Show(req.matches[1].str()));
-            return ToJson(d.task, d.attempts);
+            return ToJson(d.task, d.attempts, d.usage);
           });
         });
 
@@ -284,9 +285,9 @@ void ApiServer::Routes() {
           // of one in review; a task that moves meanwhile is refused by the call made.
           TX_ASSIGN_OR_RETURN(service::TaskDetail now, tasks.Show(id));
           if (now.task.status == TaskStatus::kReview) {
-            TX_RETURN_IF_ERROR(tasks.RequestChanges(id, c.text));
+            TX_RETURN_IF_ERROR(tasks.RequestChanges(id, c.text, c.fresh));
           } else {
-            TX_RETURN_IF_ERROR(tasks.Retry(id, c.text));
+            TX_RETURN_IF_ERROR(tasks.Retry(id, c.text, c.fresh));
           }
           break;
         }
@@ -295,7 +296,7 @@ void ApiServer::Routes() {
           break;
       }
       TX_ASSIGN_OR_RETURN(service::TaskDetail d, tasks.Show(id));
-      return ToJson(d.task, d.attempts);
+      return ToJson(d.task, d.attempts, d.usage);
     });
   });
 

@@ -11,7 +11,9 @@
 
 #include "api/http_util.h"
 #include "api/server.h"
+#include "core/duration.h"
 #include "core/json.h"
+#include "service/agent_service.h"
 #include "service/event_log.h"
 #include "service/task_service.h"
 #include "service/worker_service.h"
@@ -136,13 +138,15 @@ void ApiServer::StreamRoutes() {
 
   // GET /api/tasks/ID/log: the output of an attempt (the latest, or ?attempt=N), all of it or its
   // last ?tail=BYTES; with ?follow=true the response stays open and carries new output until the
-  // attempt ends.
+  // attempt ends. ?raw=true: a structured agent's raw output, kept beside the readable log.
   h.Get(R"(/api/tasks/([^/]+)/log)", [this, &opts](const httplib::Request& req,
                                                    httplib::Response& res) {
-    Status params = OnlyParams(req, {"attempt", "tail", "follow"});
+    Status params = OnlyParams(req, {"attempt", "tail", "follow", "raw"});
     if (!params.ok()) return ReplyError(res, params.error());
     Result<bool> follow = FlagParam(req, "follow");
     if (!follow.ok()) return ReplyError(res, follow.error());
+    Result<bool> raw = FlagParam(req, "raw");
+    if (!raw.ok()) return ReplyError(res, raw.error());
     Result<int> tail = CountParam(req, "tail", 0, 1, 1 << 30);
     if (!tail.ok()) return ReplyError(res, tail.error());
     std::string id = req.matches[1].str();
@@ -167,8 +171,12 @@ void ApiServer::StreamRoutes() {
       return ReplyError(res,
                         Error::NotFound("task " + id + " has no attempt " + std::to_string(n)));
     }
-    std::string path = worker::AttemptLogPath(
-        (std::filesystem::path(store::LocalDir(options_.db_path)) / "logs").string(), id, n);
+    std::string logs = (std::filesystem::path(store::LocalDir(options_.db_path)) / "logs").string();
+    std::string path = worker::AttemptLogPath(logs, id, n);
+    if (*raw) {
+      std::string raw_path = worker::AttemptRawLogPath(logs, id, n);
+      if (FileSize(raw_path) >= 0 || FileSize(path) < 0) path = raw_path;
+    }
     std::int64_t size = FileSize(path);
     bool running = attempt->status == ClaimStatus::kActive;
     if (size < 0 && !running) {
@@ -230,6 +238,27 @@ void ApiServer::StreamRoutes() {
     Reply(res, 200, hub_->RenderStats((*s)->clock().NowMs()));
   });
 
+  // GET /api/usage?by=task|queue|agent|day&since=DUR: the usage ledger summed, as `tx usage
+  // --json` prints it.
+  h.Get("/api/usage", [this, &opts](const httplib::Request& req, httplib::Response& res) {
+    Status params = OnlyParams(req, {"by", "since"});
+    if (!params.ok()) return ReplyError(res, params.error());
+    Result<StorePool::Lease> s = stores_.Acquire();
+    if (!s.ok()) return ReplyError(res, s.error());
+    store::Store& store = **s;
+    Millis since = 0;
+    if (req.has_param("since")) {
+      Result<Millis> d = ParseDuration(req.get_param_value("since"));
+      if (!d.ok()) return ReplyError(res, d.error());
+      since = std::max<Millis>(0, store.clock().NowMs() - *d);
+    }
+    std::string by = req.has_param("by") ? req.get_param_value("by") : "task";
+    Result<nlohmann::json> doc =
+        service::AgentService(store, store.clock(), opts).UsageDocument(by, since);
+    if (!doc.ok()) return ReplyError(res, doc.error());
+    Reply(res, 200, *doc);
+  });
+
   // GET /metrics: the Prometheus text format. Gauges are read from the store now; counters come
   // from the event log (api/metrics.h).
   h.Get("/metrics", [this, &opts](const httplib::Request& req, httplib::Response& res) {
@@ -244,6 +273,7 @@ void ApiServer::StreamRoutes() {
       TX_ASSIGN_OR_RETURN(std::vector<Worker> workers, txn.ListWorkers({}));
       for (const auto& w : workers) ++snap.workers[w.status];
       TX_ASSIGN_OR_RETURN(snap.reconciler, txn.GetReconcilerRecord());
+      TX_ASSIGN_OR_RETURN(snap.usage_by_agent, txn.UsageByAgent());
       TX_ASSIGN_OR_RETURN(std::vector<OrchestratorState> rows, txn.ListOrchestrators());
       for (const auto& o : rows) {
         if (o.status != "stopped" && opts.orchestrator_alive(o, store.clock().NowMs())) {

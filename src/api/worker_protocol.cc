@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "api/body_fields.h"
+#include "core/json.h"
 
 namespace tx::api {
 
@@ -100,7 +101,79 @@ Result<ClaimBody> DecodeClaim(const json& body) {
   TX_RETURN_IF_ERROR(RequiredString(body, "worker_id", c.worker_id));
   TX_RETURN_IF_ERROR(ReadMillis(body, "lease_ms", 0, 7 * 24 * 3'600'000, c.lease_ms));
   TX_RETURN_IF_ERROR(ReadMillis(body, "wait_ms", 0, kMaxClaimWaitMs, c.wait_ms));
+  if (auto gate = body.find("gate"); gate != body.end() && !gate->is_null()) {
+    if (!gate->is_object()) return WrongType("gate", "an object");
+    for (const char* key : {"agents", "queues"}) {
+      auto list = gate->find(key);
+      if (list == gate->end()) continue;
+      if (!list->is_array() || list->size() > 256) return WrongType("gate", "lists of names");
+      std::vector<std::string>& out =
+          std::string_view(key) == "agents" ? c.gate.blocked_agents : c.gate.blocked_agent_queues;
+      for (const auto& n : *list) {
+        if (!n.is_string() || n.get<std::string>().size() > 4096) {
+          return WrongType("gate", "lists of names");
+        }
+        out.push_back(n.get<std::string>());
+      }
+    }
+  }
   return c;
+}
+
+namespace {
+
+Status ReadToken(const json& body, std::string& task_id, std::int64_t& token) {
+  TX_RETURN_IF_ERROR(RequiredString(body, "task_id", task_id));
+  if (!body.contains("token")) return Error::InvalidArgument("field 'token' is required");
+  return ReadInteger(body, "token", token);
+}
+
+}  // namespace
+
+Result<AttemptUsage> DecodeUsage(const json& body) {
+  auto it = body.find("usage");
+  if (it == body.end()) return Error::InvalidArgument("field 'usage' is required");
+  return UsageFromJson(*it);
+}
+
+Result<LimitedBody> DecodeLimited(const json& body) {
+  LimitedBody b;
+  TX_RETURN_IF_ERROR(ReadToken(body, b.task_id, b.token));
+  TX_RETURN_IF_ERROR(RequiredString(body, "agent", b.limit.profile));
+  TX_RETURN_IF_ERROR(ReadString(body, "account", b.limit.account));
+  TX_RETURN_IF_ERROR(ReadString(body, "reason", b.limit.reason));
+  TX_RETURN_IF_ERROR(ReadInteger(body, "reset_at", b.limit.reset_at));
+  if (auto it = body.find("accounts"); it != body.end()) {
+    if (!it->is_array()) return WrongType("accounts", "an array of names");
+    for (const auto& a : *it) {
+      if (!a.is_string()) return WrongType("accounts", "an array of names");
+      b.limit.accounts.push_back(a.get<std::string>());
+    }
+  }
+  return b;
+}
+
+Result<UnavailableBody> DecodeUnavailable(const json& body) {
+  UnavailableBody b;
+  TX_RETURN_IF_ERROR(ReadToken(body, b.task_id, b.token));
+  TX_RETURN_IF_ERROR(ReadReason(body, {EndReason::kSpawnFailed, EndReason::kAgentUnavailable},
+                                EndReason::kSpawnFailed, b.reason));
+  TX_RETURN_IF_ERROR(RequiredString(body, "agent", b.agent));
+  TX_RETURN_IF_ERROR(ReadString(body, "why", b.why));
+  return b;
+}
+
+Result<OverBudgetBody> DecodeOverBudget(const json& body) {
+  OverBudgetBody b;
+  TX_RETURN_IF_ERROR(ReadToken(body, b.task_id, b.token));
+  TX_RETURN_IF_ERROR(ReadString(body, "why", b.why));
+  return b;
+}
+
+Result<service::Budgets> DecodeAgentState(const json& body) {
+  auto it = body.find("budgets");
+  if (it == body.end() || it->is_null()) return service::Budgets{};
+  return service::BudgetsFromJson(*it);
 }
 
 Result<FencedBody> DecodeFenced(FencedCall call, const json& body) {

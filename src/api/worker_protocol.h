@@ -12,6 +12,8 @@
 
 #include "core/claim.h"
 #include "core/error.h"
+#include "core/usage.h"
+#include "service/agent_service.h"
 #include "service/claim_service.h"
 #include "service/worker_service.h"
 
@@ -39,11 +41,13 @@ struct DeregisterBody {
 };
 Result<DeregisterBody> DecodeDeregister(const nlohmann::json& body);
 
-// claim: {"worker_id" (required), "lease_ms" (0 = the default), "wait_ms" (0..60000)}.
+// claim: {"worker_id" (required), "lease_ms" (0 = the default), "wait_ms" (0..60000), "gate":
+// {"agents": [...], "queues": [...]} (the agent tasks to pass over, service/agent_gate.h)}.
 struct ClaimBody {
   std::string worker_id;
   Millis lease_ms = 0;
   Millis wait_ms = 0;
+  service::AgentGate gate;
 };
 Result<ClaimBody> DecodeClaim(const nlohmann::json& body);
 
@@ -74,6 +78,37 @@ struct AutoMergeBody {
   std::string why;
 };
 Result<AutoMergeBody> DecodeAutoMerge(const nlohmann::json& body);
+
+// The agents (docs/agents.md), each fenced by the attempt's claim token where it ends one:
+//   usage:        {"usage": the attempt's row as ToJson(AttemptUsage) writes it}
+//   limited:      {"task_id", "token", "agent", "account", "accounts": [...], "reset_at"
+//                  (epoch ms, 0 = none given), "reason"}
+//   unavailable:  {"task_id", "token", "reason": spawn_failed | agent_unavailable, "agent",
+//                  "why"}
+//   over-budget:  {"task_id", "token", "why"}
+//   agent-state:  {"budgets": {"daily_usd", "queues": {NAME: usd}}}
+Result<AttemptUsage> DecodeUsage(const nlohmann::json& body);
+struct LimitedBody {
+  std::string task_id;
+  std::int64_t token = 0;
+  service::LimitReport limit;
+};
+Result<LimitedBody> DecodeLimited(const nlohmann::json& body);
+struct UnavailableBody {
+  std::string task_id;
+  std::int64_t token = 0;
+  EndReason reason = EndReason::kSpawnFailed;
+  std::string agent;
+  std::string why;
+};
+Result<UnavailableBody> DecodeUnavailable(const nlohmann::json& body);
+struct OverBudgetBody {
+  std::string task_id;
+  std::int64_t token = 0;
+  std::string why;
+};
+Result<OverBudgetBody> DecodeOverBudget(const nlohmann::json& body);
+Result<service::Budgets> DecodeAgentState(const nlohmann::json& body);
 
 // batch: {"worker_id" (required), "finished": [report bodies: {"task_id", "token", "outcome",
 // "text", "exit_code"}] (at most 100), "claim" (0..100 tasks to claim), "lease_ms"}.

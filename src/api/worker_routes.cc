@@ -15,6 +15,7 @@
 #include "api/server.h"
 #include "api/worker_protocol.h"
 #include "core/json.h"
+#include "service/agent_service.h"
 #include "service/claim_service.h"
 #include "service/task_service.h"
 #include "service/worker_service.h"
@@ -154,8 +155,11 @@ void ApiServer::WorkerRoutes() {
       auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(c.wait_ms);
       for (;;) {
         std::uint64_t seen = hub_->ready_generation();
+        const service::AgentGate* gate =
+            c.gate.blocked_agents.empty() && c.gate.blocked_agent_queues.empty() ? nullptr
+                                                                                 : &c.gate;
         TX_ASSIGN_OR_RETURN(std::optional<service::ClaimResult> got,
-                            claims.ClaimNext(c.worker_id, c.lease_ms));
+                            claims.ClaimNext(c.worker_id, c.lease_ms, gate));
         if (got) return ClaimJson(*got);
         TX_ASSIGN_OR_RETURN(Worker w, workers.Get(c.worker_id));
         if (w.request != WorkerRequest::kNone) return json();  // it has something else to do
@@ -164,7 +168,7 @@ void ApiServer::WorkerRoutes() {
         Millis wait = std::min<Millis>(
             kClaimRecheckMs,
             std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count());
-        TX_ASSIGN_OR_RETURN(std::optional<Millis> next, claims.NextEligibleAt(c.worker_id));
+        TX_ASSIGN_OR_RETURN(std::optional<Millis> next, claims.NextEligibleAt(c.worker_id, gate));
         if (next) wait = std::clamp<Millis>(*next - store.clock().NowMs(), 0, wait);
         hub_->WaitForReady(seen, std::chrono::milliseconds(wait));
       }
@@ -244,6 +248,79 @@ void ApiServer::WorkerRoutes() {
     });
   });
 
+  // The agents (docs/agents.md): the attempt's row of the usage ledger, and the ends of an
+  // attempt that are not the task's fault; AgentService checks the tokens.
+  h.Post("/api/worker/usage", [serve, &opts](const httplib::Request& req, httplib::Response& res) {
+    serve(req, res, 200, [&](store::Store& store, const json& body) -> Result<json> {
+      TX_ASSIGN_OR_RETURN(AttemptUsage u, DecodeUsage(body));
+      TX_RETURN_IF_ERROR(service::AgentService(store, store.clock(), opts).RecordUsage(u));
+      return json{{"ok", true}};
+    });
+  });
+  h.Get("/api/worker/usage", [this, &opts](const httplib::Request& req, httplib::Response& res) {
+    Result<StorePool::Lease> s = stores_.Acquire();
+    if (!s.ok()) return ReplyError(res, s.error());
+    store::Store& store = **s;
+    Status only = OnlyParams(req, {"task_id"});
+    if (!only.ok()) return ReplyError(res, only.error());
+    Result<std::vector<AttemptUsage>> rows =
+        service::AgentService(store, store.clock(), opts).TaskUsage(req.get_param_value("task_id"));
+    if (!rows.ok()) return ReplyError(res, rows.error());
+    json out = json::array();
+    double cost = 0;
+    for (const auto& u : *rows) {
+      out.push_back(ToJson(u));
+      cost += u.cost_usd;
+    }
+    Reply(res, 200, {{"usage", out}, {"cost_usd", cost}, {"server_time", store.clock().NowMs()}});
+  });
+  h.Post("/api/worker/limited",
+         [serve, &opts](const httplib::Request& req, httplib::Response& res) {
+           serve(req, res, 200, [&](store::Store& store, const json& body) -> Result<json> {
+             TX_ASSIGN_OR_RETURN(LimitedBody b, DecodeLimited(body));
+             TX_ASSIGN_OR_RETURN(Task t, service::AgentService(store, store.clock(), opts)
+                                             .EndLimited(b.task_id, b.token, b.limit));
+             return json{{"task", ToJson(t, {})}};
+           });
+         });
+  h.Post("/api/worker/unavailable",
+         [serve, &opts](const httplib::Request& req, httplib::Response& res) {
+           serve(req, res, 200, [&](store::Store& store, const json& body) -> Result<json> {
+             TX_ASSIGN_OR_RETURN(UnavailableBody b, DecodeUnavailable(body));
+             TX_ASSIGN_OR_RETURN(Task t,
+                                 service::AgentService(store, store.clock(), opts)
+                                     .EndUnavailable(b.task_id, b.token, b.reason, b.agent, b.why));
+             return json{{"task", ToJson(t, {})}};
+           });
+         });
+  h.Post("/api/worker/over-budget",
+         [serve, &opts](const httplib::Request& req, httplib::Response& res) {
+           serve(req, res, 200, [&](store::Store& store, const json& body) -> Result<json> {
+             TX_ASSIGN_OR_RETURN(OverBudgetBody b, DecodeOverBudget(body));
+             TX_ASSIGN_OR_RETURN(Task t, service::AgentService(store, store.clock(), opts)
+                                             .EndOverBudget(b.task_id, b.token, b.why));
+             return json{{"task", ToJson(t, {})}};
+           });
+         });
+  // The fleet's limits (the ended ones announced first) and the day's spending against the
+  // budgets the worker was configured with.
+  h.Post("/api/worker/agent-state",
+         [serve, &opts](const httplib::Request& req, httplib::Response& res) {
+           serve(req, res, 200, [&](store::Store& store, const json& body) -> Result<json> {
+             TX_ASSIGN_OR_RETURN(service::Budgets budgets, DecodeAgentState(body));
+             service::AgentService agents(store, store.clock(), opts);
+             TX_RETURN_IF_ERROR(agents.ResumeExpired());
+             TX_ASSIGN_OR_RETURN(std::vector<AgentLimit> limits, agents.Limits());
+             json out = {{"limits", json::array()}};
+             for (const auto& l : limits) out["limits"].push_back(ToJson(l));
+             if (budgets.any()) {
+               TX_ASSIGN_OR_RETURN(service::BudgetState b, agents.CheckBudgets(budgets));
+               out["budget"] = ToJson(b);
+             }
+             return out;
+           });
+         });
+
   // Reports a batch of outcomes and claims up to `claim` more tasks in one transaction
   // (ClaimService::ReportAndClaimBatch), for clients that work through short tasks in batches;
   // it does not wait for tasks. All or nothing: one refused report refuses the batch (409).
@@ -268,7 +345,8 @@ void ApiServer::WorkerRoutes() {
     if (!s.ok()) return ReplyError(res, s.error());
     store::Store& store = **s;
     Status written = [&]() -> Status {
-      TX_RETURN_IF_ERROR(OnlyParams(req, {"task_id", "attempt", "token", "offset"}));
+      TX_RETURN_IF_ERROR(OnlyParams(req, {"task_id", "attempt", "token", "offset", "raw"}));
+      bool raw = req.get_param_value("raw") == "1";
       std::string task_id = req.get_param_value("task_id");
       TX_ASSIGN_OR_RETURN(std::int64_t attempt, IntegerParam(req, "attempt"));
       TX_ASSIGN_OR_RETURN(std::int64_t token, IntegerParam(req, "token"));
@@ -283,9 +361,11 @@ void ApiServer::WorkerRoutes() {
         return Error::Backpressure("the log of " + task_id + " is over " +
                                    std::to_string(kMaxShippedLogBytes >> 20) + " MiB");
       }
-      std::filesystem::path path = worker::AttemptLogPath(
-          (std::filesystem::path(store::LocalDir(options_.db_path)) / "logs").string(), task_id,
-          static_cast<int>(attempt));
+      std::string logs =
+          (std::filesystem::path(store::LocalDir(options_.db_path)) / "logs").string();
+      std::filesystem::path path =
+          raw ? worker::AttemptRawLogPath(logs, task_id, static_cast<int>(attempt))
+              : worker::AttemptLogPath(logs, task_id, static_cast<int>(attempt));
       std::error_code ec;
       std::filesystem::create_directories(path.parent_path(), ec);
       if (offset == 0) std::ofstream(path, std::ios::binary | std::ios::trunc);

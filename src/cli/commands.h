@@ -67,5 +67,6 @@ Handler SetupWorkerPause(CLI::App& cmd);
 Handler SetupWorkerResume(CLI::App& cmd);
 Handler SetupTaskLog(CLI::App& cmd);
 Handler SetupServe(CLI::App& cmd);
+Handler SetupUsage(CLI::App& cmd);
 
 }  // namespace tx::cli

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <random>
@@ -18,24 +19,50 @@
 #include "core/duration.h"
 #include "core/json.h"
 #include "exec/process_info.h"
+#include "exec/program.h"
 #include "orchestrator/alive.h"
 #include "orchestrator/config.h"
 #include "orchestrator/control.h"
 #include "orchestrator/daemon.h"
 #include "orchestrator/runtime.h"
 #include "orchestrator/singleton.h"
+#include "service/agent_service.h"
 #include "service/orchestrator_service.h"
 #include "service/pool_status.h"
 #include "service/task_service.h"
 #include "service/worker_service.h"
 #include "store/location.h"
+#include "worker/config.h"
 #include "worker/flags.h"
+#include "worker/spawn_plan.h"
 
 namespace tx::cli {
 
 namespace fs = std::filesystem;
 
 namespace {
+
+// The profiles whose program this machine lacks: a warning for the workers' default agent, a
+// note naming the others (their tasks are left to workers elsewhere).
+void WarnMissingPrograms(const worker::WorkerConfig& config) {
+  std::vector<std::string> env = worker::CurrentEnvironment();
+  std::string others;
+  for (const auto& [name, profile] : config.profiles) {
+    if (profile.argv.empty() || exec::FindProgram(profile.argv[0], env).ok()) continue;
+    if (name == config.agent) {
+      std::fprintf(stderr,
+                   "tx: warning: the workers' agent profile '%s' cannot run here: '%s' is not on "
+                   "PATH\n",
+                   name.c_str(), profile.argv[0].c_str());
+    } else {
+      others += (others.empty() ? "" : ", ") + name;
+    }
+  }
+  if (!others.empty()) {
+    std::fprintf(stderr, "tx: agent profiles whose program is not on PATH here: %s\n",
+                 others.c_str());
+  }
+}
 
 // Before detaching, the refusal OrchestratorService::Acquire would make later: another live
 // orchestrator of this pool, or, on a store hosts do not share (SQLite), any other one.
@@ -161,7 +188,8 @@ Handler SetupOrchestratorStart(CLI::App& cmd) {
     worker::WorkerFlags worker = a->worker;
     worker.config = a->config;
     worker.shutdown = std::to_string(c.shutdown_timeout_ms) + "ms";
-    TX_RETURN_IF_ERROR(worker::BuildWorkerConfig(ctx.DbPath(), SelfExe(), worker));
+    TX_ASSIGN_OR_RETURN(worker::WorkerConfig workers_config,
+                        worker::BuildWorkerConfig(ctx.DbPath(), SelfExe(), worker));
     for (const auto& [slot, args] : c.slot_args) {
       worker::WorkerFlags slotted = worker;
       TX_RETURN_IF_ERROR(worker::ApplyWorkerArgs(args, slotted));
@@ -194,6 +222,8 @@ Handler SetupOrchestratorStart(CLI::App& cmd) {
       TX_ASSIGN_OR_RETURN(std::unique_ptr<store::Store> store, store::Open({c.db_path, false}));
       TX_RETURN_IF_ERROR(RefuseIfRunning(*store, PoolId(exec::Hostname(), c.store_dir)));
     }  // closed before a fork: an SQLite connection must not cross one
+    // Said now, on the terminal: an agent the workers would run whose program is not on PATH.
+    WarnMissingPrograms(workers_config);
 
     std::optional<orchestrator::DaemonHandshake> handshake;
     if (a->daemon) {
@@ -330,6 +360,12 @@ Handler SetupOrchestratorStatus(CLI::App& cmd) {
     Millis now = ctx.now();
     TX_ASSIGN_OR_RETURN(nlohmann::json st,
                         service::PoolStatus(*store, ctx.options(), now, *id, ctx.LocalPool()));
+    // The agents' limits and the day's budgets, as config.toml beside the store sets them.
+    worker::WorkerConfig settings;
+    TX_RETURN_IF_ERROR(worker::ApplyConfigFile(ctx.ConfigPath(), settings));
+    TX_ASSIGN_OR_RETURN(
+        st["agents"],
+        service::AgentService(*store, ctx.clock(), ctx.options()).StatusOf(settings.budgets));
     if (ctx.json()) {
       ctx.PrintJson(st);
       return Ok();
@@ -410,6 +446,7 @@ Handler SetupOrchestratorStatus(CLI::App& cmd) {
           << report.value("inconsistencies_fixed", 0);
     }
     out << '\n';
+    PrintAgentStatus(out, st["agents"], now);
     return Ok();
   };
 }

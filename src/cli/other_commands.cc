@@ -22,6 +22,7 @@
 #include "exec/process_info.h"
 #include "orchestrator/agent_cleanup.h"
 #include "orchestrator/config.h"
+#include "service/agent_service.h"
 #include "service/event_log.h"
 #include "service/orchestrator_service.h"
 #include "service/reconciler.h"
@@ -169,6 +170,20 @@ Handler SetupWorkerList(CLI::App& cmd) {
       ctx.PrintJson(arr);
     } else {
       PrintWorkerTable(ctx.out(), list, ctx.now());
+      // What keeps agents from running: programs missing on a worker's machine (or a refused
+      // login there), and the fleet's limits.
+      for (const auto& w : list) {
+        auto missing = w.metadata.find("unavailable_agents");
+        if (!IsLive(w.status) || missing == w.metadata.end() || !missing->is_object()) continue;
+        for (const auto& [agent, why] : missing->items()) {
+          ctx.out() << w.id << " cannot run " << agent << ": "
+                    << (why.is_string() ? why.get<std::string>() : why.dump()) << '\n';
+        }
+      }
+      TX_ASSIGN_OR_RETURN(
+          nlohmann::json agents,
+          service::AgentService(*store, ctx.clock(), ctx.options()).StatusOf(service::Budgets{}));
+      PrintAgentStatus(ctx.out(), agents, ctx.now());
     }
     return Ok();
   };

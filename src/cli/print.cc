@@ -1,5 +1,7 @@
 #include "cli/print.h"
 
+#include <cstdio>
+
 #include "cli/table.h"
 #include "core/duration.h"
 
@@ -22,6 +24,23 @@ std::string Join(const std::vector<std::string>& v, const char* sep = ", ") {
 std::string Time(Millis t) { return t > 0 ? FormatTime(t) : "-"; }
 }  // namespace
 
+std::string Dollars(double usd) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, usd > 0 && usd < 0.995 ? "$%.4f" : "$%.2f", usd);
+  return buf;
+}
+
+std::string Count(std::int64_t n) {
+  char buf[32];
+  if (n < 1000) return std::to_string(n);
+  if (n < 1'000'000) {
+    std::snprintf(buf, sizeof buf, "%.1fk", static_cast<double>(n) / 1e3);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.1fM", static_cast<double>(n) / 1e6);
+  }
+  return buf;
+}
+
 void PrintTaskTable(std::ostream& out, const std::vector<Task>& tasks) {
   if (tasks.empty()) {
     out << "no tasks\n";
@@ -36,7 +55,7 @@ void PrintTaskTable(std::ostream& out, const std::vector<Task>& tasks) {
 }
 
 void PrintTaskDetail(std::ostream& out, const Task& t, const std::vector<Claim>& attempts,
-                     Millis now) {
+                     const std::vector<AttemptUsage>& usage, Millis now) {
   auto line = [&](const char* k, const std::string& v) {
     if (!v.empty()) out << k << std::string(14 - std::string(k).size(), ' ') << v << '\n';
   };
@@ -53,6 +72,7 @@ void PrintTaskDetail(std::ostream& out, const Task& t, const std::vector<Claim>&
   line("command", Join(t.command, " "));
   line("agent", t.agent);
   line("timeout", FormatDuration(t.timeout_ms));
+  if (double budget = BudgetUsd(t); budget > 0) line("budget", Dollars(budget));
   if (t.review) line("review", "yes");
   line("repo", t.repo);
   line("base", t.base_branch);
@@ -69,17 +89,45 @@ void PrintTaskDetail(std::ostream& out, const Task& t, const std::vector<Claim>&
   if (!t.metadata.empty()) line("metadata", t.metadata.dump());
   line("result", t.result);
   line("error", t.error);
+  UsageTotal total;
+  for (const auto& u : usage) total.Add(u);
+  if (total.attempts > 0) {
+    line("usage", Dollars(total.cost_usd) + (total.estimated ? " (estimated)" : "") + " · " +
+                      Count(total.tokens.input) + " in, " + Count(total.tokens.output) + " out, " +
+                      Count(total.tokens.cache_read) + " cache read, " +
+                      Count(total.tokens.cache_write) + " cache write · " +
+                      std::to_string(total.turns) + " turns");
+  }
   if (attempts.empty()) return;
   out << "\nattempts\n";
-  Table table({"N", "TOKEN", "WORKER", "STARTED", "DURATION", "STATUS", "END REASON", "EXIT"});
+  Table table({"N", "TOKEN", "WORKER", "STARTED", "DURATION", "STATUS", "END REASON", "EXIT",
+               "COST", "SESSION"});
+  std::vector<std::string> denials;
   for (const auto& c : attempts) {
     Millis end = c.ended_at > 0 ? c.ended_at : now;
+    const AttemptUsage* u = nullptr;
+    for (const auto& row : usage) {
+      if (row.token == c.token) u = &row;
+    }
     table.Add({std::to_string(c.attempt), std::to_string(c.token), c.worker_id, Time(c.claimed_at),
                FormatDuration(end - c.claimed_at), std::string(ToString(c.status)),
                c.end_reason == EndReason::kNone ? "-" : std::string(ToString(c.end_reason)),
-               c.exit_code ? std::to_string(*c.exit_code) : "-"});
+               c.exit_code ? std::to_string(*c.exit_code) : "-",
+               u != nullptr ? Dollars(u->cost_usd) + (u->cost_estimated ? "~" : "") : "-",
+               u != nullptr && !u->session_id.empty() ? u->session_id : "-"});
+    if (u == nullptr) continue;
+    for (const auto& d : u->denials) {
+      if (!d.is_object()) continue;
+      std::string input = d.value("input", "");
+      denials.push_back("attempt " + std::to_string(c.attempt) + ": " + d.value("tool", "?") +
+                        (input.empty() ? "" : "(" + input + ")"));
+    }
   }
   table.Print(out);
+  if (!denials.empty()) {
+    out << "\npermission denials\n";
+    for (const auto& d : denials) out << "  " << d << '\n';
+  }
 }
 
 void PrintWorkerTable(std::ostream& out, const std::vector<Worker>& workers, Millis now) {
@@ -135,6 +183,47 @@ void PrintReport(std::ostream& out, const ReconcileReport& r) {
       << "  orphaned tasks         " << r.orphaned_tasks << "\n"
       << "  inconsistencies fixed  " << r.inconsistencies_fixed << "\n"
       << "  overdue reviews        " << r.overdue_reviews << "\n";
+}
+
+}  // namespace tx::cli
+
+namespace tx::cli {
+
+void PrintAgentStatus(std::ostream& out, const nlohmann::json& agents, Millis now) {
+  if (!agents.is_object()) return;
+  for (const auto& l : agents.value("limits", nlohmann::json::array())) {
+    Result<Millis> until = ParseTime(l.value("until", ""));
+    if (!until.ok()) continue;
+    std::string account = l.value("account", "");
+    out << "agents: " << l.value("agent", "?") << (account.empty() ? "" : " (" + account + ")")
+        << " limited until " << FormatTime(*until).substr(11, 5) << " UTC (in "
+        << FormatDuration(std::max<Millis>(0, *until - now) / 1000 * 1000) << ")";
+    std::string reason = l.value("reason", "");
+    if (!reason.empty()) out << ": " << reason.substr(0, 160);
+    out << '\n';
+  }
+  const nlohmann::json& b = agents["budget"];
+  if (!b.is_object()) return;
+  double daily = b.value("daily_usd", 0.0);
+  if (daily > 0) {
+    out << "budget: " << Dollars(b.value("spent_usd", 0.0)) << " of " << Dollars(daily)
+        << " today (UTC)";
+    if (b.value("reached", false)) {
+      out << " — reached: no agent starts until " << b.value("next_day_at", std::string("?"));
+    }
+    out << '\n';
+  }
+  const nlohmann::json& queues = b["queue_daily_usd"];
+  if (!queues.is_object()) return;
+  for (const auto& [queue, usd] : queues.items()) {
+    double spent = b["queue_spent_usd"].value(queue, 0.0);
+    bool reached = false;
+    for (const auto& q : b.value("reached_queues", nlohmann::json::array())) {
+      reached = reached || q == queue;
+    }
+    out << "budget of queue " << queue << ": " << Dollars(spent) << " of " << Dollars(usd)
+        << " today" << (reached ? " — reached" : "") << '\n';
+  }
 }
 
 }  // namespace tx::cli

@@ -1,6 +1,7 @@
 // tx task add|list|show|update|done|fail|review|cancel|retry|approve|changes
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -23,9 +24,9 @@ namespace {
 
 Status PrintTask(Context& ctx, const service::TaskDetail& d) {
   if (ctx.json()) {
-    ctx.PrintJson(ToJson(d.task, d.attempts));
+    ctx.PrintJson(ToJson(d.task, d.attempts, d.usage));
   } else {
-    PrintTaskDetail(ctx.out(), d.task, d.attempts, ctx.now());
+    PrintTaskDetail(ctx.out(), d.task, d.attempts, d.usage, ctx.now());
   }
   return Ok();
 }
@@ -38,6 +39,10 @@ Status ShowRemoteTask(Context& ctx, worker::RemoteCoordinator& fleet, const std:
   for (const auto& a : j.value("attempts", nlohmann::json::array())) {
     TX_ASSIGN_OR_RETURN(Claim c, ClaimFromJson(a));
     d.attempts.push_back(std::move(c));
+    if (auto u = a.find("usage"); u != a.end() && u->is_object()) {
+      TX_ASSIGN_OR_RETURN(AttemptUsage row, UsageFromJson(*u));
+      d.usage.push_back(std::move(row));
+    }
   }
   return PrintTask(ctx, d);
 }
@@ -45,7 +50,7 @@ Status ShowRemoteTask(Context& ctx, worker::RemoteCoordinator& fleet, const std:
 struct AddArgs {
   std::string title, description, instructions, deliverables, priority,
       queue = "default", owner, workdir, command, agent, timeout, max_attempts, repo, base,
-      metadata;
+      metadata, budget;
   std::vector<std::string> steps, requires_caps, after;
   bool review = false, auto_merge = false;
 };
@@ -81,7 +86,12 @@ Handler SetupTaskAdd(CLI::App& cmd) {
   NonEmpty(
       cmd.add_option("--command", a->command, "Command line of a plain job (run without a shell)")
           ->type_name("'ARGV'"));
-  NonEmpty(cmd.add_option("--agent", a->agent, "Agent profile name")->type_name("NAME"));
+  NonEmpty(cmd.add_option("--agent", a->agent,
+                          "Agent profile (claude, codex, aider, generic, or from config.toml)")
+               ->type_name("NAME"));
+  NonEmpty(cmd.add_option("--budget-usd", a->budget,
+                          "Stop and fail the task once its attempts have cost this much")
+               ->type_name("X"));
   NonEmpty(
       cmd.add_option("--timeout", a->timeout, "Run timeout, e.g. 30m (default 30m, at most 2h)")
           ->type_name("DUR"));
@@ -136,10 +146,21 @@ Handler SetupTaskAdd(CLI::App& cmd) {
     if (!a->metadata.empty()) {
       TX_ASSIGN_OR_RETURN(t.metadata, ParseJsonObject("metadata", a->metadata));
     }
-    // Isolation the config asks for on the task's behalf ([git] repo, [git.queues.NAME]).
+    if (!a->budget.empty()) {
+      char* end = nullptr;
+      double usd = std::strtod(a->budget.c_str(), &end);
+      if (end == a->budget.c_str() || *end != '\0') {
+        return Error::InvalidArgument("invalid budget '" + a->budget +
+                                      "': a number of dollars such as 2.50");
+      }
+      t.metadata["budget_usd"] = usd;
+    }
+    // Isolation the config asks for on the task's behalf ([git] repo, [git.queues.NAME]), and
+    // the agent profiles it knows.
     worker::WorkerConfig config;
     TX_RETURN_IF_ERROR(worker::ApplyConfigFile(ctx.ConfigPath(), config));
     TX_RETURN_IF_ERROR(worker::PrepareGitTask(config, a->auto_merge, t));
+    TX_RETURN_IF_ERROR(worker::PrepareAgentTask(config, t));
     TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
     service::TaskService tasks(*store, ctx.clock(), ctx.options());
     TX_ASSIGN_OR_RETURN(Task added, tasks.Add(std::move(t)));
@@ -346,8 +367,36 @@ Handler SetupTaskCancel(CLI::App& cmd) {
   });
 }
 
+namespace {
+
+// tx task retry|changes ID [--note T] [--fresh]: the next attempt resumes the agent's session
+// with the note (docs/agents.md), unless --fresh.
+Handler SetupResumable(CLI::App& cmd, const char* note_help, bool note_required,
+                       Result<Task> (service::TaskService::*change)(std::string_view,
+                                                                    const std::string&, bool)) {
+  struct Args {
+    std::string id, note;
+    bool fresh = false;
+  };
+  auto a = std::make_shared<Args>();
+  cmd.add_option("id", a->id, "Task id")->type_name("")->required();
+  CLI::Option* note = NonEmpty(cmd.add_option("--note", a->note, note_help)->type_name("T"));
+  if (note_required) note->required();
+  cmd.add_flag("--fresh", a->fresh,
+               "Start the agent's conversation over instead of resuming its last session");
+  return [a, change](Context& ctx) -> Status {
+    TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
+    service::TaskService tasks(*store, ctx.clock(), ctx.options());
+    TX_RETURN_IF_ERROR((tasks.*change)(a->id, a->note, a->fresh));
+    return ShowTask(ctx, *store, a->id);
+  };
+}
+
+}  // namespace
+
 Handler SetupTaskRetry(CLI::App& cmd) {
-  return SetupNoteCommand(cmd, "Why (recorded in the event)", false, &service::TaskService::Retry);
+  return SetupResumable(cmd, "Why, and what to do differently: the agent's next prompt", false,
+                        &service::TaskService::Retry);
 }
 
 Handler SetupTaskApprove(CLI::App& cmd) {
@@ -356,8 +405,8 @@ Handler SetupTaskApprove(CLI::App& cmd) {
 }
 
 Handler SetupTaskChanges(CLI::App& cmd) {
-  return SetupNoteCommand(cmd, "What to change: shown to the agent in its next prompt", true,
-                          &service::TaskService::RequestChanges);
+  return SetupResumable(cmd, "What to change: the agent's next prompt", true,
+                        &service::TaskService::RequestChanges);
 }
 
 }  // namespace tx::cli

@@ -189,13 +189,15 @@ Handler SetupWorkerStop(CLI::App& cmd) {
 Handler SetupTaskLog(CLI::App& cmd) {
   struct Args {
     std::string id, attempt;
-    bool follow = false;
+    bool follow = false, raw = false;
   };
   auto a = std::make_shared<Args>();
   cmd.add_option("id", a->id, "Task id")->type_name("")->required();
   NonEmpty(cmd.add_option("--attempt", a->attempt, "Attempt number (default: the latest)")
                ->type_name("N"));
   cmd.add_flag("--follow,-f", a->follow, "Keep printing while the attempt runs");
+  cmd.add_flag("--raw", a->raw,
+               "The agent's raw output (stream-json, JSON lines) rather than the readable log");
   return [a](Context& ctx) -> Status {
     TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
     service::TaskService tasks(*store, ctx.clock(), ctx.options());
@@ -212,11 +214,24 @@ Handler SetupTaskLog(CLI::App& cmd) {
         return Error::NotFound("task " + a->id + " has no attempt " + std::to_string(n));
       }
     }
-    std::string path = worker::AttemptLogPath((StoreDir(ctx) / "logs").string(), a->id, n);
+    std::string logs = (StoreDir(ctx) / "logs").string();
+    std::string path = worker::AttemptLogPath(logs, a->id, n);
+    // A structured agent's raw output is kept beside its readable log; a plain one's log is
+    // its raw output.
+    if (a->raw) {
+      std::string raw = worker::AttemptRawLogPath(logs, a->id, n);
+      if (fs::exists(raw) || !fs::exists(path)) path = raw;
+    }
     std::ifstream in(path, std::ios::binary);
     if (!in && !a->follow) {
+      std::string why;
+      for (const auto& c : detail.attempts) {
+        if (c.attempt == n && c.end_reason != EndReason::kNone) {
+          why = ", and it ended " + std::string(ToString(c.end_reason));
+        }
+      }
       return Error::NotFound("no log for task " + a->id + " attempt " + std::to_string(n) + " (" +
-                             path + ")");
+                             path + ")" + why);
     }
     auto pump = [&] {
       if (!in.is_open()) in.open(path, std::ios::binary);

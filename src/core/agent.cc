@@ -5,14 +5,15 @@
 namespace tx {
 namespace {
 
-constexpr std::array<std::string_view, 5> kPlaceholders = {"prompt", "task_id", "title", "workdir",
-                                                           "attempt"};
+constexpr std::array<std::string_view, 6> kPlaceholders = {"prompt",  "task_id", "title",
+                                                           "workdir", "attempt", "session_id"};
 
 std::string_view ValueOf(std::string_view name, const AgentContext& c, std::string& scratch) {
   if (name == "prompt") return c.prompt;
   if (name == "task_id") return c.task_id;
   if (name == "title") return c.title;
   if (name == "workdir") return c.workdir;
+  if (name == "session_id") return c.session_id;
   scratch = std::to_string(c.attempt);
   return scratch;
 }
@@ -26,18 +27,6 @@ bool IsPlaceholder(std::string_view name) {
 
 }  // namespace
 
-std::map<std::string, AgentProfile> BuiltInProfiles() {
-  std::map<std::string, AgentProfile> out;
-  auto add = [&](std::string name, std::vector<std::string> argv) {
-    out[name] = AgentProfile{name, std::move(argv)};
-  };
-  add("claude", {"claude", "-p", "{prompt}"});
-  add("codex", {"codex", "exec", "{prompt}"});
-  add("aider", {"aider", "--yes-always", "--message", "{prompt}"});
-  add("generic", {"agent", "{prompt}"});
-  return out;
-}
-
 Status ValidateTemplate(std::string_view profile, const std::vector<std::string>& argv) {
   if (argv.empty() || argv[0].empty()) {
     return Error::InvalidArgument("agent profile '" + std::string(profile) + "' has an empty argv");
@@ -49,9 +38,10 @@ Status ValidateTemplate(std::string_view profile, const std::vector<std::string>
       if (close == std::string::npos) break;  // a lone brace is literal text
       std::string_view name(arg.data() + open + 1, close - open - 1);
       if (!IsPlaceholder(name)) {
-        return Error::InvalidArgument("agent profile '" + std::string(profile) +
-                                      "': unknown placeholder {" + std::string(name) +
-                                      "} (known: {prompt} {task_id} {title} {workdir} {attempt})");
+        return Error::InvalidArgument(
+            "agent profile '" + std::string(profile) + "': unknown placeholder {" +
+            std::string(name) +
+            "} (known: {prompt} {task_id} {title} {workdir} {attempt} {session_id})");
       }
     }
   }
@@ -118,6 +108,19 @@ std::string BuildPrompt(const Task& task, int attempt) {
       if (n.is_string()) notes += "- " + n.get<std::string>() + "\n";
     }
     if (!notes.empty()) p += "\n## Changes requested in review\n" + notes;
+  }
+  // The note of a retry (tx task retry --note), for the attempts after it.
+  if (auto it = task.metadata.find("next_note"); it != task.metadata.end() && it->is_object()) {
+    auto text = it->find("text");
+    auto after = it->find("after_attempt");
+    bool reviewed = false;
+    if (auto r = task.metadata.find("review_notes"); r != task.metadata.end() && r->is_array()) {
+      for (const auto& n : *r) reviewed = reviewed || (text != it->end() && n == *text);
+    }
+    if (text != it->end() && text->is_string() && !reviewed && after != it->end() &&
+        after->is_number_integer() && attempt > after->get<int>()) {
+      p += "\n## Note\n" + text->get<std::string>() + "\n";
+    }
   }
   p += "\n## Reporting\n";
   p += "When you have finished, report the outcome with the tx command (your claim token is in "

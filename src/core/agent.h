@@ -1,9 +1,10 @@
 #pragma once
-// Agent profiles and prompts: how a worker turns a task into an argv. Pure: no I/O.
+// Argv templates and prompts: how a worker turns a task into an argv. Pure: no I/O. (The
+// profiles that hold the templates are agent/profile.h's.)
 //
-// A profile is an argv template. Each argument may contain placeholders — {prompt}, {task_id},
-// {title}, {workdir}, {attempt} — replaced inside that one argument: a value never splits into
-// several arguments and nothing is run through a shell, so no text in a task can inject a
+// Each argument of a template may contain placeholders — {prompt}, {task_id}, {title},
+// {workdir}, {attempt}, {session_id} — replaced inside that one argument: a value never splits
+// into several arguments and nothing is run through a shell, so no text in a task can inject a
 // command.
 
 #include <map>
@@ -16,17 +17,6 @@
 
 namespace tx {
 
-struct AgentProfile {
-  std::string name;
-  std::vector<std::string> argv;  // the template
-  bool operator==(const AgentProfile&) const = default;
-};
-
-// claude (`claude -p {prompt}`), codex (`codex exec {prompt}`), aider (`aider --yes-always
-// --message {prompt}`) and generic (`agent {prompt}`: any program named `agent` on PATH).
-// Configuration may override each by name and add others.
-std::map<std::string, AgentProfile> BuiltInProfiles();
-
 // Checks a template: non-empty, and every {...} a known placeholder. invalid_argument names the
 // profile and the unknown placeholder.
 Status ValidateTemplate(std::string_view profile, const std::vector<std::string>& argv);
@@ -38,6 +28,7 @@ struct AgentContext {
   std::string title;
   std::string workdir;
   int attempt = 0;
+  std::string session_id;  // the session a resumed run continues
 };
 
 // Expands a validated template.

@@ -5,19 +5,11 @@
 namespace tx {
 namespace {
 
-TEST(Agent, BuiltInProfilesAreValidTemplatesForThePopularClis) {
-  auto profiles = BuiltInProfiles();
-  for (const char* name : {"claude", "codex", "aider", "generic"}) {
-    ASSERT_TRUE(profiles.count(name)) << name;
-    EXPECT_TRUE(ValidateTemplate(name, profiles[name].argv).ok()) << name;
-  }
-  EXPECT_EQ(profiles["claude"].argv, (std::vector<std::string>{"claude", "-p", "{prompt}"}));
-}
-
 TEST(Agent, PlaceholdersExpandInsideOneArgumentAndNeverSplitOrRunAShell) {
-  AgentContext c{"do it; rm -rf / $(reboot) `id`", "task-abcdefgh", "a \"title\"", "/w d", 3};
+  AgentContext c{
+      "do it; rm -rf / $(reboot) `id`", "task-abcdefgh", "a \"title\"", "/w d", 3, "sess-1"};
   auto argv = ExpandTemplate({"run", "{prompt}", "--id={task_id}", "{title}", "{workdir}",
-                              "n{attempt}", "{unknown}", "{", "}"},
+                              "n{attempt}", "{unknown}", "{", "}", "{session_id}"},
                              c);
   std::vector<std::string> want = {"run",
                                    "do it; rm -rf / $(reboot) `id`",
@@ -27,7 +19,8 @@ TEST(Agent, PlaceholdersExpandInsideOneArgumentAndNeverSplitOrRunAShell) {
                                    "n3",
                                    "{unknown}",
                                    "{",
-                                   "}"};
+                                   "}",
+                                   "sess-1"};
   EXPECT_EQ(argv, want);
 }
 
@@ -74,6 +67,17 @@ TEST(Agent, PromptCarriesTheChangesAReviewerRequested) {
             std::string::npos)
       << p;
   EXPECT_LT(p.find("Changes requested"), p.find("## Reporting"));
+}
+
+TEST(Agent, PromptCarriesTheNoteOfARetryFromTheAttemptAfterIt) {
+  Task t;
+  t.id = "task-abcdefgh";
+  t.metadata["next_note"] = {{"text", "use the v2 API"}, {"after_attempt", 2}};
+  EXPECT_EQ(BuildPrompt(t, 2).find("use the v2 API"), std::string::npos);
+  EXPECT_NE(BuildPrompt(t, 3).find("## Note\nuse the v2 API\n"), std::string::npos);
+  // A note that is also a review note is shown once, with the review's.
+  t.metadata["review_notes"] = {"use the v2 API"};
+  EXPECT_EQ(BuildPrompt(t, 3).find("## Note"), std::string::npos);
 }
 
 }  // namespace

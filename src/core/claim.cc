@@ -7,9 +7,22 @@ namespace tx {
 namespace {
 constexpr std::array<std::string_view, 4> kClaimStatus = {"active", "released", "expired",
                                                           "completed"};
-constexpr std::array<std::string_view, 12> kEndReasons = {
-    "",          "exited",   "failed",   "timed_out", "stalled", "lease_lost", "worker_died",
-    "cancelled", "shutdown", "released", "forced",    "orphaned"};
+constexpr std::array<std::string_view, 16> kEndReasons = {"",
+                                                          "exited",
+                                                          "failed",
+                                                          "timed_out",
+                                                          "stalled",
+                                                          "lease_lost",
+                                                          "worker_died",
+                                                          "cancelled",
+                                                          "shutdown",
+                                                          "released",
+                                                          "forced",
+                                                          "orphaned",
+                                                          "rate_limited",
+                                                          "spawn_failed",
+                                                          "over_budget",
+                                                          "agent_unavailable"};
 
 template <typename Enum, std::size_t N>
 Result<Enum> ParseFrom(const std::array<std::string_view, N>& names, std::string_view name,
@@ -28,6 +41,10 @@ Result<ClaimStatus> ParseClaimStatus(std::string_view name) {
 std::string_view ToString(EndReason r) { return kEndReasons[static_cast<std::size_t>(r)]; }
 Result<EndReason> ParseEndReason(std::string_view name) {
   return ParseFrom<EndReason>(kEndReasons, name, "end reason");
+}
+bool CountsAsAttempt(EndReason r) {
+  return r != EndReason::kShutdown && r != EndReason::kReleased && r != EndReason::kRateLimited &&
+         r != EndReason::kSpawnFailed && r != EndReason::kAgentUnavailable;
 }
 
 }  // namespace tx

@@ -19,19 +19,28 @@ Result<ClaimStatus> ParseClaimStatus(std::string_view name);
 
 // Why an attempt (a claim) ended. Recorded on the claim; listed as the task's attempts[].
 enum class EndReason {
-  kNone,        // still running
-  kExited,      // success reported (done or review)
-  kFailed,      // failure reported
-  kTimedOut,    // task timeout
-  kStalled,     // no output for the stall timeout
-  kLeaseLost,   // lease expired or renewal refused
-  kWorkerDied,  // the holding worker died
-  kCancelled,   // the task was cancelled
-  kShutdown,    // released by a graceful shutdown (does not count as an attempt)
-  kReleased,    // released by hand (does not count as an attempt)
-  kForced,      // an operator ended the task without the token
-  kOrphaned,    // the reconciler found the claim on a task that had already moved on
+  kNone,              // still running
+  kExited,            // success reported (done or review)
+  kFailed,            // failure reported
+  kTimedOut,          // task timeout
+  kStalled,           // no output for the stall timeout
+  kLeaseLost,         // lease expired or renewal refused
+  kWorkerDied,        // the holding worker died
+  kCancelled,         // the task was cancelled
+  kShutdown,          // released by a graceful shutdown (does not count as an attempt)
+  kReleased,          // released by hand (does not count as an attempt)
+  kForced,            // an operator ended the task without the token
+  kOrphaned,          // the reconciler found the claim on a task that had already moved on
+  kRateLimited,       // the agent reported a usage or rate limit (does not count as an attempt)
+  kSpawnFailed,       // the agent's program could not be started (does not count as an attempt)
+  kOverBudget,        // the agent was stopped once the task's budget was spent
+  kAgentUnavailable,  // the agent could not log in (does not count as an attempt)
 };
+
+// Whether an attempt that ended so counts against max_attempts: not a release, a shutdown, a
+// limit of the agent's account, a program missing on the worker's machine or an agent that
+// cannot log in there — none of them the task's fault.
+bool CountsAsAttempt(EndReason r);
 
 std::string_view ToString(EndReason r);
 Result<EndReason> ParseEndReason(std::string_view name);

@@ -66,6 +66,23 @@ nlohmann::json ToJson(const Task& t, const std::vector<Claim>& attempts) {
   };
 }
 
+nlohmann::json ToJson(const Task& t, const std::vector<Claim>& attempts,
+                      const std::vector<AttemptUsage>& usage) {
+  nlohmann::json j = ToJson(t, attempts);
+  UsageTotal total;
+  for (auto& a : j["attempts"]) {
+    a["usage"] = nullptr;
+    for (const auto& u : usage) {
+      if (u.token == a["token"].get<std::int64_t>()) {
+        a["usage"] = ToJson(u);
+        total.Add(u);
+      }
+    }
+  }
+  j["usage"] = total.attempts > 0 ? ToJson(total) : nlohmann::json();
+  return j;
+}
+
 nlohmann::json ToJson(const Worker& w, Millis now) {
   return {
       {"id", w.id},
@@ -143,9 +160,13 @@ nlohmann::json ToJson(const Event& e) {
 
 nlohmann::json ToJson(const ReconcileReport& r) {
   return {
-      {"dead_workers", r.dead_workers},       {"expired_leases", r.expired_leases},
-      {"orphaned_tasks", r.orphaned_tasks},   {"inconsistencies_fixed", r.inconsistencies_fixed},
-      {"overdue_reviews", r.overdue_reviews}, {"at", Time(r.at)},
+      {"dead_workers", r.dead_workers},
+      {"expired_leases", r.expired_leases},
+      {"orphaned_tasks", r.orphaned_tasks},
+      {"inconsistencies_fixed", r.inconsistencies_fixed},
+      {"overdue_reviews", r.overdue_reviews},
+      {"agents_resumed", r.agents_resumed},
+      {"at", Time(r.at)},
   };
 }
 
@@ -172,6 +193,18 @@ class Reader {
     if (v == nullptr) return;
     if (!v->is_number_integer()) return Bad(key, "an integer");
     out = v->get<T>();
+  }
+  void Number(const char* key, double& out) {
+    const nlohmann::json* v = Find(key);
+    if (v == nullptr) return;
+    if (!v->is_number()) return Bad(key, "a number");
+    out = v->get<double>();
+  }
+  void Array(const char* key, nlohmann::json& out) {
+    const nlohmann::json* v = Find(key);
+    if (v == nullptr) return;
+    if (!v->is_array()) return Bad(key, "an array");
+    out = *v;
   }
   void Bool(const char* key, bool& out) {
     const nlohmann::json* v = Find(key);
@@ -271,6 +304,55 @@ Result<Claim> ClaimFromJson(const nlohmann::json& j) {
     c.exit_code = it->get<int>();
   }
   return c;
+}
+
+Result<AttemptUsage> UsageFromJson(const nlohmann::json& j) {
+  AttemptUsage u;
+  Reader r(j, "usage");
+  r.Int("token", u.token);
+  r.Str("task_id", u.task_id);
+  r.Int("attempt", u.attempt);
+  r.Str("worker_id", u.worker_id);
+  r.Str("agent", u.agent);
+  r.Str("account", u.account);
+  r.Str("queue", u.queue);
+  r.Str("session_id", u.session_id, true);
+  r.Str("model", u.model, true);
+  nlohmann::json tokens = nlohmann::json::object();
+  r.Object("tokens", tokens);
+  r.Number("cost_usd", u.cost_usd);
+  r.Bool("cost_estimated", u.cost_estimated);
+  r.Int("turns", u.turns);
+  r.Array("permission_denials", u.denials);
+  r.Time("started_at", u.started_at);
+  r.Time("updated_at", u.updated_at);
+  TX_RETURN_IF_ERROR(r.status());
+  Reader t(tokens, "usage.tokens");
+  t.Int("input", u.tokens.input);
+  t.Int("output", u.tokens.output);
+  t.Int("cache_read", u.tokens.cache_read);
+  t.Int("cache_write", u.tokens.cache_write);
+  TX_RETURN_IF_ERROR(t.status());
+  if (u.cost_usd < 0 || u.turns < 0 || u.tokens.input < 0 || u.tokens.output < 0 ||
+      u.tokens.cache_read < 0 || u.tokens.cache_write < 0) {
+    return Error::InvalidArgument("usage: counts and costs cannot be negative");
+  }
+  return u;
+}
+
+Result<AgentLimit> LimitFromJson(const nlohmann::json& j) {
+  AgentLimit l;
+  Reader r(j, "limit");
+  r.Str("agent", l.profile);
+  r.Str("account", l.account);
+  r.Time("until", l.until);
+  r.Time("since", l.since);
+  r.Str("reason", l.reason);
+  r.Str("task_id", l.task_id, true);
+  r.Int("strikes", l.strikes);
+  r.Bool("resumed", l.resumed);
+  TX_RETURN_IF_ERROR(r.status());
+  return l;
 }
 
 Result<Task> TaskFromJson(const nlohmann::json& j) {

@@ -12,11 +12,16 @@
 #include "core/event.h"
 #include "core/orchestrator.h"
 #include "core/task.h"
+#include "core/usage.h"
 #include "core/worker.h"
 
 namespace tx {
 
 nlohmann::json ToJson(const Task& t, const std::vector<Claim>& attempts);
+// The same with the usage ledger (docs/agents.md): each attempt's row as its "usage" (null for
+// an attempt without one), and their total as the task's "usage" (null when there is none).
+nlohmann::json ToJson(const Task& t, const std::vector<Claim>& attempts,
+                      const std::vector<AttemptUsage>& usage);
 nlohmann::json ToJson(const Claim& c);
 nlohmann::json ToJson(const Worker& w, Millis now);
 nlohmann::json ToJson(const Event& e);
@@ -28,6 +33,9 @@ nlohmann::json ToJson(const ReconcileReport& r);
 Result<Task> TaskFromJson(const nlohmann::json& j);
 Result<Claim> ClaimFromJson(const nlohmann::json& j);
 Result<Worker> WorkerFromJson(const nlohmann::json& j);
+// What core/usage.h's ToJson writes.
+Result<AttemptUsage> UsageFromJson(const nlohmann::json& j);
+Result<AgentLimit> LimitFromJson(const nlohmann::json& j);
 
 // The heartbeat document of the source notes, for tools that read one:
 // {"workers": {"slot-1": {"slot", "status" (idle|working|offline), "task", "taskTitle",

@@ -64,9 +64,11 @@ constexpr Transition kTransitions[] = {
     {S::kReview, E::kForceFail, S::kFailed},
     {S::kApproved, E::kForceFail, S::kFailed},
     {S::kRunning, E::kForceReview, S::kReview},
+    {S::kRunning, E::kBudgetSpent, S::kFailed},
+    {S::kReady, E::kBudgetSpent, S::kFailed},
 };
 
-constexpr std::array<std::string_view, 15> kEventNames = {
+constexpr std::array<std::string_view, 16> kEventNames = {
     "unblock",         "claim",
     "succeed",         "submit for review",
     "fail an attempt", "requeue",
@@ -74,7 +76,7 @@ constexpr std::array<std::string_view, 15> kEventNames = {
     "merge",           "send back from a refused merge",
     "cancel",          "retry",
     "force done",      "force fail",
-    "force review"};
+    "force review",    "fail for its spent budget"};
 }  // namespace
 
 std::string_view ToString(TaskStatus s) {
@@ -119,6 +121,15 @@ Status CheckTransition(std::string_view task_id, TaskStatus from, TaskEvent even
 bool AsksForAutoMerge(const Task& task) {
   auto it = task.metadata.find("auto_merge");
   return it != task.metadata.end() && it->is_boolean() && it->get<bool>();
+}
+
+}  // namespace tx
+
+namespace tx {
+
+double BudgetUsd(const Task& task) {
+  auto it = task.metadata.find("budget_usd");
+  return it != task.metadata.end() && it->is_number() ? it->get<double>() : 0;
 }
 
 }  // namespace tx

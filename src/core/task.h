@@ -47,6 +47,7 @@ enum class TaskEvent {
   kForceDone,       // operator override: any non-terminal -> done
   kForceFail,       // operator override: any non-terminal -> failed
   kForceReview,     // operator override: running -> review
+  kBudgetSpent,     // running / ready -> failed: the task's agent budget is spent (not retried)
 };
 
 std::string_view ToString(TaskEvent e);
@@ -92,5 +93,9 @@ struct Task {
 // Whether the task asks to be merged without a person's approval once its branch passes the
 // check (metadata.auto_merge = true; tx task add --auto-merge). docs/git.md.
 bool AsksForAutoMerge(const Task& task);
+
+// The task's agent budget in USD (metadata.budget_usd; tx task add --budget-usd): once its
+// attempts together have cost it, no new attempt starts (docs/agents.md). 0 = none.
+double BudgetUsd(const Task& task);
 
 }  // namespace tx

@@ -21,7 +21,9 @@
 #include <utility>
 #include <vector>
 
+#include "exec/capped_log.h"
 #include "exec/cgroup.h"
+#include "exec/program.h"
 #include "exec/unique_fd.h"
 
 namespace tx::exec {
@@ -167,68 +169,9 @@ std::string RlimitName(int resource) {
 // argv[0] as execvp would find it, but in the parent (the child may not allocate) and with the
 // PATH of the child's environment. A relative PATH entry is relative to the child's cwd.
 Result<std::string> ResolveProgram(const SpawnSpec& spec) {
-  const std::string& name = spec.argv[0];
-  if (name.find('/') != std::string::npos) return name;
-  std::string path;
-  bool found = false;
-  for (const std::string& e : spec.env) {
-    if (e.rfind("PATH=", 0) == 0) {
-      path = e.substr(5);
-      found = true;
-      break;
-    }
-  }
-  if (!found) {
-    const char* mine = std::getenv("PATH");
-    path = mine != nullptr ? mine : "/usr/local/bin:/usr/bin:/bin";
-  }
-  int err = ENOENT;
-  std::size_t start = 0;
-  while (start <= path.size()) {
-    std::size_t end = path.find(':', start);
-    if (end == std::string::npos) end = path.size();
-    std::string dir = path.substr(start, end - start);
-    start = end + 1;
-    const std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
-    std::string check = candidate;
-    if (check[0] != '/' && !spec.cwd.empty()) check = spec.cwd + "/" + check;
-    struct stat st {};
-    if (::stat(check.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-    if (::access(check.c_str(), X_OK) == 0) return candidate;
-    err = EACCES;
-  }
-  return SpawnError(name, ErrnoText(err));
-}
-
-// fds 0-2 are the child's stdio; one of ours landing there (a parent that closed its stdin)
-// would be clobbered by the dup2s in the child.
-int AboveStdio(int fd) {
-  if (fd < 0 || fd > STDERR_FILENO) return fd;
-  int moved = ::fcntl(fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
-  ::close(fd);
-  return moved;
-}
-
-std::size_t WriteAll(int fd, const char* data, std::size_t n) {
-  std::size_t done = 0;
-  while (done < n) {
-    ssize_t w = ::write(fd, data + done, n - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) break;
-    done += static_cast<std::size_t>(w);
-  }
-  return done;
-}
-
-std::size_t PreadAll(int fd, char* data, std::size_t n, off_t at) {
-  std::size_t done = 0;
-  while (done < n) {
-    ssize_t r = ::pread(fd, data + done, n - done, at + static_cast<off_t>(done));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) break;
-    done += static_cast<std::size_t>(r);
-  }
-  return done;
+  Result<std::string> found = FindProgram(spec.argv[0], spec.env, spec.cwd);
+  if (!found.ok()) return SpawnError(spec.argv[0], found.error().message());
+  return found;
 }
 
 // Waits until the child has output or has exited, or `timeout` passes.
@@ -246,46 +189,13 @@ void AwaitActivity(const Child& child, std::chrono::milliseconds timeout) {
 
 // The pipe and the log file.
 struct Child::Output {
-  UniqueFd pipe;  // read end, non-blocking; closed at EOF
-  UniqueFd log;   // O_RDWR | O_APPEND (the cap reads the tail back); invalid: discard output
-  std::uint64_t cap = 0;
-  std::uint64_t log_size = 0;     // bytes in the log file now
-  std::uint64_t marker_size = 0;  // of the "[tx: ...]" line heading the log, 0 when none
-  std::uint64_t dropped = 0;      // output bytes cut from the head so far
-  std::uint64_t total = 0;        // bytes the child has written
+  UniqueFd pipe;            // read end, non-blocking; closed at EOF
+  CappedLog log;            // invalid: discard output
+  std::uint64_t total = 0;  // bytes the child has written
+  std::function<void(std::string_view)> observer;
   // Allocated on the first read: a child writing straight to its log never needs it, and an
   // orchestrator holds dozens of such children.
   std::vector<char> buf;
-
-  void Append(const char* data, std::size_t n) {
-    if (!log.valid()) return;
-    // Output is best effort: a full disk must not stop the agent, so bytes that cannot be
-    // written are dropped.
-    log_size += WriteAll(log.get(), data, n);
-    if (cap > 0 && log_size > cap) DropHead();
-  }
-
-  // Rewrites the log as a marker line and the newest ~cap/2 bytes.
-  void DropHead() {
-    const std::uint64_t keep = cap / 2;
-    if (log_size <= marker_size + keep) return;  // a cap smaller than the marker itself
-    std::string tail(keep, '\0');
-    if (PreadAll(log.get(), tail.data(), keep, static_cast<off_t>(log_size - keep)) != keep) {
-      // Someone else changed the file; follow its real size and try again later.
-      struct stat st {};
-      if (::fstat(log.get(), &st) == 0) log_size = static_cast<std::uint64_t>(st.st_size);
-      return;
-    }
-    // Start at a line when one begins soon, so the log does not open with half a line.
-    const std::size_t nl = tail.find('\n');
-    if (nl != std::string::npos && nl < tail.size() / 4) tail.erase(0, nl + 1);
-    dropped += log_size - marker_size - tail.size();
-    const std::string marker = "[tx: " + std::to_string(dropped) + " earlier bytes dropped]\n";
-    if (::ftruncate(log.get(), 0) != 0) return;
-    log_size = WriteAll(log.get(), marker.data(), marker.size());
-    log_size += WriteAll(log.get(), tail.data(), tail.size());
-    marker_size = marker.size();
-  }
 };
 
 struct Child::Group {
@@ -309,19 +219,10 @@ Result<Child> Child::Spawn(const SpawnSpec& spec) {
   Child child;
   child.out_ = std::make_unique<Output>();
   Output& out = *child.out_;
-  out.cap = spec.log_cap_bytes;
   if (!spec.log_path.empty()) {
-    const std::filesystem::path dir = std::filesystem::path(spec.log_path).parent_path();
-    std::error_code ec;
-    if (!dir.empty()) std::filesystem::create_directories(dir, ec);
-    if (ec) return SpawnError(name, "log directory '" + dir.string() + "': " + ec.message());
-    out.log.Reset(
-        AboveStdio(::open(spec.log_path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600)));
-    if (!out.log.valid()) {
-      return SpawnError(name, "log '" + spec.log_path + "': " + ErrnoText(errno));
-    }
-    struct stat st {};
-    if (::fstat(out.log.get(), &st) == 0) out.log_size = static_cast<std::uint64_t>(st.st_size);
+    Result<CappedLog> log = CappedLog::Open(spec.log_path, spec.log_cap_bytes);
+    if (!log.ok()) return SpawnError(name, log.error().message());
+    out.log = std::move(*log);
   }
 
   UniqueFd devnull(AboveStdio(::open("/dev/null", O_RDONLY | O_CLOEXEC)));
@@ -330,7 +231,7 @@ Result<Child> Child::Spawn(const SpawnSpec& spec) {
   UniqueFd out_w;
   const bool direct = spec.output_straight_to_log && out.log.valid();
   if (direct) {
-    out_w.Reset(::fcntl(out.log.get(), F_DUPFD_CLOEXEC, 3));
+    out_w.Reset(::fcntl(out.log.fd(), F_DUPFD_CLOEXEC, 3));
   } else {
     if (::pipe2(fds, O_CLOEXEC) != 0) return SpawnError(name, "pipe: " + ErrnoText(errno));
     out.pipe.Reset(AboveStdio(fds[0]));
@@ -510,6 +411,10 @@ void Child::Reset() noexcept {
   pid_ = -1;
 }
 
+void Child::SetOutputObserver(std::function<void(std::string_view)> observer) {
+  if (out_) out_->observer = std::move(observer);
+}
+
 int Child::output_fd() const { return out_ && out_->pipe.valid() ? out_->pipe.get() : -1; }
 
 std::uint64_t Child::output_bytes() const { return out_ ? out_->total : 0; }
@@ -523,7 +428,9 @@ bool Child::PumpOutput() {
     if (n > 0) {
       out.total += static_cast<std::uint64_t>(n);
       last_output_at_ = SteadyClock::now();
-      out.Append(out.buf.data(), static_cast<std::size_t>(n));
+      std::string_view chunk(out.buf.data(), static_cast<std::size_t>(n));
+      out.log.Append(chunk);
+      if (out.observer) out.observer(chunk);
       continue;
     }
     if (n < 0 && errno == EINTR) continue;

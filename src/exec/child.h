@@ -24,9 +24,11 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "core/error.h"
 #include "exec/exit_outcome.h"
@@ -65,6 +67,10 @@ class Child {
 
   // Reads all output available now into the log. Returns false once the pipe is at EOF.
   bool PumpOutput();
+  // Hands every chunk of output read from now on to `observer` too, after the log has it (the
+  // worker's agent adapter). It is called from PumpOutput, TryWait, Wait and Terminate, on the
+  // owner's thread; it must not touch the Child.
+  void SetOutputObserver(std::function<void(std::string_view)> observer);
   // Steady-clock time of the last output byte (the spawn time until there is any).
   std::chrono::steady_clock::time_point last_output_at() const { return last_output_at_; }
   std::uint64_t output_bytes() const;  // total bytes the child has written

@@ -8,6 +8,7 @@
 
 namespace tx::service {
 
+using detail::CheckToken;
 using detail::Emit;
 using detail::LoadTask;
 using detail::LoadWorker;
@@ -41,44 +42,6 @@ Status CheckCanClaim(const Worker& w, Millis now) {
     return Error::Conflict("worker " + w.id + " is stale (last heartbeat " + age +
                            "); heartbeat before claiming");
   }
-  return Ok();
-}
-
-// The checks every token-holding call makes; fills `held` and `task` with the claim that passed
-// them and its task. Nothing is written. (Out-parameters, because every move of a Task on the
-// claim path costs about as much as reading a column.)
-Status CheckToken(store::Txn& txn, std::string_view task_id, std::int64_t token, Millis now,
-                  Claim& held, Task& task_out) {
-  TX_ASSIGN_OR_RETURN(std::optional<Claim> claim, txn.GetClaim(token));
-  std::optional<Task> task;
-  if (!task_id.empty()) {
-    TX_ASSIGN_OR_RETURN(task, txn.GetTask(task_id));
-    if (!task) return Error::NotFound("task " + std::string(task_id) + " not found");
-  }
-  if (!claim) return Error::Conflict("no claim has token " + std::to_string(token));
-  if (!task_id.empty() && claim->task_id != task_id) {
-    return Error::Conflict("token " + std::to_string(token) + " belongs to task " + claim->task_id +
-                           ", not " + std::string(task_id));
-  }
-  if (claim->status != ClaimStatus::kActive) {
-    std::string why = std::string(ToString(claim->status));
-    if (claim->end_reason != EndReason::kNone) {
-      why += " (" + std::string(ToString(claim->end_reason)) + ")";
-    }
-    return Error::Conflict("token " + std::to_string(token) + " of task " + claim->task_id +
-                           " is stale: its claim was " + why);
-  }
-  if (IsExpired(*claim, now)) {
-    return Error::Conflict("the lease of token " + std::to_string(token) + " on task " +
-                           claim->task_id + " expired " +
-                           FormatDuration(now - claim->lease_expires_at) + " ago");
-  }
-  if (!task) {
-    TX_ASSIGN_OR_RETURN(task, txn.GetTask(claim->task_id));
-    if (!task) return Error::NotFound("task " + claim->task_id + " not found");
-  }
-  held = std::move(*claim);
-  task_out = std::move(*task);
   return Ok();
 }
 
@@ -127,7 +90,7 @@ Status ClaimService::ClaimLocked(store::Txn& txn, ClaimResult& out, Worker& work
 }
 
 Status ClaimService::ClaimNextLocked(store::Txn& txn, Worker& worker, Millis lease_ms, Millis now,
-                                     std::optional<ClaimResult>& out) {
+                                     std::optional<ClaimResult>& out, const AgentGate* gate) {
   out.reset();
   TX_RETURN_IF_ERROR(CheckCanClaim(worker, now));
   // A worker that claims while the store says it holds a claim lost the answer to that claim (a
@@ -149,10 +112,23 @@ Status ClaimService::ClaimNextLocked(store::Txn& txn, Worker& worker, Millis lea
   }
   store::PickCriteria criteria{worker.queues, worker.capabilities, worker.name, worker.slot, now};
   if (criteria.queues.empty()) criteria.queues = {"default"};
-  TX_ASSIGN_OR_RETURN(std::optional<Task> task, txn.PickNextReady(criteria));
-  if (!task) return Ok();
-  out.emplace().task = std::move(*task);
-  return ClaimLocked(txn, *out, worker, lease_ms, now);
+  if (gate != nullptr) {
+    criteria.blocked_agents = gate->blocked_agents;
+    criteria.blocked_agent_queues = gate->blocked_agent_queues;
+  }
+  // A task whose budget is spent fails here instead of starting (detail::FailIfBudgetSpent);
+  // the pick then goes on to the next.
+  for (int picks = 0; picks < 16; ++picks) {
+    TX_ASSIGN_OR_RETURN(std::optional<Task> task, txn.PickNextReady(criteria));
+    if (!task) return Ok();
+    if (BudgetUsd(*task) > 0) {
+      TX_ASSIGN_OR_RETURN(bool spent, detail::FailIfBudgetSpent(txn, *task, now));
+      if (spent) continue;
+    }
+    out.emplace().task = std::move(*task);
+    return ClaimLocked(txn, *out, worker, lease_ms, now);
+  }
+  return Ok();
 }
 
 Status ClaimService::ClaimTaskLocked(store::Txn& txn, std::string_view task_id, Worker& worker,
@@ -175,6 +151,12 @@ Status ClaimService::ClaimTaskLocked(store::Txn& txn, std::string_view task_id, 
     return Error::Conflict("worker " + worker.id + " lacks a capability task " + task.id +
                            " requires");
   }
+  if (BudgetUsd(task) > 0) {
+    TX_ASSIGN_OR_RETURN(double spent, txn.TaskCost(task.id));
+    if (spent >= BudgetUsd(task)) {
+      return Error::Conflict("task " + task.id + " has spent its budget");
+    }
+  }
   return ClaimLocked(txn, out, worker, lease_ms, now);
 }
 
@@ -182,12 +164,12 @@ Status ClaimService::ClaimTaskLocked(store::Txn& txn, std::string_view task_id, 
 // statement, so it is never moved (a ClaimResult holds a whole Task).
 
 Result<std::optional<ClaimResult>> ClaimService::ClaimNext(std::string_view worker_id,
-                                                           Millis lease_ms) {
+                                                           Millis lease_ms, const AgentGate* gate) {
   Result<std::optional<ClaimResult>> result(std::in_place);
   Millis now = clock_.NowMs();
   Status s = store_.Write([&](store::Txn& txn) -> Status {
     TX_ASSIGN_OR_RETURN(Worker worker, LoadWorker(txn, worker_id));
-    return ClaimNextLocked(txn, worker, lease_ms, now, *result);
+    return ClaimNextLocked(txn, worker, lease_ms, now, *result, gate);
   });
   if (!s.ok()) result = s.error();
   return result;
@@ -471,13 +453,18 @@ Result<Claim> ClaimService::GiveUp(std::string_view task_id, std::int64_t token,
   return std::move(*out);
 }
 
-Result<std::optional<Millis>> ClaimService::NextEligibleAt(std::string_view worker_id) {
+Result<std::optional<Millis>> ClaimService::NextEligibleAt(std::string_view worker_id,
+                                                           const AgentGate* gate) {
   std::optional<Millis> out;
   Millis now = clock_.NowMs();
   TX_RETURN_IF_ERROR(store_.Read([&](store::Txn& txn) -> Status {
     TX_ASSIGN_OR_RETURN(Worker worker, LoadWorker(txn, worker_id));
     store::PickCriteria criteria{worker.queues, worker.capabilities, worker.name, worker.slot, now};
     if (criteria.queues.empty()) criteria.queues = {"default"};
+    if (gate != nullptr) {
+      criteria.blocked_agents = gate->blocked_agents;
+      criteria.blocked_agent_queues = gate->blocked_agent_queues;
+    }
     TX_ASSIGN_OR_RETURN(std::optional<Task> task, txn.PickNextReady(criteria));
     if (task) {
       out = now;

@@ -32,6 +32,14 @@ struct Session {
 };
 
 enum class Outcome { kDone, kReview, kFail };
+
+// The agent tasks a claim passes over (service/agent_gate.h computes it): see
+// store::PickCriteria::blocked_agents.
+struct AgentGate {
+  std::vector<std::string> blocked_agents;
+  std::vector<std::string> blocked_agent_queues;
+  bool operator==(const AgentGate&) const = default;
+};
 std::string_view ToString(Outcome o);
 
 class ClaimService {
@@ -41,11 +49,14 @@ class ClaimService {
   // Claims the best eligible ready task for a live, fresh worker: its queues, capabilities ⊇
   // requires, run_after reached, owner empty or the worker's name or slot; priority desc, then
   // FIFO. Returns nullopt when nothing is eligible. `lease_ms` 0 = the default lease.
+  // `gate`, when given, rules agent tasks out (limits, budgets, programs missing on the worker's
+  // machine). A task whose budget is spent is failed instead of claimed (not retried).
   // not_found: unknown worker. conflict: the worker is dead, stopped, stopping, paused or stale.
-  Result<std::optional<ClaimResult>> ClaimNext(std::string_view worker_id, Millis lease_ms = 0);
+  Result<std::optional<ClaimResult>> ClaimNext(std::string_view worker_id, Millis lease_ms = 0,
+                                               const AgentGate* gate = nullptr);
 
   // Claims one named task. conflict: not ready (blocked, running, ...), pinned to another owner,
-  // or requiring a capability the worker lacks.
+  // requiring a capability the worker lacks, or its budget spent.
   Result<ClaimResult> ClaimTask(std::string_view task_id, std::string_view worker_id,
                                 Millis lease_ms = 0);
 
@@ -135,7 +146,8 @@ class ClaimService {
   // When the worker should next try to claim (read only): `now` when a task is eligible for it
   // already, the earliest run_after of a ready task in its queues still waiting out a backoff
   // (possibly one it cannot take: a spurious wake-up is cheap), or nullopt when there is none.
-  Result<std::optional<Millis>> NextEligibleAt(std::string_view worker_id);
+  Result<std::optional<Millis>> NextEligibleAt(std::string_view worker_id,
+                                               const AgentGate* gate = nullptr);
 
   // The claim with this token as it stands (read only). not_found: no such token.
   Result<Claim> Inspect(std::int64_t token);
@@ -159,7 +171,7 @@ class ClaimService {
                      bool write_worker = true);
   // `out` is nullopt when no task is eligible.
   Status ClaimNextLocked(store::Txn& txn, Worker& worker, Millis lease_ms, Millis now,
-                         std::optional<ClaimResult>& out);
+                         std::optional<ClaimResult>& out, const AgentGate* gate = nullptr);
   Status ClaimTaskLocked(store::Txn& txn, std::string_view task_id, Worker& worker, Millis lease_ms,
                          Millis now, ClaimResult& out);
   // Fills `task` with the reported task as it now stands.

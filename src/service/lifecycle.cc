@@ -1,5 +1,7 @@
 #include "service/lifecycle.h"
 
+#include <cstdio>
+
 #include "core/duration.h"
 #include "core/ids.h"
 
@@ -27,6 +29,41 @@ Result<Worker> LoadWorker(Txn& txn, std::string_view id) {
   TX_ASSIGN_OR_RETURN(std::optional<Worker> w, txn.GetWorker(id));
   if (!w) return Error::NotFound("worker " + std::string(id) + " not found");
   return std::move(*w);
+}
+
+Status CheckToken(Txn& txn, std::string_view task_id, std::int64_t token, Millis now, Claim& held,
+                  Task& task_out) {
+  TX_ASSIGN_OR_RETURN(std::optional<Claim> claim, txn.GetClaim(token));
+  std::optional<Task> task;
+  if (!task_id.empty()) {
+    TX_ASSIGN_OR_RETURN(task, txn.GetTask(task_id));
+    if (!task) return Error::NotFound("task " + std::string(task_id) + " not found");
+  }
+  if (!claim) return Error::Conflict("no claim has token " + std::to_string(token));
+  if (!task_id.empty() && claim->task_id != task_id) {
+    return Error::Conflict("token " + std::to_string(token) + " belongs to task " + claim->task_id +
+                           ", not " + std::string(task_id));
+  }
+  if (claim->status != ClaimStatus::kActive) {
+    std::string why = std::string(ToString(claim->status));
+    if (claim->end_reason != EndReason::kNone) {
+      why += " (" + std::string(ToString(claim->end_reason)) + ")";
+    }
+    return Error::Conflict("token " + std::to_string(token) + " of task " + claim->task_id +
+                           " is stale: its claim was " + why);
+  }
+  if (IsExpired(*claim, now)) {
+    return Error::Conflict("the lease of token " + std::to_string(token) + " on task " +
+                           claim->task_id + " expired " +
+                           FormatDuration(now - claim->lease_expires_at) + " ago");
+  }
+  if (!task) {
+    TX_ASSIGN_OR_RETURN(task, txn.GetTask(claim->task_id));
+    if (!task) return Error::NotFound("task " + claim->task_id + " not found");
+  }
+  held = std::move(*claim);
+  task_out = std::move(*task);
+  return Ok();
 }
 
 Status EndClaim(Txn& txn, Claim& claim, ClaimStatus status, EndReason reason, Millis now,
@@ -68,9 +105,34 @@ Status EndClaim(Txn& txn, Claim& claim, ClaimStatus status, EndReason reason, Mi
   return Ok();
 }
 
+Result<bool> FailIfBudgetSpent(Txn& txn, Task& task, Millis now) {
+  double budget = BudgetUsd(task);
+  if (budget <= 0) return false;
+  TX_ASSIGN_OR_RETURN(double spent, txn.TaskCost(task.id));
+  if (spent < budget) return false;
+  TX_RETURN_IF_ERROR(
+      CheckTransition(task.id, task.status, TaskEvent::kBudgetSpent, TaskStatus::kFailed));
+  char text[96];
+  std::snprintf(text, sizeof text, "budget: its attempts cost $%.4f of its $%.4f", spent, budget);
+  task.status = TaskStatus::kFailed;
+  task.error = text;
+  task.finished_at = now;
+  task.updated_at = now;
+  TX_RETURN_IF_ERROR(txn.UpdateTaskState(task));
+  TX_RETURN_IF_ERROR(Emit(txn, now, "task.failed", task.id, "",
+                          {{"reason", "budget"},
+                           {"attempt", task.attempt},
+                           {"spent_usd", spent},
+                           {"budget_usd", budget},
+                           {"error", task.error}}));
+  return true;
+}
+
 Status RequeueTask(Txn& txn, Task& task, EndReason why, bool counts, Millis now) {
   if (!counts && task.attempt > 0) --task.attempt;
   task.updated_at = now;
+  TX_ASSIGN_OR_RETURN(bool spent, FailIfBudgetSpent(txn, task, now));
+  if (spent) return Ok();
   if (counts && task.attempt >= task.max_attempts) {
     TX_RETURN_IF_ERROR(
         CheckTransition(task.id, task.status, TaskEvent::kRequeue, TaskStatus::kFailed));
@@ -95,6 +157,8 @@ Status FailAttempt(Txn& txn, Task& task, const std::string& error, Millis now,
                    const ServiceOptions& options) {
   task.error = error;
   task.updated_at = now;
+  TX_ASSIGN_OR_RETURN(bool spent, FailIfBudgetSpent(txn, task, now));
+  if (spent) return Ok();
   if (task.attempt >= task.max_attempts) {
     TX_RETURN_IF_ERROR(
         CheckTransition(task.id, task.status, TaskEvent::kAttemptFailed, TaskStatus::kFailed));

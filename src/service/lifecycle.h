@@ -26,6 +26,14 @@ Status Emit(Txn& txn, Millis now, std::string type, const std::string& task_id,
 Result<Task> LoadTask(Txn& txn, std::string_view id);
 Result<Worker> LoadWorker(Txn& txn, std::string_view id);
 
+// The checks every token-holding call makes: the claim with `token` is active, unexpired, and
+// the task's (when `task_id` is not empty). Fills `held` and `task` with the claim that passed
+// them and its task; writes nothing. conflict for an unknown, stale, expired or foreign token;
+// not_found for an unknown task. (Out-parameters: every move of a Task on the claim path costs
+// about as much as reading a column.)
+Status CheckToken(Txn& txn, std::string_view task_id, std::int64_t token, Millis now, Claim& held,
+                  Task& task);
+
 // What ending a claim also records on its worker, when that worker is live.
 struct WorkerTouch {
   bool heartbeat = false;  // the call came from the worker itself: proof of life
@@ -55,6 +63,12 @@ Status FailAttempt(Txn& txn, Task& task, const std::string& error, Millis now,
 // Marks a task done and moves every blocked dependent whose after[] is now all done to `ready`.
 Status FinishDone(Txn& txn, Task& task, const std::string& result, Millis now,
                   const std::string& worker_id);
+
+// When the task has a budget and its attempts together have cost it (the usage ledger), fails
+// the running or ready task for good — error "budget: ...", task.failed with the reason
+// "budget" — and returns true; false, having changed nothing, otherwise. No new attempt of such
+// a task starts: every path back to `ready` and every claim asks this first.
+Result<bool> FailIfBudgetSpent(Txn& txn, Task& task, Millis now);
 
 // True when every task in `after` is done. Unknown ids count as not done.
 Result<bool> DependenciesDone(Txn& txn, const std::vector<std::string>& after);

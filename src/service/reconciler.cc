@@ -4,6 +4,7 @@
 
 #include "core/duration.h"
 #include "core/json.h"
+#include "service/agent_service.h"
 #include "service/lifecycle.h"
 
 namespace tx::service {
@@ -183,6 +184,8 @@ Result<ReconcileReport> Reconciler::RunOnce(Millis now) {
   TX_RETURN_IF_ERROR(RequeueOrphanedTasks(now, report));
   TX_RETURN_IF_ERROR(FixInconsistencies(now, report));
   TX_RETURN_IF_ERROR(MarkOverdueReviews(now, report));
+  TX_ASSIGN_OR_RETURN(std::vector<AgentLimit> resumed, ResumeExpiredLimits(store_, now));
+  report.agents_resumed = static_cast<int>(resumed.size());
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
     TX_ASSIGN_OR_RETURN(ReconcilerRecord r, txn.GetReconcilerRecord());
     r.last_reconcile_at = now;

@@ -118,6 +118,7 @@ Result<TaskDetail> TaskService::Show(std::string_view id) {
   TX_RETURN_IF_ERROR(store_.Read([&](store::Txn& txn) -> Status {
     TX_ASSIGN_OR_RETURN(out.task, LoadTask(txn, id));
     TX_ASSIGN_OR_RETURN(out.attempts, txn.ListClaimsForTask(id));
+    TX_ASSIGN_OR_RETURN(out.usage, txn.ListUsageForTask(id));
     return Ok();
   }));
   return out;
@@ -247,7 +248,23 @@ Result<Task> TaskService::Cancel(std::string_view id, const std::string& note) {
   return std::move(*out);
 }
 
-Result<Task> TaskService::Retry(std::string_view id, const std::string& note) {
+namespace {
+
+// What the next attempt's agent is told when it resumes its session (docs/agents.md): the note
+// of a retry or of requested changes, kept with how many attempts had run (a later attempt does
+// not repeat it); and, with `fresh`, that no session before now is resumed.
+Status NoteForNextAttempt(store::Txn& txn, Task& task, const std::string& note, bool fresh) {
+  TX_ASSIGN_OR_RETURN(int attempts, txn.CountClaimsForTask(task.id));
+  if (!note.empty()) task.metadata["next_note"] = {{"text", note}, {"after_attempt", attempts}};
+  if (fresh) {
+    task.metadata["fresh_after_attempt"] = attempts;
+  }
+  return Ok();
+}
+
+}  // namespace
+
+Result<Task> TaskService::Retry(std::string_view id, const std::string& note, bool fresh) {
   std::optional<Task> out;
   Millis now = clock_.NowMs();
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
@@ -255,15 +272,19 @@ Result<Task> TaskService::Retry(std::string_view id, const std::string& note) {
     TX_ASSIGN_OR_RETURN(bool done, detail::DependenciesDone(txn, task.after));
     TaskStatus to = done ? TaskStatus::kReady : TaskStatus::kBlocked;
     TX_RETURN_IF_ERROR(CheckTransition(task.id, task.status, TaskEvent::kRetry, to));
+    std::string error = task.error;
     task.status = to;
     task.attempt = 0;
     task.run_after = now;
     task.finished_at = 0;
     task.error.clear();
     task.updated_at = now;
-    TX_RETURN_IF_ERROR(txn.UpdateTaskState(task));
-    TX_RETURN_IF_ERROR(
-        Emit(txn, now, "task.retried", task.id, "", {{"status", ToString(to)}, {"note", note}}));
+    // The failure the next attempt resumes from, when no note says more.
+    if (!error.empty()) task.metadata["last_error"] = error;
+    TX_RETURN_IF_ERROR(NoteForNextAttempt(txn, task, note, fresh));
+    TX_RETURN_IF_ERROR(txn.UpdateTask(task));
+    TX_RETURN_IF_ERROR(Emit(txn, now, "task.retried", task.id, "",
+                            {{"status", ToString(to)}, {"note", note}, {"fresh", fresh}}));
     out = std::move(task);
     return Ok();
   }));
@@ -318,12 +339,12 @@ Result<Task> TaskService::MergeRefused(std::string_view id, const std::string& w
   return SendBack(id, why, TaskEvent::kMergeRefused, "task.merge_refused");
 }
 
-Result<Task> TaskService::RequestChanges(std::string_view id, const std::string& note) {
-  return SendBack(id, note, TaskEvent::kRequestChanges, "task.changes_requested");
+Result<Task> TaskService::RequestChanges(std::string_view id, const std::string& note, bool fresh) {
+  return SendBack(id, note, TaskEvent::kRequestChanges, "task.changes_requested", fresh);
 }
 
 Result<Task> TaskService::SendBack(std::string_view id, const std::string& note, TaskEvent event,
-                                   const char* event_type) {
+                                   const char* event_type, bool fresh) {
   std::optional<Task> out;
   Millis now = clock_.NowMs();
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
@@ -340,11 +361,14 @@ Result<Task> TaskService::SendBack(std::string_view id, const std::string& note,
       if (!notes.is_array()) notes = nlohmann::json::array();
       notes.push_back(note);
     }
+    TX_RETURN_IF_ERROR(NoteForNextAttempt(txn, task, note, fresh));
     task.status = to;
     task.run_after = now;
     task.updated_at = now;
     TX_RETURN_IF_ERROR(txn.UpdateTask(task));
-    TX_RETURN_IF_ERROR(Emit(txn, now, event_type, task.id, "", {{"note", note}}));
+    nlohmann::json data = {{"note", note}};
+    if (fresh) data["fresh"] = true;
+    TX_RETURN_IF_ERROR(Emit(txn, now, event_type, task.id, "", std::move(data)));
     out = std::move(task);
     return Ok();
   }));

@@ -11,6 +11,7 @@
 #include "core/claim.h"
 #include "core/clock.h"
 #include "core/task.h"
+#include "core/usage.h"
 #include "core/worker.h"
 #include "service/claim_service.h"
 #include "service/options.h"
@@ -21,6 +22,7 @@ namespace tx::service {
 struct TaskDetail {
   Task task;
   std::vector<Claim> attempts;
+  std::vector<AttemptUsage> usage;  // the agents' attempts' rows of the ledger, by token
 };
 
 // Fields an update may change; unset fields stay as they are.
@@ -57,8 +59,9 @@ class TaskService {
   Result<Task> Cancel(std::string_view id, const std::string& note);
 
   // failed / cancelled -> ready (or blocked while after[] is not done), with a fresh attempt
-  // budget.
-  Result<Task> Retry(std::string_view id, const std::string& note = "");
+  // budget. The next attempt resumes the agent's last session (docs/agents.md) with the note
+  // (or, without one, the failure) as its prompt, unless `fresh`.
+  Result<Task> Retry(std::string_view id, const std::string& note = "", bool fresh = false);
 
   // A reviewer's verdict on a task in `review`. Approve: `approved`, and — a task with no
   // repository having no branch to merge — on to `done` in the same transaction (events
@@ -66,7 +69,8 @@ class TaskService {
   // attempt budget, the note appended to metadata.review_notes, which the next prompt shows.
   // conflict: the task is not in review.
   Result<Task> Approve(std::string_view id, const std::string& note);
-  Result<Task> RequestChanges(std::string_view id, const std::string& note);
+  // The next attempt resumes the agent's session with the note as its prompt, unless `fresh`.
+  Result<Task> RequestChanges(std::string_view id, const std::string& note, bool fresh = false);
 
   // The end of a merge of an approved task's branch (worker/merge.h), which happens in git
   // before either is called. Merged: `done` (events task.merged, with `merge`, then task.done).
@@ -86,7 +90,7 @@ class TaskService {
  private:
   // review (or approved) -> ready with `note` for the next prompt: RequestChanges, MergeRefused.
   Result<Task> SendBack(std::string_view id, const std::string& note, TaskEvent event,
-                        const char* event_type);
+                        const char* event_type, bool fresh = false);
   Status Insert(store::Txn& txn, Task& task, Millis now);
 
   store::Store& store_;

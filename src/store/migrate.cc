@@ -38,6 +38,12 @@ struct Table {
   "token, task_id, worker_id, attempt, claimed_at, lease_ms, lease_expires_at, " \
   "renewed_count, status, ended_at, end_reason, exit_code"
 
+#define USAGE_COLUMNS                                                                            \
+  "token, task_id, attempt, worker_id, agent, account, queue, session_id, model, input_tokens, " \
+  "output_tokens, cache_read_tokens, cache_write_tokens, cost_micro_usd, cost_estimated, "       \
+  "turns, denials, started_at, updated_at"
+#define LIMIT_COLUMNS "profile, account, until, since, reason, task_id, strikes, resumed"
+
 // In dependency order (claims name tasks and workers). Workers keep their registration order
 // (PostgreSQL numbers them anew as they come).
 constexpr Table kTables[] = {
@@ -59,6 +65,14 @@ constexpr Table kTables[] = {
     {"events", "SELECT id, type, at, task_id, worker_id, data FROM events ORDER BY id",
      "INSERT INTO events (id, type, at, task_id, worker_id, data) VALUES ($1, $2, $3, $4, $5, $6)",
      6},
+    {"attempt_usage", "SELECT " USAGE_COLUMNS " FROM attempt_usage ORDER BY token",
+     "INSERT INTO attempt_usage (" USAGE_COLUMNS ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, "
+     "$10, $11, $12, $13, $14, $15, $16, $17, $18, $19)",
+     19},
+    {"agent_limits", "SELECT " LIMIT_COLUMNS " FROM agent_limits ORDER BY profile, account",
+     "INSERT INTO agent_limits (" LIMIT_COLUMNS ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8)", 8},
+    {"notices", "SELECT key, at FROM notices ORDER BY key",
+     "INSERT INTO notices (key, at) VALUES ($1, $2)", 2},
 };
 
 Result<std::int64_t> CopyTable(sqlite::Db& from, postgres::Conn& to, const Table& t) {
@@ -91,8 +105,9 @@ Status CopyAll(sqlite::Db& from, postgres::Conn& to, MigrateReport& report) {
                            std::to_string(held.Int(0, 0)) +
                            " tasks, workers and events: migrate into an empty database");
   }
-  std::int64_t* counts[] = {&report.tasks, &report.dependencies, &report.workers, &report.claims,
-                            &report.events};
+  std::int64_t* counts[] = {&report.tasks,  &report.dependencies, &report.workers, &report.claims,
+                            &report.events, &report.usage,        &report.limits,  &report.notices};
+  static_assert(std::size(counts) == std::size(kTables));
   for (std::size_t i = 0; i < std::size(kTables); ++i) {
     Result<std::int64_t> n = CopyTable(from, to, kTables[i]);
     if (!n.ok()) {

@@ -18,6 +18,9 @@ struct MigrateReport {
   std::int64_t workers = 0;
   std::int64_t claims = 0;
   std::int64_t events = 0;
+  std::int64_t usage = 0;   // the usage ledger's rows
+  std::int64_t limits = 0;  // agent limits
+  std::int64_t notices = 0;
 };
 
 // Copies the SQLite store at `from` (brought to the current schema first) into the PostgreSQL

@@ -1,6 +1,7 @@
 #include "store/row_codec.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string_view>
 
 namespace tx::store {
@@ -72,5 +73,18 @@ json Object(const std::string& text) {
   json j = json::parse(text, nullptr, false);
   return j.is_object() ? j : json::object();
 }
+
+}  // namespace tx::store
+
+namespace tx::store {
+
+nlohmann::json JsonArray(const std::string& text) {
+  if (text.empty() || text == "[]") return nlohmann::json::array();
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  return j.is_array() ? j : nlohmann::json::array();
+}
+
+std::int64_t UsdToMicro(double usd) { return std::llround(usd * 1e6); }
+double MicroToUsd(std::int64_t micro) { return static_cast<double>(micro) / 1e6; }
 
 }  // namespace tx::store

@@ -2,6 +2,7 @@
 // How list and object columns are written in the store, shared by every backend: a list of
 // strings is a JSON array of strings, an object is a JSON object, both as text.
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -14,5 +15,11 @@ std::vector<std::string> StringList(const std::string& text);
 std::string ListText(const std::vector<std::string>& v);
 // A JSON object's text → the object; anything else → {}.
 nlohmann::json Object(const std::string& text);
+// A JSON array's text → the array; anything else → [].
+nlohmann::json JsonArray(const std::string& text);
+
+// Costs are kept as whole micro-dollars (exact sums, alike on every backend).
+std::int64_t UsdToMicro(double usd);
+double MicroToUsd(std::int64_t micro);
 
 }  // namespace tx::store

@@ -26,6 +26,7 @@
 #include "core/event.h"
 #include "core/orchestrator.h"
 #include "core/task.h"
+#include "core/usage.h"
 #include "core/worker.h"
 
 namespace tx::store {
@@ -48,6 +49,14 @@ struct PickCriteria {
   std::string worker_name;                // an owner pin matches the name ...
   std::string worker_slot;                // ... or the slot
   Millis now = 0;                         // run_after <= now
+  // Agent tasks (those with no command) this pick passes over: those naming a profile in
+  // `blocked_agents` ("" stands for a task naming none, which runs the worker's default profile,
+  // and "*" for every agent task), and every agent task of a queue in `blocked_agent_queues`.
+  // What limits, budgets and missing programs rule out (service/agent_gate.h). Names are
+  // validated profile names or argv templates; both backends quote them as SQL literals.
+  std::vector<std::string> blocked_agents;
+  std::vector<std::string> blocked_agent_queues;
+  bool gated() const { return !blocked_agents.empty() || !blocked_agent_queues.empty(); }
 };
 
 // For Txn::ClaimReadyAtCommit: who claims, when, and for how long.
@@ -179,6 +188,29 @@ class Txn {
   virtual Result<std::vector<Event>> ListEvents(std::int64_t after_id, int limit) = 0;
   // The last id ListEvents would list; 0 when the log is empty.
   virtual Result<std::int64_t> LastEventId() = 0;
+
+  // The usage ledger (core/usage.h): one row per attempt, keyed by its claim's token. PutUsage
+  // inserts the row or replaces the one with its token.
+  virtual Status PutUsage(const AttemptUsage& usage) = 0;
+  virtual Result<std::optional<AttemptUsage>> GetUsage(std::int64_t token) = 0;
+  // A task's rows, by token.
+  virtual Result<std::vector<AttemptUsage>> ListUsageForTask(std::string_view task_id) = 0;
+  // Rows updated in [since, until) (until 0: no bound), oldest update first.
+  virtual Result<std::vector<AttemptUsage>> ListUsage(Millis since, Millis until) = 0;
+  // The cost of the rows updated at or after `since`, of one queue's tasks ("" = every queue).
+  virtual Result<double> SumCostSince(Millis since, std::string_view queue) = 0;
+  // The cost of every attempt of a task.
+  virtual Result<double> TaskCost(std::string_view task_id) = 0;
+  // The whole ledger summed by agent profile, by profile: what the metrics count.
+  virtual Result<std::vector<std::pair<std::string, UsageTotal>>> UsageByAgent() = 0;
+
+  // Agent limits (core/usage.h): one row per profile and account, inserted or replaced.
+  virtual Status PutAgentLimit(const AgentLimit& limit) = 0;
+  virtual Result<std::vector<AgentLimit>> ListAgentLimits() = 0;  // by profile, account
+
+  // Records `key` once: true when this call recorded it, false when it was there already. For
+  // what must be announced once (a daily budget reached on a given day).
+  virtual Result<bool> NoteOnce(std::string_view key, Millis at) = 0;
 
   // The orchestrators' rows, one per pool (OrchestratorState::id).
   virtual Result<std::optional<OrchestratorState>> GetOrchestrator(std::string_view id) = 0;

@@ -319,6 +319,133 @@ TEST_P(StoreContract, NextReadyAtIsTheEarliestBackoffInTheQueues) {
                   .ok());
 }
 
+// A gated pick passes over the agent tasks of blocked profiles (and of blocked queues), never a
+// task with a command of its own.
+TEST_P(StoreContract, AGatedPickPassesOverTheBlockedAgentsTasks) {
+  Task claude = NewTask("task-00000001", 9);
+  claude.agent = "claude";
+  Task plain_default = NewTask("task-00000002", 8);  // no agent: the worker's default profile
+  Task command = NewTask("task-00000003", 7);
+  command.agent = "claude";
+  command.command = {"make"};
+  Task codex = NewTask("task-00000004", 6);
+  codex.agent = "codex";
+  Task other_queue = NewTask("task-00000005", 10, "nightly");
+  other_queue.agent = "codex";
+  for (const Task& t : {claude, plain_default, command, codex, other_queue}) Insert(t);
+  PickCriteria c = Default();
+  c.queues = {"default", "nightly"};
+  EXPECT_EQ(Pick(c)->id, "task-00000005");
+  c.blocked_agent_queues = {"nightly"};
+  EXPECT_EQ(Pick(c)->id, "task-00000001");
+  c.blocked_agents = {"claude"};
+  EXPECT_EQ(Pick(c)->id, "task-00000002");
+  c.blocked_agents = {"claude", ""};
+  EXPECT_EQ(Pick(c)->id, "task-00000003");  // a command runs whatever its agent field says
+  c.blocked_agents = {"*"};
+  c.blocked_agent_queues.clear();
+  EXPECT_EQ(Pick(c)->id, "task-00000003");
+  c.queues = {"nightly"};
+  EXPECT_FALSE(Pick(c).has_value());
+  // The same gate holds in a write (the pick that claims).
+  c.queues = {"default"};
+  c.blocked_agents = {"claude", ""};
+  std::optional<Task> picked;
+  ASSERT_TRUE(store_
+                  ->Write([&](Txn& txn) -> Status {
+                    TX_ASSIGN_OR_RETURN(picked, txn.PickNextReady(c));
+                    TX_ASSIGN_OR_RETURN(std::vector<Task> many, txn.PickReady(c, 5));
+                    return Ok();
+                  })
+                  .ok());
+  ASSERT_TRUE(picked);
+  EXPECT_EQ(picked->id, "task-00000003");
+}
+
+// The usage ledger: a row per attempt, replaced by its token; summed by task and by day.
+TEST_P(StoreContract, UsageRowsRoundTripAndSumByTaskQueueAndTime) {
+  AttemptUsage u;
+  u.token = 7;
+  u.task_id = "task-00000001";
+  u.attempt = 2;
+  u.worker_id = "worker-1";
+  u.agent = "claude";
+  u.account = "work";
+  u.queue = "q";
+  u.session_id = "s-1";
+  u.model = "claude-sonnet-4-5";
+  u.tokens = {100, 20, 30, 40};
+  u.cost_usd = 0.123456;
+  u.cost_estimated = true;
+  u.turns = 3;
+  u.denials = nlohmann::json::array({{{"tool", "Bash"}, {"input", "rm -rf \u00e9"}}});
+  u.started_at = 1000;
+  u.updated_at = 2000;
+  AttemptUsage other = u;
+  other.token = 8;
+  other.task_id = "task-00000002";
+  other.queue = "p";
+  other.cost_usd = 1.5;
+  other.updated_at = 9000;
+  ASSERT_TRUE(store_
+                  ->Write([&](Txn& txn) -> Status {
+                    TX_RETURN_IF_ERROR(txn.PutUsage(u));
+                    TX_RETURN_IF_ERROR(txn.PutUsage(u));  // a replace, not a second row
+                    return txn.PutUsage(other);
+                  })
+                  .ok());
+  std::optional<AttemptUsage> got;
+  std::vector<AttemptUsage> of_task, since;
+  double cost = 0, day = 0, queue = 0;
+  ASSERT_TRUE(store_
+                  ->Read([&](Txn& txn) -> Status {
+                    TX_ASSIGN_OR_RETURN(got, txn.GetUsage(7));
+                    TX_ASSIGN_OR_RETURN(of_task, txn.ListUsageForTask("task-00000001"));
+                    TX_ASSIGN_OR_RETURN(since, txn.ListUsage(1500, 0));
+                    TX_ASSIGN_OR_RETURN(cost, txn.TaskCost("task-00000001"));
+                    TX_ASSIGN_OR_RETURN(day, txn.SumCostSince(1500, ""));
+                    TX_ASSIGN_OR_RETURN(queue, txn.SumCostSince(0, "p"));
+                    return Ok();
+                  })
+                  .ok());
+  ASSERT_TRUE(got);
+  EXPECT_EQ(*got, u);
+  EXPECT_EQ(of_task.size(), 1u);
+  EXPECT_EQ(since.size(), 2u);
+  EXPECT_DOUBLE_EQ(cost, 0.123456);
+  EXPECT_DOUBLE_EQ(day, 0.123456 + 1.5);
+  EXPECT_DOUBLE_EQ(queue, 1.5);
+}
+
+TEST_P(StoreContract, AgentLimitsAndNoticesRoundTrip) {
+  AgentLimit l{"claude", "work", 5000, 1000, "You've hit your limit", "task-00000001", 2, false};
+  AgentLimit m{"codex", "", 7000, 1000, "usage limit", "", 1, true};
+  bool first = false, again = true;
+  ASSERT_TRUE(store_
+                  ->Write([&](Txn& txn) -> Status {
+                    TX_RETURN_IF_ERROR(txn.PutAgentLimit(m));
+                    TX_RETURN_IF_ERROR(txn.PutAgentLimit(l));
+                    l.until = 6000;
+                    TX_RETURN_IF_ERROR(txn.PutAgentLimit(l));  // replaced
+                    TX_ASSIGN_OR_RETURN(first, txn.NoteOnce("budget:2026-11-26", 1));
+                    TX_ASSIGN_OR_RETURN(again, txn.NoteOnce("budget:2026-11-26", 2));
+                    return Ok();
+                  })
+                  .ok());
+  EXPECT_TRUE(first);
+  EXPECT_FALSE(again);
+  std::vector<AgentLimit> limits;
+  ASSERT_TRUE(store_
+                  ->Read([&](Txn& txn) -> Status {
+                    TX_ASSIGN_OR_RETURN(limits, txn.ListAgentLimits());
+                    return Ok();
+                  })
+                  .ok());
+  ASSERT_EQ(limits.size(), 2u);
+  EXPECT_EQ(limits[0], l);  // by profile
+  EXPECT_EQ(limits[1], m);
+}
+
 TEST_P(StoreContract, TokensIncreaseAndOnlyOneClaimPerTaskIsActive) {
   Insert(NewTask("task-aaaaaaa1"));
   Worker w;

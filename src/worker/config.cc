@@ -112,6 +112,17 @@ class Table {
     return Ok();
   }
 
+  // A non-negative amount of dollars: an integer or a float.
+  Status Dollars(std::string_view key, double& out) {
+    seen_.emplace_back(key);
+    const toml::node* n = t_.get(key);
+    if (n == nullptr) return Ok();
+    std::optional<double> v = n->value<double>();
+    if (!v || !(*v >= 0) || *v > 1e9) return Bad(key, "a number of dollars, 0 or more");
+    out = *v;
+    return Ok();
+  }
+
   void Known(std::string_view key) { seen_.emplace_back(key); }
 
   // Refuses the first key nobody asked for.
@@ -180,6 +191,48 @@ Status ApplyWorker(const toml::table& w, const std::string& origin, WorkerConfig
   return Ok();
 }
 
+// [[agents.NAME.accounts]]: name = "...", env = { NAME = "value", ... }.
+Status ApplyAccounts(const toml::node& node, const std::string& prefix, const std::string& origin,
+                     std::vector<agent::Account>& out) {
+  const toml::array* a = node.as_array();
+  if (a == nullptr) {
+    return Error::InvalidArgument(origin + ": '" + prefix + "accounts' must be an array of tables");
+  }
+  std::vector<agent::Account> accounts;
+  for (const auto& e : *a) {
+    const toml::table* t = e.as_table();
+    if (t == nullptr) {
+      return Error::InvalidArgument(origin + ": '" + prefix +
+                                    "accounts' must be an array of tables");
+    }
+    Table at(*t, prefix + "accounts.", origin);
+    agent::Account account;
+    TX_RETURN_IF_ERROR(at.String("name", account.name));
+    at.Known("env");
+    TX_RETURN_IF_ERROR(at.RefuseUnknown());
+    if (account.name.empty()) {
+      return Error::InvalidArgument(origin + ": '" + prefix + "accounts.name' is required");
+    }
+    if (const toml::node* env = t->get("env")) {
+      const toml::table* et = env->as_table();
+      if (et == nullptr) {
+        return Error::InvalidArgument(origin + ": '" + prefix + "accounts.env' must be a table");
+      }
+      for (const auto& [k, v] : *et) {
+        auto value = v.value<std::string>();
+        if (!value) {
+          return Error::InvalidArgument(origin + ": '" + prefix + "accounts.env." +
+                                        std::string(k.str()) + "' must be a string");
+        }
+        account.env.push_back(std::string(k.str()) + "=" + *value);
+      }
+    }
+    accounts.push_back(std::move(account));
+  }
+  out = std::move(accounts);
+  return Ok();
+}
+
 Status ApplyAgents(const toml::table& agents, const std::string& origin, WorkerConfig& c) {
   for (const auto& [key, node] : agents) {
     std::string name(key.str());
@@ -188,15 +241,90 @@ Status ApplyAgents(const toml::table& agents, const std::string& origin, WorkerC
     if (p == nullptr) {
       return Error::InvalidArgument(origin + ": 'agents." + name + "' must be a table");
     }
-    Table t(*p, "agents." + name + ".", origin);
-    std::vector<std::string> argv;
-    TX_RETURN_IF_ERROR(t.Strings("argv", argv));
-    TX_RETURN_IF_ERROR(t.RefuseUnknown());
-    if (argv.empty()) {
-      return Error::InvalidArgument(origin + ": 'agents." + name + ".argv' is required");
+    std::string prefix = "agents." + name + ".";
+    Table t(*p, prefix, origin);
+    // A built-in profile keeps what the table does not set; a new one starts generic.
+    agent::AgentProfile profile;
+    if (auto it = c.profiles.find(name); it != c.profiles.end()) profile = it->second;
+    profile.name = name;
+    std::string adapter;
+    TX_RETURN_IF_ERROR(t.String("adapter", adapter));
+    if (!adapter.empty()) {
+      Result<agent::Family> family = agent::ParseFamily(adapter);
+      if (!family.ok()) {
+        return Error::InvalidArgument(origin + ": '" + prefix +
+                                      "adapter': " + family.error().message());
+      }
+      profile.family = *family;
     }
-    TX_RETURN_IF_ERROR(ValidateTemplate(name, argv));
-    c.profiles[name] = AgentProfile{name, std::move(argv)};
+    bool has_argv = p->get("argv") != nullptr;
+    TX_RETURN_IF_ERROR(t.Strings("argv", profile.argv));
+    TX_RETURN_IF_ERROR(t.Strings("resume_argv", profile.resume_argv));
+    TX_RETURN_IF_ERROR(t.Strings("limit_patterns", profile.limit_patterns));
+    // A new argv for a built-in drops the built-in's own resume form (it may not fit).
+    if (has_argv && p->get("resume_argv") == nullptr && c.profiles.count(name) > 0) {
+      profile.resume_argv.clear();
+    }
+    t.Known("accounts");
+    TX_RETURN_IF_ERROR(t.RefuseUnknown());
+    if (const toml::node* accounts = p->get("accounts")) {
+      TX_RETURN_IF_ERROR(ApplyAccounts(*accounts, prefix, origin, profile.accounts));
+    }
+    if (profile.argv.empty()) {
+      return Error::InvalidArgument(origin + ": '" + prefix + "argv' is required");
+    }
+    if (Status s = agent::ValidateProfile(profile); !s.ok()) {
+      return Error::InvalidArgument(origin + ": " + s.error().message());
+    }
+    c.profiles[name] = std::move(profile);
+  }
+  return Ok();
+}
+
+// [prices."MODEL"]: input, output, cache_read, cache_write in USD per million tokens.
+Status ApplyPrices(const toml::table& prices, const std::string& origin, WorkerConfig& c) {
+  for (const auto& [key, node] : prices) {
+    std::string model(key.str());
+    std::string prefix = "prices.\"" + model + "\".";
+    const toml::table* p = node.as_table();
+    if (p == nullptr) {
+      return Error::InvalidArgument(origin + ": 'prices.\"" + model + "\"' must be a table");
+    }
+    agent::Price price;
+    if (const agent::Price* known = c.prices.For(model)) price = *known;
+    Table t(*p, prefix, origin);
+    TX_RETURN_IF_ERROR(t.Dollars("input", price.input));
+    TX_RETURN_IF_ERROR(t.Dollars("output", price.output));
+    TX_RETURN_IF_ERROR(t.Dollars("cache_read", price.cache_read));
+    TX_RETURN_IF_ERROR(t.Dollars("cache_write", price.cache_write));
+    TX_RETURN_IF_ERROR(t.RefuseUnknown());
+    c.prices.Set(model, price);
+  }
+  return Ok();
+}
+
+// [budgets] daily_usd, [budgets.queues.NAME] daily_usd.
+Status ApplyBudgets(const toml::table& b, const std::string& origin, WorkerConfig& c) {
+  Table t(b, "budgets.", origin);
+  TX_RETURN_IF_ERROR(t.Dollars("daily_usd", c.budgets.daily_usd));
+  t.Known("queues");
+  TX_RETURN_IF_ERROR(t.RefuseUnknown());
+  const toml::node* queues = b.get("queues");
+  if (queues == nullptr) return Ok();
+  const toml::table* qt = queues->as_table();
+  if (qt == nullptr) return Error::InvalidArgument(origin + ": 'budgets.queues' must be a table");
+  for (const auto& [key, node] : *qt) {
+    std::string queue(key.str());
+    TX_RETURN_IF_ERROR(ValidateName("queue", queue));
+    const toml::table* one = node.as_table();
+    if (one == nullptr) {
+      return Error::InvalidArgument(origin + ": 'budgets.queues." + queue + "' must be a table");
+    }
+    Table q(*one, "budgets.queues." + queue + ".", origin);
+    double daily = 0;
+    TX_RETURN_IF_ERROR(q.Dollars("daily_usd", daily));
+    TX_RETURN_IF_ERROR(q.RefuseUnknown());
+    c.budgets.queue_daily_usd[queue] = daily;
   }
   return Ok();
 }
@@ -315,6 +443,17 @@ Status PrepareGitTask(const WorkerConfig& config, bool auto_merge, Task& task) {
   return Ok();
 }
 
+Status PrepareAgentTask(const WorkerConfig& config, Task& task) {
+  if (!task.agent.empty()) TX_RETURN_IF_ERROR(ResolveAgent(config, task.agent));
+  if (auto it = task.metadata.find("budget_usd"); it != task.metadata.end()) {
+    if (!it->is_number() || !(it->get<double>() > 0) || it->get<double>() > 1e6) {
+      return Error::InvalidArgument("invalid budget '" + it->dump() +
+                                    "': a number of dollars above 0 and at most 1000000");
+    }
+  }
+  return Ok();
+}
+
 Status ApplyConfigToml(const std::string& toml_text, const std::string& origin,
                        WorkerConfig& config) {
   TX_ASSIGN_OR_RETURN(toml::table root, ParseTomlText(toml_text, origin));
@@ -328,6 +467,10 @@ Status ApplyConfigToml(const std::string& toml_text, const std::string& origin,
       TX_RETURN_IF_ERROR(ApplyAgents(*t, origin, c));
     } else if (k == "git" && t != nullptr) {
       TX_RETURN_IF_ERROR(ApplyGit(*t, origin, c));
+    } else if (k == "prices" && t != nullptr) {
+      TX_RETURN_IF_ERROR(ApplyPrices(*t, origin, c));
+    } else if (k == "budgets" && t != nullptr) {
+      TX_RETURN_IF_ERROR(ApplyBudgets(*t, origin, c));
     } else if (k == "orchestrator" || k == "api") {
       // Read by the orchestrator and the HTTP server.
     } else {
@@ -346,18 +489,22 @@ Status ApplyConfigFile(const std::string& path, WorkerConfig& config) {
   return ApplyConfigToml(buf.str(), path, config);
 }
 
-Result<std::vector<std::string>> ResolveAgent(const WorkerConfig& config,
-                                              const std::string& agent) {
-  if (auto it = config.profiles.find(agent); it != config.profiles.end()) return it->second.argv;
-  if (agent.find_first_of(" \t{/") == std::string::npos) {
+bool IsProfileName(const std::string& agent) {
+  return !agent.empty() && agent.find_first_of(" \t{/") == std::string::npos;
+}
+
+Result<agent::AgentProfile> ResolveAgent(const WorkerConfig& config, const std::string& name) {
+  if (auto it = config.profiles.find(name); it != config.profiles.end()) return it->second;
+  if (IsProfileName(name)) {
     std::string known;
-    for (const auto& [name, p] : config.profiles) known += (known.empty() ? "" : ", ") + name;
-    return Error::InvalidArgument("unknown agent profile '" + agent + "' (known: " + known +
+    for (const auto& [n, p] : config.profiles) known += (known.empty() ? "" : ", ") + n;
+    return Error::InvalidArgument("unknown agent profile '" + name + "' (known: " + known +
                                   "; or give an argv template such as 'my-agent {prompt}')");
   }
-  TX_ASSIGN_OR_RETURN(std::vector<std::string> argv, SplitArgv(agent));
-  TX_RETURN_IF_ERROR(ValidateTemplate("--agent", argv));
-  return argv;
+  agent::AgentProfile p;
+  TX_ASSIGN_OR_RETURN(p.argv, SplitArgv(name));
+  TX_RETURN_IF_ERROR(ValidateTemplate("--agent", p.argv));
+  return p;
 }
 
 }  // namespace tx::worker

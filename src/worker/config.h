@@ -8,11 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "agent/prices.h"
+#include "agent/profile.h"
 #include "core/agent.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/task.h"
 #include "exec/spawn_spec.h"
+#include "service/agent_service.h"
 
 namespace tx::worker {
 
@@ -67,7 +70,9 @@ struct WorkerConfig {
   Millis poll_ms = 30'000;               // fallback poll when idle (with jitter)
 
   std::string agent = "claude";  // the default profile name, or an argv template
-  std::map<std::string, AgentProfile> profiles = BuiltInProfiles();
+  std::map<std::string, agent::AgentProfile> profiles = agent::BuiltInProfiles();
+  agent::PriceTable prices = agent::PriceTable::Defaults();  // [prices."MODEL"]
+  service::Budgets budgets;                                  // [budgets]
   std::string allowed_commands;  // TX_ALLOWED_COMMANDS for agents; empty = no restriction
   std::string workdir;  // where agents run when their task names no workdir; empty = inherited
   exec::ResourceLimits limits;
@@ -96,6 +101,11 @@ void ApplyGitDefaults(const WorkerConfig& config, Task& task);
 // invalid_argument: a base branch, or auto-merge, with no repository.
 Status PrepareGitTask(const WorkerConfig& config, bool auto_merge, Task& task);
 
+// What `tx task add` and POST /api/tasks check of a new task's agent: a profile it names must be
+// one the config knows (an argv template must be valid), and metadata.budget_usd, when set, a
+// number of dollars above 0 and at most 1,000,000. invalid_argument naming what is wrong.
+Status PrepareAgentTask(const WorkerConfig& config, Task& task);
+
 // Applies a TOML document to `config`. Unknown keys and wrong types are refused with
 // invalid_argument naming the key (a typo must not silently keep a default); a syntax error names
 // the line and column. `origin` names the file in messages.
@@ -105,8 +115,13 @@ Status ApplyConfigToml(const std::string& toml_text, const std::string& origin,
 // Reads `path` and applies it; a missing file changes nothing.
 Status ApplyConfigFile(const std::string& path, WorkerConfig& config);
 
-// The argv template `agent` stands for: a profile name, else a command line split into words
-// (placeholders allowed). invalid_argument: an unknown placeholder or an empty template.
-Result<std::vector<std::string>> ResolveAgent(const WorkerConfig& config, const std::string& agent);
+// The profile `agent` stands for: a profile by name, else a command line split into words
+// (placeholders allowed) run as an unnamed generic profile (name ""). invalid_argument: an
+// unknown profile name (listing the known ones), an unknown placeholder or an empty template.
+Result<agent::AgentProfile> ResolveAgent(const WorkerConfig& config, const std::string& agent);
+
+// Whether `agent` (a task's --agent) names a profile rather than an argv template: a single
+// word. A task may only name a profile the config knows (ResolveAgent).
+bool IsProfileName(const std::string& agent);
 
 }  // namespace tx::worker

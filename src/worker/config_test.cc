@@ -194,12 +194,92 @@ TEST(WorkerConfig, AgentIsAProfileNameOrATemplate) {
   WorkerConfig c;
   auto a = ResolveAgent(c, "codex");
   ASSERT_TRUE(a.ok());
-  EXPECT_EQ(*a, (std::vector<std::string>{"codex", "exec", "{prompt}"}));
+  EXPECT_EQ(a->name, "codex");
+  EXPECT_EQ(a->family, agent::Family::kCodex);
+  EXPECT_EQ(a->argv[0], "codex");
   a = ResolveAgent(c, "run-it --id {task_id} '{prompt}'");
   ASSERT_TRUE(a.ok());
-  EXPECT_EQ(*a, (std::vector<std::string>{"run-it", "--id", "{task_id}", "{prompt}"}));
-  EXPECT_FALSE(ResolveAgent(c, "nosuch").ok());
+  EXPECT_EQ(a->argv, (std::vector<std::string>{"run-it", "--id", "{task_id}", "{prompt}"}));
+  EXPECT_EQ(a->name, "");  // a template is no profile: nothing to limit or resume
+  EXPECT_EQ(a->family, agent::Family::kGeneric);
+  auto missing = ResolveAgent(c, "claud");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message().find("unknown agent profile 'claud'"), std::string::npos);
   EXPECT_FALSE(ResolveAgent(c, "run {nope}").ok());
+  EXPECT_TRUE(IsProfileName("claude"));
+  EXPECT_FALSE(IsProfileName("my-agent {prompt}"));
+}
+
+TEST(WorkerConfig, ProfilesNameTheirAdapterPatternsAccountsAndResumeForm) {
+  WorkerConfig c;
+  Status s = ApplyConfigToml(R"(
+[agents.mine]
+adapter = "claude"
+argv = ["my-claude", "-p", "{prompt}", "--output-format", "stream-json", "--verbose"]
+resume_argv = ["my-claude", "--resume", "{session_id}", "-p", "{prompt}"]
+limit_patterns = ["quota gone"]
+
+[[agents.claude.accounts]]
+name = "work"
+env = { CLAUDE_CONFIG_DIR = "/home/me/.claude-work" }
+
+[[agents.claude.accounts]]
+name = "home"
+env = { CLAUDE_CONFIG_DIR = "/home/me/.claude-home" }
+
+[prices."claude-sonnet-4-5"]
+input = 2.5
+output = 12
+
+[prices."my-model"]
+input = 1
+output = 2
+
+[budgets]
+daily_usd = 50
+
+[budgets.queues.nightly]
+daily_usd = 12.5
+)",
+                             "config.toml", c);
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  const agent::AgentProfile& mine = c.profiles["mine"];
+  EXPECT_EQ(mine.family, agent::Family::kClaude);
+  EXPECT_EQ(mine.resume_argv[1], "--resume");
+  EXPECT_EQ(mine.limit_patterns, (std::vector<std::string>{"quota gone"}));
+  const agent::AgentProfile& claude = c.profiles["claude"];
+  EXPECT_EQ(claude.family, agent::Family::kClaude);  // the built-in keeps what is not set
+  EXPECT_EQ(claude.argv, agent::BuiltInProfiles()["claude"].argv);
+  ASSERT_EQ(claude.accounts.size(), 2u);
+  EXPECT_EQ(claude.accounts[1].name, "home");
+  EXPECT_EQ(claude.accounts[1].env,
+            (std::vector<std::string>{"CLAUDE_CONFIG_DIR=/home/me/.claude-home"}));
+  EXPECT_DOUBLE_EQ(c.prices.For("claude-sonnet-4-5-2025")->input, 2.5);
+  EXPECT_DOUBLE_EQ(c.prices.For("claude-sonnet-4-5-2025")->cache_read, 0.30);  // kept
+  EXPECT_DOUBLE_EQ(c.prices.For("my-model")->output, 2);
+  EXPECT_DOUBLE_EQ(c.budgets.daily_usd, 50);
+  EXPECT_DOUBLE_EQ(c.budgets.queue_daily_usd["nightly"], 12.5);
+
+  struct Case {
+    const char* toml;
+    const char* needle;
+  } bad[] = {
+      {"[agents.x]\nadapter = \"claud\"\nargv = [\"x\"]\n", "unknown adapter 'claud'"},
+      {"[agents.x]\nargv = [\"x\"]\nlimit_patterns = [\"(\"]\n", "does not compile"},
+      {"[agents.x]\nargv = [\"x\"]\n[[agents.x.accounts]]\nenv = {}\n",
+       "'agents.x.accounts.name' is required"},
+      {"[agents.x]\nargv = [\"x\"]\naccounts = 3\n", "must be an array of tables"},
+      {"[prices.m]\ninput = \"cheap\"\n", "'prices.\"m\".input' must be a number"},
+      {"[budgets]\ndaily_usd = -1\n", "'budgets.daily_usd' must be a number"},
+      {"[budgets]\nweekly_usd = 1\n", "unknown setting 'budgets.weekly_usd'"},
+  };
+  for (const auto& k : bad) {
+    WorkerConfig fresh;
+    Status r = ApplyConfigToml(k.toml, "config.toml", fresh);
+    ASSERT_FALSE(r.ok()) << k.toml;
+    EXPECT_NE(r.error().message().find(k.needle), std::string::npos) << r.error().message();
+    EXPECT_EQ(fresh.profiles, agent::BuiltInProfiles()) << k.toml;
+  }
 }
 
 TEST(SpawnPlan, TheSpecCarriesTheAgentArgvEnvironmentLogAndLimits) {
@@ -218,13 +298,15 @@ TEST(SpawnPlan, TheSpecCarriesTheAgentArgvEnvironmentLogAndLimits) {
   claim.token = 77;
   claim.worker_id = "worker-12345678";
   claim.attempt = 2;
-  auto spec =
+  auto plan =
       PlanSpawn(c, t, claim, {"HOME=/root", "PATH=/usr/bin:/bin", "TX_CLAIM_TOKEN=1", "TX_DB=/x"});
-  ASSERT_TRUE(spec.ok()) << spec.error().message();
-  ASSERT_EQ(spec->argv.size(), 3u);
-  EXPECT_EQ(spec->argv[0], "claude");
-  EXPECT_EQ(spec->argv[1], "-p");
-  EXPECT_EQ(spec->argv[2], BuildPrompt(t, 2));
+  ASSERT_TRUE(plan.ok()) << plan.error().message();
+  const exec::SpawnSpec& spec = plan->spec;
+  ASSERT_EQ(spec.argv.size(), agent::BuiltInProfiles()["claude"].argv.size());
+  EXPECT_EQ(spec.argv[0], "claude");
+  EXPECT_EQ(spec.argv[1], "-p");
+  EXPECT_EQ(spec.argv[2], BuildPrompt(t, 2));
+  EXPECT_EQ(spec.argv[3], "--output-format");
   std::vector<std::string> want_env = {"HOME=/root",
                                        "PATH=/opt/tx/bin:/usr/bin:/bin",
                                        "TX_TASK_ID=task-abcdefgh",
@@ -233,25 +315,79 @@ TEST(SpawnPlan, TheSpecCarriesTheAgentArgvEnvironmentLogAndLimits) {
                                        "TX_ATTEMPT=2",
                                        "TX_DB=/data/.tx/tx.db",
                                        "TX_ALLOWED_COMMANDS=task.done"};
-  EXPECT_EQ(spec->env, want_env);
-  EXPECT_EQ(spec->cwd, "/repo");
-  EXPECT_EQ(spec->log_path, "/data/.tx/logs/task-abcdefgh/2.log");
-  EXPECT_EQ(spec->limits.open_files, 100u);
+  EXPECT_EQ(spec.env, want_env);
+  EXPECT_EQ(spec.cwd, "/repo");
+  // A structured agent's raw output is kept beside the readable log the worker writes.
+  EXPECT_EQ(spec.log_path, "/data/.tx/logs/task-abcdefgh/2.raw");
+  EXPECT_EQ(plan->raw_log_path, "/data/.tx/logs/task-abcdefgh/2.raw");
+  EXPECT_EQ(plan->log_path, "/data/.tx/logs/task-abcdefgh/2.log");
+  EXPECT_EQ(spec.limits.open_files, 100u);
+  EXPECT_EQ(plan->profile.name, "claude");
+  EXPECT_FALSE(plan->resumed);
 
   t.metadata = {{"limits", {{"open_files", 50}, {"memory_mb", 256}}}};
-  spec = PlanSpawn(c, t, claim, {});
-  ASSERT_TRUE(spec.ok());
-  EXPECT_EQ(spec->limits.open_files, 50u);
-  EXPECT_EQ(spec->limits.memory_bytes, 256ull << 20);
+  plan = PlanSpawn(c, t, claim, {});
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->spec.limits.open_files, 50u);
+  EXPECT_EQ(plan->spec.limits.memory_bytes, 256ull << 20);
   t.metadata = nlohmann::json::object();
 
   t.command = {"make", "test-{attempt}"};
-  spec = PlanSpawn(c, t, claim, {});
-  ASSERT_TRUE(spec.ok());
-  EXPECT_EQ(spec->argv, (std::vector<std::string>{"make", "test-2"}));
+  plan = PlanSpawn(c, t, claim, {});
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->spec.argv, (std::vector<std::string>{"make", "test-2"}));
+  EXPECT_TRUE(plan->is_command);
+  EXPECT_EQ(plan->spec.log_path, "/data/.tx/logs/task-abcdefgh/2.log");  // plain: one log
+  EXPECT_EQ(plan->raw_log_path, "");
   t.command.clear();
   t.agent = "nosuch";
   EXPECT_FALSE(PlanSpawn(c, t, claim, {}).ok());
+}
+
+TEST(SpawnPlan, AResumeRunsTheResumeFormUnderTheSessionsAccount) {
+  WorkerConfig c;
+  c.db_path = "/data/.tx/tx.db";
+  c.logs_dir = "/data/.tx/logs";
+  c.profiles["claude"].accounts = {{"work", {"CLAUDE_CONFIG_DIR=/c/work", "PATH=/opt/claude"}},
+                                   {"home", {"CLAUDE_CONFIG_DIR=/c/home"}}};
+  Task t;
+  t.id = "task-abcdefgh";
+  t.agent = "claude";
+  Claim claim;
+  claim.attempt = 3;
+  RunChoice choice;
+  choice.account = "work";
+  choice.resume = agent::ResumePlan{"sess-9", "work", "Fix the test", {}};
+  auto plan = PlanSpawn(c, t, claim, {"CLAUDE_CONFIG_DIR=/mine", "PATH=/usr/bin", "HOME=/h"},
+                        nullptr, choice);
+  ASSERT_TRUE(plan.ok()) << plan.error().message();
+  EXPECT_TRUE(plan->resumed);
+  EXPECT_EQ(plan->session_id, "sess-9");
+  EXPECT_EQ(plan->account, "work");
+  const auto& argv = plan->spec.argv;
+  ASSERT_GE(argv.size(), 5u);
+  EXPECT_EQ(std::vector<std::string>(argv.begin(), argv.begin() + 5),
+            (std::vector<std::string>{"claude", "--resume", "sess-9", "-p", "Fix the test"}));
+  auto has = [&](const std::string& kv) {
+    return std::count(plan->spec.env.begin(), plan->spec.env.end(), kv) == 1;
+  };
+  // The account's variables replace the worker's.
+  EXPECT_TRUE(has("CLAUDE_CONFIG_DIR=/c/work"));
+  EXPECT_FALSE(has("CLAUDE_CONFIG_DIR=/mine"));
+  EXPECT_TRUE(has("PATH=/opt/claude"));
+  EXPECT_TRUE(has("HOME=/h"));
+
+  // Codex may write the store's directory from its sandbox; a resume keeps its options first.
+  t.agent = "codex";
+  choice = {};
+  choice.resume = agent::ResumePlan{"th-1", "", "go on", {}};
+  plan = PlanSpawn(c, t, claim, {}, nullptr, choice);
+  ASSERT_TRUE(plan.ok());
+  const auto& cx = plan->spec.argv;
+  EXPECT_EQ(std::vector<std::string>(cx.begin(), cx.begin() + 4),
+            (std::vector<std::string>{"codex", "exec", "--add-dir", "/data/.tx"}));
+  EXPECT_EQ(std::vector<std::string>(cx.end() - 3, cx.end()),
+            (std::vector<std::string>{"resume", "th-1", "go on"}));
 }
 
 TEST(SpawnPlan, InAWorktreeTheAgentRunsThereWithItsBranchAfterTheRepositorysSetup) {
@@ -268,8 +404,9 @@ TEST(SpawnPlan, InAWorktreeTheAgentRunsThereWithItsBranchAfterTheRepositorysSetu
   Worktree wt{"/repo", "/repo/.tx/worktrees/task-abcdefgh",  "tx/task-abcdefgh",
               "main",  "/repo/.git/worktrees/task-abcdefgh", true,
               true};
-  auto spec = PlanSpawn(c, t, claim, {"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=a.b"}, &wt);
-  ASSERT_TRUE(spec.ok()) << spec.error().message();
+  auto plan = PlanSpawn(c, t, claim, {"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=a.b"}, &wt);
+  ASSERT_TRUE(plan.ok()) << plan.error().message();
+  const exec::SpawnSpec* spec = &plan->spec;
   EXPECT_EQ(spec->cwd, wt.path);
   std::string prompt = AgentPrompt(t, 1, &wt);
   EXPECT_NE(prompt.find("Working directory: " + wt.path), std::string::npos);
@@ -286,14 +423,14 @@ TEST(SpawnPlan, InAWorktreeTheAgentRunsThereWithItsBranchAfterTheRepositorysSetu
   EXPECT_FALSE(has("GIT_CONFIG_COUNT=1"));
 
   wt.needs_setup = false;  // set up by an earlier attempt
-  spec = PlanSpawn(c, t, claim, {}, &wt);
-  ASSERT_TRUE(spec.ok());
-  EXPECT_EQ(spec->argv, (std::vector<std::string>{"agent", wt.path, prompt}));
+  plan = PlanSpawn(c, t, claim, {}, &wt);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->spec.argv, (std::vector<std::string>{"agent", wt.path, prompt}));
   wt.needs_setup = true;
   t.repo = "/other";  // whose setup is none
-  spec = PlanSpawn(c, t, claim, {}, &wt);
-  ASSERT_TRUE(spec.ok());
-  EXPECT_EQ(spec->argv[0], "agent");
+  plan = PlanSpawn(c, t, claim, {}, &wt);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->spec.argv[0], "agent");
 }
 
 }  // namespace

@@ -17,7 +17,9 @@
 #include "core/claim.h"
 #include "core/error.h"
 #include "core/task.h"
+#include "core/usage.h"
 #include "core/worker.h"
+#include "service/agent_service.h"
 #include "service/claim_service.h"
 #include "service/worker_service.h"
 #include "worker/config.h"
@@ -44,9 +46,10 @@ class Coordinator {
   // As ClaimService::ClaimNext, waiting up to `wait_ms` for a task to become claimable when the
   // coordinator can wait at the source (the server's long poll); nullopt when none came, or when
   // an operator's request for this worker (pause, stop) arrived meanwhile.
-  virtual Result<std::optional<service::ClaimResult>> ClaimNext(std::string_view worker_id,
-                                                                Millis lease_ms,
-                                                                Millis wait_ms = 0) = 0;
+  // `gate`: the agent tasks to pass over (service/agent_gate.h), none when null.
+  virtual Result<std::optional<service::ClaimResult>> ClaimNext(
+      std::string_view worker_id, Millis lease_ms, Millis wait_ms = 0,
+      const service::AgentGate* gate = nullptr) = 0;
   // Whether ClaimNext can wait at the source. When it cannot, an idle worker sleeps on
   // watch_fd() and NextEligibleAt instead.
   virtual bool WaitsForClaims() const = 0;
@@ -57,7 +60,8 @@ class Coordinator {
   virtual int watch_fd() = 0;
   // Consumes the watch's notifications; true if any may concern the store.
   virtual bool DrainWatch() = 0;
-  virtual Result<std::optional<Millis>> NextEligibleAt(std::string_view worker_id) = 0;
+  virtual Result<std::optional<Millis>> NextEligibleAt(
+      std::string_view worker_id, const service::AgentGate* gate = nullptr) = 0;
   // Ends a ClaimNext waiting on another thread at once (it returns unavailable). Thread-safe.
   virtual void Interrupt() = 0;
 
@@ -81,11 +85,33 @@ class Coordinator {
   virtual Result<TaskMerge> AutoMerge(std::string_view task_id, std::int64_t token,
                                       const GitSettings& git, int cancel_fd) = 0;
 
+  // The agents (service/agent_service.h): the ledger, limits and budgets, and the ends of an
+  // attempt that are not the task's fault. As AgentService's methods of the same names.
+  virtual Status RecordUsage(const AttemptUsage& usage) = 0;
+  virtual Result<std::vector<AttemptUsage>> TaskUsage(std::string_view task_id) = 0;
+  virtual Result<Task> EndLimited(std::string_view task_id, std::int64_t token,
+                                  const service::LimitReport& limit) = 0;
+  virtual Result<Task> EndUnavailable(std::string_view task_id, std::int64_t token,
+                                      EndReason reason, const std::string& profile,
+                                      const std::string& why) = 0;
+  virtual Result<Task> EndOverBudget(std::string_view task_id, std::int64_t token,
+                                     const std::string& why) = 0;
+  // The fleet's limits (after recording agent.resumed for those that ended: ResumeExpired) and,
+  // when `budgets` has any, the day's spending against them.
+  struct AgentState {
+    std::vector<AgentLimit> limits;
+    service::BudgetState budget;
+  };
+  virtual Result<AgentState> GetAgentState(const service::Budgets& budgets) = 0;
+  // The cost of a task's attempts so far.
+  virtual Result<double> TaskCost(std::string_view task_id) = 0;
+
   // Hands an attempt's output to the fleet, where the store cannot read the worker's disk: the
   // `data` written at `offset` of the log of `task_id`'s attempt `attempt`. A coordinator beside
   // the store does nothing (the log is already where the store's readers look).
+  // `raw`: the agent's raw output, kept beside the readable log of a structured agent.
   virtual Status ShipLog(std::string_view task_id, int attempt, std::int64_t token,
-                         std::int64_t offset, std::string_view data) = 0;
+                         std::int64_t offset, std::string_view data, bool raw = false) = 0;
   // Whether ShipLog does anything.
   virtual bool ShipsLogs() const = 0;
 };

@@ -115,14 +115,14 @@ Result<Worker> HttpCoordinator::Deregister(std::string_view worker_id, const std
   return WorkerFromJson(reply["worker"]);
 }
 
-Result<std::optional<service::ClaimResult>> HttpCoordinator::ClaimNext(std::string_view worker_id,
-                                                                       Millis lease_ms,
-                                                                       Millis wait_ms) {
+Result<std::optional<service::ClaimResult>> HttpCoordinator::ClaimNext(
+    std::string_view worker_id, Millis lease_ms, Millis wait_ms, const service::AgentGate* gate) {
   client_.set_read_timeout(std::chrono::milliseconds(wait_ms + kLongPollSlackMs));
-  httplib::Result r = client_.Post(
-      "/api/worker/claim",
-      json{{"worker_id", worker_id}, {"lease_ms", lease_ms}, {"wait_ms", wait_ms}}.dump(),
-      "application/json");
+  json body = {{"worker_id", worker_id}, {"lease_ms", lease_ms}, {"wait_ms", wait_ms}};
+  if (gate != nullptr && (!gate->blocked_agents.empty() || !gate->blocked_agent_queues.empty())) {
+    body["gate"] = {{"agents", gate->blocked_agents}, {"queues", gate->blocked_agent_queues}};
+  }
+  httplib::Result r = client_.Post("/api/worker/claim", body.dump(), "application/json");
   client_.set_read_timeout(kRequestTimeoutMs / 1000, 0);
   claim_backoff_ms_ = 0;
   if (r && r->status == 204 && r->has_header("Retry-After")) {
@@ -222,11 +222,77 @@ Result<TaskMerge> HttpCoordinator::AutoMerge(std::string_view task_id, std::int6
   return MergeTask(task, record, git, "auto-merge", {.auto_merge = true, .cancel_fd = cancel_fd});
 }
 
+Status HttpCoordinator::RecordUsage(const AttemptUsage& usage) {
+  TX_RETURN_IF_ERROR(Post("/api/worker/usage", {{"usage", ToJson(usage)}}));
+  return Ok();
+}
+
+Result<std::vector<AttemptUsage>> HttpCoordinator::TaskUsage(std::string_view task_id) {
+  TX_ASSIGN_OR_RETURN(json reply, Get("/api/worker/usage?task_id=" + std::string(task_id)));
+  std::vector<AttemptUsage> out;
+  for (const auto& u : reply.value("usage", json::array())) {
+    TX_ASSIGN_OR_RETURN(AttemptUsage row, UsageFromJson(u));
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
+Result<double> HttpCoordinator::TaskCost(std::string_view task_id) {
+  TX_ASSIGN_OR_RETURN(json reply, Get("/api/worker/usage?task_id=" + std::string(task_id)));
+  auto cost = reply.find("cost_usd");
+  return cost != reply.end() && cost->is_number() ? cost->get<double>() : 0.0;
+}
+
+Result<Task> HttpCoordinator::EndLimited(std::string_view task_id, std::int64_t token,
+                                         const service::LimitReport& limit) {
+  TX_ASSIGN_OR_RETURN(json reply, Post("/api/worker/limited", {{"task_id", task_id},
+                                                               {"token", token},
+                                                               {"agent", limit.profile},
+                                                               {"account", limit.account},
+                                                               {"accounts", limit.accounts},
+                                                               {"reset_at", limit.reset_at},
+                                                               {"reason", limit.reason}}));
+  return TaskFromJson(reply["task"]);
+}
+
+Result<Task> HttpCoordinator::EndUnavailable(std::string_view task_id, std::int64_t token,
+                                             EndReason reason, const std::string& profile,
+                                             const std::string& why) {
+  TX_ASSIGN_OR_RETURN(json reply, Post("/api/worker/unavailable", {{"task_id", task_id},
+                                                                   {"token", token},
+                                                                   {"reason", ToString(reason)},
+                                                                   {"agent", profile},
+                                                                   {"why", why}}));
+  return TaskFromJson(reply["task"]);
+}
+
+Result<Task> HttpCoordinator::EndOverBudget(std::string_view task_id, std::int64_t token,
+                                            const std::string& why) {
+  TX_ASSIGN_OR_RETURN(json reply, Post("/api/worker/over-budget",
+                                       {{"task_id", task_id}, {"token", token}, {"why", why}}));
+  return TaskFromJson(reply["task"]);
+}
+
+Result<Coordinator::AgentState> HttpCoordinator::GetAgentState(const service::Budgets& budgets) {
+  json body = json::object();
+  if (budgets.any()) body["budgets"] = service::ToJson(budgets);
+  TX_ASSIGN_OR_RETURN(json reply, Post("/api/worker/agent-state", body));
+  AgentState out;
+  for (const auto& l : reply.value("limits", json::array())) {
+    TX_ASSIGN_OR_RETURN(AgentLimit limit, LimitFromJson(l));
+    out.limits.push_back(std::move(limit));
+  }
+  if (auto b = reply.find("budget"); b != reply.end() && b->is_object()) {
+    TX_ASSIGN_OR_RETURN(out.budget, service::BudgetStateFromJson(*b));
+  }
+  return out;
+}
+
 Status HttpCoordinator::ShipLog(std::string_view task_id, int attempt, std::int64_t token,
-                                std::int64_t offset, std::string_view data) {
+                                std::int64_t offset, std::string_view data, bool raw) {
   std::string path = "/api/worker/log?task_id=" + std::string(task_id) +
                      "&attempt=" + std::to_string(attempt) + "&token=" + std::to_string(token) +
-                     "&offset=" + std::to_string(offset);
+                     "&offset=" + std::to_string(offset) + (raw ? "&raw=1" : "");
   httplib::Result r = client_.Post(path, std::string(data), "application/octet-stream");
   TX_RETURN_IF_ERROR(Decode(r, "POST /api/worker/log"));
   return Ok();

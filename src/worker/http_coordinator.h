@@ -35,12 +35,14 @@ class HttpCoordinator : public RemoteCoordinator {
   Result<Worker> GetWorker(std::string_view worker_id) override;
   Result<Worker> Deregister(std::string_view worker_id, const std::string& reason) override;
   Result<std::optional<service::ClaimResult>> ClaimNext(std::string_view worker_id, Millis lease_ms,
-                                                        Millis wait_ms) override;
+                                                        Millis wait_ms,
+                                                        const service::AgentGate* gate) override;
   bool WaitsForClaims() const override { return true; }
   Millis ClaimBackoffMs() const override { return claim_backoff_ms_; }
   int watch_fd() override { return -1; }
   bool DrainWatch() override { return false; }
-  Result<std::optional<Millis>> NextEligibleAt(std::string_view) override {
+  Result<std::optional<Millis>> NextEligibleAt(std::string_view,
+                                               const service::AgentGate*) override {
     return std::optional<Millis>();
   }
   void Interrupt() override;
@@ -55,8 +57,18 @@ class HttpCoordinator : public RemoteCoordinator {
   Result<Claim> GiveUp(std::string_view task_id, std::int64_t token, EndReason reason) override;
   Result<TaskMerge> AutoMerge(std::string_view task_id, std::int64_t token, const GitSettings& git,
                               int cancel_fd) override;
+  Status RecordUsage(const AttemptUsage& usage) override;
+  Result<std::vector<AttemptUsage>> TaskUsage(std::string_view task_id) override;
+  Result<Task> EndLimited(std::string_view task_id, std::int64_t token,
+                          const service::LimitReport& limit) override;
+  Result<Task> EndUnavailable(std::string_view task_id, std::int64_t token, EndReason reason,
+                              const std::string& profile, const std::string& why) override;
+  Result<Task> EndOverBudget(std::string_view task_id, std::int64_t token,
+                             const std::string& why) override;
+  Result<AgentState> GetAgentState(const service::Budgets& budgets) override;
+  Result<double> TaskCost(std::string_view task_id) override;
   Status ShipLog(std::string_view task_id, int attempt, std::int64_t token, std::int64_t offset,
-                 std::string_view data) override;
+                 std::string_view data, bool raw) override;
   bool ShipsLogs() const override { return true; }
 
   Result<nlohmann::json> Fetch(const std::string& path) override { return Get(path); }

@@ -19,7 +19,22 @@ LocalCoordinator::LocalCoordinator(std::unique_ptr<store::Store> store,
       watch_(std::move(watch)),
       workers_(*store_, store_->clock(), options),
       claims_(*store_, store_->clock(), options),
-      tasks_(*store_, store_->clock(), options) {}
+      tasks_(*store_, store_->clock(), options),
+      agents_(*store_, store_->clock(), options) {}
+
+Result<Coordinator::AgentState> LocalCoordinator::GetAgentState(const service::Budgets& budgets) {
+  AgentState out;
+  TX_RETURN_IF_ERROR(agents_.ResumeExpired());
+  TX_ASSIGN_OR_RETURN(out.limits, agents_.Limits());
+  if (budgets.any()) {
+    TX_ASSIGN_OR_RETURN(out.budget, agents_.CheckBudgets(budgets));
+  }
+  return out;
+}
+
+Result<double> LocalCoordinator::TaskCost(std::string_view task_id) {
+  return agents_.TaskCost(task_id);
+}
 
 Result<TaskMerge> LocalCoordinator::AutoMerge(std::string_view task_id, std::int64_t,
                                               const GitSettings& git, int cancel_fd) {

@@ -5,6 +5,7 @@
 
 #include <memory>
 
+#include "service/agent_service.h"
 #include "service/task_service.h"
 #include "store/store.h"
 #include "worker/coordinator.h"
@@ -33,14 +34,16 @@ class LocalCoordinator : public Coordinator {
     return workers_.Deregister(id, reason);
   }
   Result<std::optional<service::ClaimResult>> ClaimNext(std::string_view worker_id, Millis lease_ms,
-                                                        Millis) override {
-    return claims_.ClaimNext(worker_id, lease_ms);
+                                                        Millis,
+                                                        const service::AgentGate* gate) override {
+    return claims_.ClaimNext(worker_id, lease_ms, gate);
   }
   bool WaitsForClaims() const override { return false; }
   int watch_fd() override { return watch_ ? watch_->fd() : -1; }
   bool DrainWatch() override { return watch_ && watch_->Drain(); }
-  Result<std::optional<Millis>> NextEligibleAt(std::string_view worker_id) override {
-    return claims_.NextEligibleAt(worker_id);
+  Result<std::optional<Millis>> NextEligibleAt(std::string_view worker_id,
+                                               const service::AgentGate* gate) override {
+    return claims_.NextEligibleAt(worker_id, gate);
   }
   void Interrupt() override {}
   Result<Claim> Inspect(std::int64_t token) override { return claims_.Inspect(token); }
@@ -64,7 +67,26 @@ class LocalCoordinator : public Coordinator {
   }
   Result<TaskMerge> AutoMerge(std::string_view task_id, std::int64_t token, const GitSettings& git,
                               int cancel_fd) override;
-  Status ShipLog(std::string_view, int, std::int64_t, std::int64_t, std::string_view) override {
+  Status RecordUsage(const AttemptUsage& usage) override { return agents_.RecordUsage(usage); }
+  Result<std::vector<AttemptUsage>> TaskUsage(std::string_view task_id) override {
+    return agents_.TaskUsage(task_id);
+  }
+  Result<Task> EndLimited(std::string_view task_id, std::int64_t token,
+                          const service::LimitReport& limit) override {
+    return agents_.EndLimited(task_id, token, limit);
+  }
+  Result<Task> EndUnavailable(std::string_view task_id, std::int64_t token, EndReason reason,
+                              const std::string& profile, const std::string& why) override {
+    return agents_.EndUnavailable(task_id, token, reason, profile, why);
+  }
+  Result<Task> EndOverBudget(std::string_view task_id, std::int64_t token,
+                             const std::string& why) override {
+    return agents_.EndOverBudget(task_id, token, why);
+  }
+  Result<AgentState> GetAgentState(const service::Budgets& budgets) override;
+  Result<double> TaskCost(std::string_view task_id) override;
+  Status ShipLog(std::string_view, int, std::int64_t, std::int64_t, std::string_view,
+                 bool) override {
     return Ok();
   }
   bool ShipsLogs() const override { return false; }
@@ -75,6 +97,7 @@ class LocalCoordinator : public Coordinator {
   service::WorkerService workers_;
   service::ClaimService claims_;
   service::TaskService tasks_;
+  service::AgentService agents_;
 };
 
 }  // namespace tx::worker

@@ -18,12 +18,19 @@
 #include <thread>
 #include <vector>
 
+#include "agent/follower.h"
+#include "agent/resume.h"
 #include "core/duration.h"
 #include "core/orchestrator.h"
+#include "exec/capped_log.h"
 #include "exec/process_info.h"
+#include "exec/program.h"
 #include "exec/unique_fd.h"
+#include "service/agent_gate.h"
+#include "worker/attempt_policy.h"
 #include "worker/local_coordinator.h"
 #include "worker/remote.h"
+#include "worker/reset_time.h"
 #include "worker/review.h"
 #include "worker/spawn_plan.h"
 
@@ -41,10 +48,6 @@ sigset_t WorkerSignals() {
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGCHLD);
   return set;
-}
-
-Millis MsUntil(SteadyClock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(t - SteadyClock::now()).count();
 }
 
 // The fleet as this worker reaches it: the store, or (with --server) the HTTP API. The main loop's
@@ -105,6 +108,8 @@ Status WorkerRuntime::Start() {
   r.heartbeat_interval_ms = config_.heartbeat_idle_ms;
   r.metadata = {{"agent", config_.agent}, {"tasks_completed", 0}, {"agent_pid", 0}};
   if (!config_.workdir.empty()) r.metadata["workdir"] = config_.workdir;
+  CheckPrograms(/*force=*/true);
+  if (!unavailable_.empty()) r.metadata["unavailable_agents"] = unavailable_;
   std::vector<Worker> replaced;
   TX_ASSIGN_OR_RETURN(Worker me, fleet_->Register(r, &replaced));
   worker_id_ = me.id;
@@ -112,6 +117,21 @@ Status WorkerRuntime::Start() {
   spdlog::info("worker {} registered (name {}, slot {}, queues {}, pid {})", me.id, me.name,
                me.slot.empty() ? "-" : me.slot, nlohmann::json(me.queues).dump(), getpid());
 
+  // Said at start: the default agent's program missing here means this worker runs nothing
+  // but commands and other profiles' tasks.
+  if (auto it = unavailable_.find(config_.agent); it != unavailable_.end()) {
+    spdlog::warn("the default agent profile '{}' cannot run here: {}", config_.agent, it->second);
+  }
+  std::string others;
+  for (const auto& [name, why] : unavailable_) {
+    if (name != config_.agent) others += (others.empty() ? "" : ", ") + name;
+  }
+  if (!others.empty()) {
+    spdlog::info(
+        "agent profiles whose program is not on PATH here (their tasks are left to other "
+        "workers): {}",
+        others);
+  }
   heartbeat_ =
       std::make_unique<HeartbeatLoop>(std::move(beat), config_, worker_id_, state_, wake_fd_);
   heartbeat_->Start();
@@ -233,10 +253,11 @@ WorkerRuntime::Wake WorkerRuntime::WaitIdle(Millis timeout_ms) {
 // fallback with jitter; 0 when a task is eligible now.
 Millis WorkerRuntime::IdleWait() {
   Millis wait = static_cast<Millis>(static_cast<double>(config_.poll_ms) * Jitter());
-  Result<std::optional<Millis>> next = fleet_->NextEligibleAt(worker_id_);
-  if (next.ok() && *next) {
-    wait = std::min(wait, std::max<Millis>(0, **next - fleet_->NowMs()));
-  }
+  Result<std::optional<Millis>> next = fleet_->NextEligibleAt(worker_id_, &gate_);
+  Millis now = fleet_->NowMs();
+  if (next.ok() && *next) wait = std::min(wait, std::max<Millis>(0, **next - now));
+  // A limit that ends, or the next day of a reached budget, may let its tasks run.
+  if (gate_opens_at_ > 0) wait = std::min(wait, std::max<Millis>(0, gate_opens_at_ - now));
   return wait;
 }
 
@@ -256,8 +277,11 @@ Result<int> WorkerRuntime::Run() {
       if (w != Wake::kSignal) CheckRequests(nullptr);
       continue;
     }
+    CheckPrograms(/*force=*/false);
+    RefreshAgentState(/*force=*/false);
     Result<std::optional<service::ClaimResult>> claimed =
-        fleet_->WaitsForClaims() ? ClaimWaiting() : fleet_->ClaimNext(worker_id_, config_.lease_ms);
+        fleet_->WaitsForClaims() ? ClaimWaiting()
+                                 : fleet_->ClaimNext(worker_id_, config_.lease_ms, 0, &gate_);
     if (!claimed.ok()) {
       if (claimed.error().code() == ErrorCode::kConflict) {
         // Refused while still registered (stale after the machine slept, say): heartbeat, retry.
@@ -324,6 +348,81 @@ Result<int> WorkerRuntime::Run() {
   return code;
 }
 
+void WorkerRuntime::CheckPrograms(bool force) {
+  auto now = SteadyClock::now();
+  if (!force && now - programs_checked_at_ < std::chrono::seconds(30)) return;
+  programs_checked_at_ = now;
+  std::vector<std::string> env = CurrentEnvironment();
+  std::string tx_dir = std::filesystem::path(config_.tx_binary).parent_path().string();
+  bool changed = false;
+  for (const auto& [name, profile] : config_.profiles) {
+    if (profile.argv.empty()) continue;
+    // A login refused is tried again after a quarter of an hour (someone may have logged in).
+    if (auto refused = login_refused_at_.find(name); refused != login_refused_at_.end()) {
+      if (now - refused->second < std::chrono::minutes(15)) continue;
+      login_refused_at_.erase(refused);
+      changed = unavailable_.erase(name) > 0 || changed;
+      continue;
+    }
+    Result<std::string> found = exec::FindProgram(profile.argv[0], env, config_.workdir);
+    if (!found.ok()) {
+      std::string why =
+          "spawn '" + profile.argv[0] + "': " + found.error().message() + " (not on PATH)";
+      changed = unavailable_[name] != why || changed;
+      unavailable_[name] = why;
+    } else if (unavailable_.erase(name) > 0) {
+      spdlog::info("agent profile {} can run here again ({})", name, *found);
+      changed = true;
+    }
+  }
+  if (changed && !worker_id_.empty()) {
+    service::HeartbeatUpdate update;
+    update.metadata = {{"unavailable_agents", unavailable_}};
+    Result<Worker> w = fleet_->Heartbeat(worker_id_, update);
+    if (!w.ok()) spdlog::warn("could not record the unavailable agents: {}", w.error().message());
+    agent_state_at_ = {};  // the gate changes with them
+  }
+}
+
+void WorkerRuntime::MarkUnavailable(const std::string& profile, const std::string& why) {
+  if (unavailable_[profile] == why) return;
+  unavailable_[profile] = why;
+  spdlog::warn("agent profile {} cannot run here: {} (its tasks are left to other workers)",
+               profile, why);
+  agent_state_at_ = {};
+}
+
+void WorkerRuntime::RefreshAgentState(bool force) {
+  auto now = SteadyClock::now();
+  if (!force && agent_state_at_ != SteadyClock::time_point{} &&
+      now - agent_state_at_ < std::chrono::seconds(1)) {
+    return;
+  }
+  Result<Coordinator::AgentState> st = fleet_->GetAgentState(config_.budgets);
+  if (!st.ok()) {
+    spdlog::warn("could not read the agents' limits and budgets: {}", st.error().message());
+    return;
+  }
+  agent_state_ = std::move(*st);
+  agent_state_at_ = now;
+  service::GateInputs in;
+  in.now = fleet_->NowMs();
+  in.limits = agent_state_.limits;
+  for (const auto& [name, profile] : config_.profiles) in.profiles[name] = AccountNames(profile);
+  in.default_profile = config_.agent;
+  for (const auto& [name, why] : unavailable_) in.unavailable.insert(name);
+  in.daily_budget_reached = agent_state_.budget.reached;
+  in.budget_queues = agent_state_.budget.reached_queues;
+  service::Gate gate = service::ComputeGate(in);
+  gate_.blocked_agents = gate.blocked_agents;
+  gate_.blocked_agent_queues = gate.blocked_agent_queues;
+  gate_opens_at_ = gate.next_change;
+  bool budget = agent_state_.budget.reached || !agent_state_.budget.reached_queues.empty();
+  if (budget && (gate_opens_at_ == 0 || agent_state_.budget.next_day_at < gate_opens_at_)) {
+    gate_opens_at_ = agent_state_.budget.next_day_at;
+  }
+}
+
 Result<std::optional<service::ClaimResult>> WorkerRuntime::ClaimWaiting() {
   Result<std::optional<service::ClaimResult>> out = std::optional<service::ClaimResult>();
   exec::UniqueFd done(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
@@ -331,7 +430,7 @@ Result<std::optional<service::ClaimResult>> WorkerRuntime::ClaimWaiting() {
   Millis wait = static_cast<Millis>(static_cast<double>(config_.poll_ms) * Jitter());
   // Only Interrupt() is called on fleet_ from here while the thread runs.
   std::thread waiter([&] {
-    out = fleet_->ClaimNext(worker_id_, config_.lease_ms, wait);
+    out = fleet_->ClaimNext(worker_id_, config_.lease_ms, wait, &gate_);
     std::uint64_t one = 1;
     (void)!::write(done.get(), &one, sizeof one);
   });
@@ -468,19 +567,185 @@ void WorkerRuntime::AutoMerge(const Task& task, std::int64_t token) {
 void WorkerRuntime::RunAgent(const service::ClaimResult& claimed, const Worktree* worktree) {
   const Task& task = claimed.task;
   const Claim& claim = claimed.claim;
-  Result<exec::SpawnSpec> spec = PlanSpawn(config_, task, claim, CurrentEnvironment(), worktree);
-  Result<exec::Child> spawned =
-      spec.ok() ? exec::Child::Spawn(*spec) : Result<exec::Child>(spec.error());
-  if (!spawned.ok()) {
-    spdlog::error("{} attempt {}: {}", task.id, claim.attempt, spawned.error().message());
-    Result<Task> r = fleet_->Fail(task.id, claim.token, EndReason::kFailed,
-                                  "spawn failed: " + spawned.error().message(), 127);
+  auto fail_counted = [&](const std::string& why) {
+    spdlog::error("{} attempt {}: {}", task.id, claim.attempt, why);
+    Result<Task> r =
+        fleet_->Fail(task.id, claim.token, EndReason::kFailed, "spawn failed: " + why, 127);
     if (!r.ok()) spdlog::error("{}: {}", task.id, r.error().message());
     state_.Drop();
+  };
+  Result<AttemptPlan> base = ProfileFor(config_, task);
+  if (!base.ok()) {
+    fail_counted(base.error().message());
     return;
   }
+  RunChoice choice;
+  const agent::AgentProfile& profile = base->profile;
+  bool named = !base->is_command && !profile.name.empty();
+  if (named) {
+    if (HoldBack(claimed, profile, choice.account)) return;
+    // A retry, or a task sent back from review, continues the agent's last session.
+    if (claim.attempt > 1 && !agent::ResumeTemplate(profile).empty()) {
+      Result<std::vector<AttemptUsage>> history = fleet_->TaskUsage(task.id);
+      if (history.ok()) {
+        choice.resume = agent::PlanResume(task, claim.attempt, profile, *history);
+      }
+      // Its session lives under its account: resumed there, if that account is free.
+      if (choice.resume && choice.resume->account != choice.account) {
+        std::optional<std::string> free = service::FreeAccount(
+            profile.name, {choice.resume->account}, agent_state_.limits, fleet_->NowMs());
+        if (free && !choice.resume->account.empty()) {
+          choice.account = choice.resume->account;
+        } else if (!choice.resume->account.empty() || !choice.account.empty()) {
+          choice.resume.reset();
+        }
+      }
+    }
+  }
+  for (;;) {
+    Result<AttemptPlan> plan =
+        PlanSpawn(config_, task, claim, CurrentEnvironment(), worktree, choice);
+    if (!plan.ok()) {
+      fail_counted(plan.error().message());
+      return;
+    }
+    RunEnd end;
+    // A profile's program missing (or not executable) here is this machine's fault, not the
+    // task's: the attempt is not counted and this worker stops taking that profile's tasks.
+    if (!plan->is_command && !plan->profile.argv.empty()) {
+      Result<std::string> program =
+          exec::FindProgram(plan->profile.argv[0], plan->spec.env, plan->spec.cwd);
+      if (!program.ok()) {
+        end.how = RunEnd::How::kSpawnFailed;
+        end.spawn_error = "spawn '" + plan->profile.argv[0] + "': " + program.error().message();
+      }
+    }
+    if (end.how != RunEnd::How::kSpawnFailed) end = FollowRun(claimed, *plan);
+    // A session that cannot be resumed (gone, or made on another machine) fails at once: the
+    // attempt starts afresh instead.
+    bool resume_failed = plan->resumed && end.how == RunEnd::How::kExited &&
+                         (end.outcome.Classify() != exec::ExitOutcome::Class::kSuccess ||
+                          end.summary.result_is_error) &&
+                         end.summary.turns == 0 && !end.summary.limit &&
+                         end.summary.auth_error.empty();
+    if (resume_failed) {
+      Result<Claim> held = fleet_->Inspect(claim.token);
+      if (held.ok() && held->status == ClaimStatus::kActive) {
+        std::string why =
+            end.summary.result_text.empty() ? end.outcome.Describe() : end.summary.result_text;
+        spdlog::warn("{} attempt {}: could not resume session {} ({}); starting afresh", task.id,
+                     claim.attempt, plan->session_id, agent::OneLine(why, 200));
+        Result<exec::CappedLog> log = exec::CappedLog::Open(plan->log_path, config_.log_cap_bytes);
+        if (log.ok()) {
+          log->Append("[tx] could not resume session " + plan->session_id + " (" +
+                      agent::OneLine(why, 200) + "): starting afresh\n");
+        }
+        choice.resume.reset();
+        continue;
+      }
+    }
+    FinishRun(claimed, *plan, end);
+    return;
+  }
+}
+
+std::vector<std::string> WorkerRuntime::AccountNames(const agent::AgentProfile& profile) {
+  std::vector<std::string> names;
+  for (const auto& a : profile.accounts) names.push_back(a.name);
+  return names;
+}
+
+bool WorkerRuntime::HoldBack(const service::ClaimResult& claimed,
+                             const agent::AgentProfile& profile, std::string& account) {
+  const Task& task = claimed.task;
+  const Claim& claim = claimed.claim;
+  RefreshAgentState(/*force=*/true);
+  Millis now = fleet_->NowMs();
+  std::vector<std::string> accounts = AccountNames(profile);
+  std::optional<std::string> free =
+      service::FreeAccount(profile.name, accounts, agent_state_.limits, now);
+  if (free) {
+    account = *free;
+    const service::BudgetState& b = agent_state_.budget;
+    bool budget = b.reached || std::find(b.reached_queues.begin(), b.reached_queues.end(),
+                                         task.queue) != b.reached_queues.end();
+    if (!budget) return false;
+    spdlog::info("{}: the day's agent budget is reached: given back until {}", task.id,
+                 FormatTime(b.next_day_at));
+    Result<Task> r = fleet_->Release(task.id, claim.token, EndReason::kReleased);
+    if (!r.ok()) spdlog::warn("{}: release: {}", task.id, r.error().message());
+    state_.Drop();
+    return true;
+  }
+  // Every account limited, as another worker found since this one's gate was made: the task
+  // goes back uncounted until the first reset, and no agent starts.
+  const AgentLimit* first = nullptr;
+  for (const auto& l : agent_state_.limits) {
+    if (l.profile == profile.name && IsActive(l, now) &&
+        (first == nullptr || l.until < first->until)) {
+      first = &l;
+    }
+  }
+  service::LimitReport report;
+  report.profile = profile.name;
+  report.account = first != nullptr ? first->account : "";
+  report.accounts = accounts;
+  report.reset_at = first != nullptr ? first->until : 0;
+  report.reason = first != nullptr ? first->reason : "limited";
+  spdlog::info("{}: agent {} is limited until {}: given back", task.id, profile.name,
+               FormatTime(report.reset_at));
+  Result<Task> r = fleet_->EndLimited(task.id, claim.token, report);
+  if (!r.ok()) spdlog::warn("{}: {}", task.id, r.error().message());
+  state_.Drop();
+  return true;
+}
+
+WorkerRuntime::RunEnd WorkerRuntime::FollowRun(const service::ClaimResult& claimed,
+                                               const AttemptPlan& plan) {
+  const Task& task = claimed.task;
+  const Claim& claim = claimed.claim;
+  RunEnd end;
+  const exec::SpawnSpec& spec = plan.spec;
+  // The readable log, written here, when the agent's raw output goes to a file of its own.
+  exec::CappedLog readable;
+  if (!plan.raw_log_path.empty()) {
+    Result<exec::CappedLog> log = exec::CappedLog::Open(plan.log_path, config_.log_cap_bytes);
+    if (log.ok()) readable = std::move(*log);
+  }
+  std::string header = "[tx] attempt " + std::to_string(claim.attempt) + ": " + spec.argv[0];
+  if (!plan.profile.name.empty()) header += " (profile " + plan.profile.name;
+  if (!plan.account.empty()) header += ", account " + plan.account;
+  if (plan.resumed) header += ", resuming session " + plan.session_id;
+  if (!plan.profile.name.empty()) header += ")";
+  if (!plan.raw_log_path.empty()) readable.Append(header + "\n");
+  agent::LimitPatterns patterns;
+  if (Result<agent::LimitPatterns> p = agent::LimitPatterns::Compile(plan.profile.limit_patterns);
+      p.ok()) {
+    patterns = std::move(*p);
+  }
+  agent::Follower follower(plan.is_command ? agent::Family::kGeneric : plan.profile.family,
+                           &patterns, &config_.prices);
+  // Codex reports a resumed thread's tokens since it began.
+  if (plan.resumed && plan.profile.family == agent::Family::kCodex) {
+    follower.SetBaseline(plan.session_tokens);
+  }
+  std::string rendered;
+  Result<exec::Child> spawned = exec::Child::Spawn(spec);
+  if (!spawned.ok()) {
+    end.how = RunEnd::How::kSpawnFailed;
+    end.spawn_error = spawned.error().message();
+    return end;
+  }
   exec::Child child = std::move(*spawned);
+  // Declared after the follower and the readable log, so destroyed first: its last output
+  // reaches them.
+  child.SetOutputObserver([&](std::string_view chunk) {
+    follower.Feed(chunk, rendered);
+    readable.Append(rendered);
+    rendered.clear();
+  });
   log_shipped_ = 0;
+  raw_shipped_ = 0;
   log_shipped_at_ = {};
   if (!child.limits_warning().empty() && !warned_limits_) {
     spdlog::warn("{}", child.limits_warning());
@@ -488,43 +753,44 @@ void WorkerRuntime::RunAgent(const service::ClaimResult& claimed, const Worktree
   }
   state_.SetAgentPid(child.pid());
   heartbeat_->Kick();
-  spdlog::info("{} attempt {} (token {}): started {} as pid {}", task.id, claim.attempt,
-               claim.token, spec->argv[0], child.pid());
+  spdlog::info("{} attempt {} (token {}): started {} as pid {}{}", task.id, claim.attempt,
+               claim.token, spec.argv[0], child.pid(),
+               plan.resumed ? " (resuming session " + plan.session_id + ")" : "");
 
+  auto mono_ms = [] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               SteadyClock::now().time_since_epoch())
+        .count();
+  };
+  AttemptLimits limits;
   Millis timeout = task.timeout_ms > 0 ? task.timeout_ms : 30 * 60'000;
-  timeout = std::min(timeout, config_.task_timeout_cap_ms);
-  auto deadline = SteadyClock::now() + std::chrono::milliseconds(timeout);
-  std::optional<SteadyClock::time_point> shutdown_deadline;
+  limits.timeout_ms = std::min(timeout, config_.task_timeout_cap_ms);
+  limits.stall_ms = config_.stall_timeout_ms;
+  limits.shutdown_ms = config_.shutdown_timeout_ms;
+  if (double budget = BudgetUsd(task); budget > 0 && !plan.is_command) {
+    // What earlier attempts cost comes off what this one may spend.
+    Result<double> spent = fleet_->TaskCost(task.id);
+    double earlier = spent.ok() ? *spent : 0;
+    limits.budget_left_usd = std::max(budget - earlier, 1e-9);
+  }
+  AttemptPolicy policy(limits, mono_ms());
+  auto ms_of = [](SteadyClock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+  };
   auto grace = std::chrono::milliseconds(config_.kill_grace_ms);
-  std::optional<exec::ExitOutcome> outcome;
-
-  auto stall = std::chrono::milliseconds(config_.stall_timeout_ms);
-  while (!outcome) {
-    if (signals_seen_ > 0 && !shutdown_deadline) {
-      shutdown_deadline =
-          SteadyClock::now() + std::chrono::milliseconds(config_.shutdown_timeout_ms);
-    }
-    // A frozen agent cannot finish: a stop while paused does not wait for it.
-    if (signals_seen_ > 1 || (signals_seen_ > 0 && paused_)) shutdown_deadline = SteadyClock::now();
-    // Time spent paused counts against neither the task timeout nor the stall timer.
-    auto task_deadline = deadline + paused_total_;
-    auto stall_from = std::max(child.last_output_at(), resumed_at_);
-
-    Millis wait = 1'000;
-    if (!paused_) {
-      wait = std::min(wait, MsUntil(task_deadline));
-      if (config_.stall_timeout_ms > 0) wait = std::min(wait, MsUntil(stall_from + stall));
-    }
-    if (shutdown_deadline) wait = std::min(wait, MsUntil(*shutdown_deadline));
+  SteadyClock::time_point ledger_at = SteadyClock::now();
+  Millis wake_at = mono_ms();
+  for (;;) {
     std::vector<pollfd> fds = {
         {signal_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}, {fleet_->watch_fd(), POLLIN, 0}};
     if (child.output_fd() >= 0) fds.push_back({child.output_fd(), POLLIN, 0});
     if (child.exit_fd() >= 0) fds.push_back({child.exit_fd(), POLLIN, 0});
-    ::poll(fds.data(), fds.size(), static_cast<int>(std::max<Millis>(0, wait)));
+    ::poll(fds.data(), fds.size(),
+           static_cast<int>(std::clamp<Millis>(wake_at - mono_ms(), 0, 1'000)));
 
     child.PumpOutput();
-    ShipLog(spec->log_path, claim, false);
-    if ((outcome = child.TryWait())) break;
+    ShipLog(plan, claim, false);
+    std::optional<exec::ExitOutcome> exited = child.TryWait();
     if ((fds[0].revents & POLLIN) != 0) HandleSignals();
     bool check = false;
     if ((fds[1].revents & POLLIN) != 0) {
@@ -533,94 +799,257 @@ void WorkerRuntime::RunAgent(const service::ClaimResult& claimed, const Worktree
       check = true;
     }
     if ((fds[2].revents & POLLIN) != 0 && fleet_->DrainWatch()) check = true;
-    std::string revoked;
-    if (check) {
+    AttemptObservation seen;
+    if (check && !exited) {
       CheckRequests(&child);
       // A cancel or an operator's --force ends the claim and wakes us: stop the agent now rather
       // than at the next heartbeat's check.
       Result<Claim> held = fleet_->Inspect(claim.token);
-      if (held.ok() && held->status != ClaimStatus::kActive) {
-        revoked = "claim " + std::string(ToString(held->status)) + " (" +
-                  std::string(ToString(held->end_reason)) + ")";
-      }
+      seen.revoked = held.ok() && held->status != ClaimStatus::kActive;
     }
-    if (!revoked.empty()) {
+    seen.now = mono_ms();
+    seen.exited = exited.has_value();
+    seen.last_output_at = ms_of(child.last_output_at());
+    seen.paused = paused_;
+    seen.stop_signals = signals_seen_;
+    seen.lease_lost = !state_.lease_lost().empty() || !state_.evicted().empty();
+    seen.auth_failed = !follower.summary().auth_error.empty();
+    seen.limit_seen = follower.summary().limit.has_value();
+    seen.cost_usd = follower.cost_usd();
+    AttemptDecision decision = policy.Step(seen);
+    // The ledger follows the run, a write every few seconds at most.
+    if (SteadyClock::now() - ledger_at > std::chrono::seconds(5) && follower.TakeChanged()) {
+      RecordUsage(claimed, plan, follower.summary(), follower.cost_usd(),
+                  follower.cost_estimated());
+      ledger_at = SteadyClock::now();
+    }
+    if (decision.action == AttemptAction::kWait) {
+      wake_at = decision.wake_at;
+      continue;
+    }
+    if (decision.action == AttemptAction::kFinish) {
+      end.how = RunEnd::How::kExited;
+      end.outcome = *exited;
+    } else if (decision.action == AttemptAction::kKill) {
       child.Signal(SIGKILL);
-      exec::ExitOutcome killed = child.Wait();
-      spdlog::warn("{} attempt {}: {}; agent killed ({})", task.id, claim.attempt, revoked,
-                   killed.Describe());
-      ShipLog(spec->log_path, claim, true);
-      state_.Drop();
-      return;
+      end.outcome = child.Wait();
+      end.how = RunEnd::How::kKilled;
+      end.reason = decision.reason;
+    } else {
+      end.outcome = exec::Terminate(child, grace).outcome;
+      end.how = RunEnd::How::kStopped;
+      end.reason = decision.reason;
     }
-    std::string lost = state_.lease_lost();
-    std::string evicted = state_.evicted();
-    if (!lost.empty() || !evicted.empty()) {
-      // Nobody may keep editing files under a claim another worker may already hold.
-      child.Signal(SIGKILL);
-      exec::ExitOutcome killed = child.Wait();
-      spdlog::warn("{} attempt {}: lease lost ({}); agent killed ({})", task.id, claim.attempt,
-                   lost.empty() ? evicted : lost, killed.Describe());
-      Result<Claim> r = fleet_->GiveUp(task.id, claim.token, EndReason::kLeaseLost);
-      if (!r.ok()) spdlog::warn("{}: {}", task.id, r.error().message());
-      ShipLog(spec->log_path, claim, true);
-      state_.Drop();
-      return;
-    }
-    auto now = SteadyClock::now();
-    if (shutdown_deadline && now >= *shutdown_deadline) {
-      exec::StopResult stopped = exec::Terminate(child, grace);
-      spdlog::info("{} attempt {}: stopped for shutdown ({})", task.id, claim.attempt,
-                   stopped.outcome.Describe());
-      Result<Task> r = fleet_->Release(task.id, claim.token, EndReason::kShutdown);
-      if (!r.ok()) spdlog::warn("{}: release: {}", task.id, r.error().message());
-      ShipLog(spec->log_path, claim, true);
-      state_.Drop();
-      return;
-    }
-    if (paused_) continue;
-    if (now >= deadline + paused_total_) {
-      outcome = exec::Terminate(child, grace).outcome.AsTimedOut();
-    } else if (config_.stall_timeout_ms > 0 &&
-               now - std::max(child.last_output_at(), resumed_at_) >= stall) {
-      outcome = exec::Terminate(child, grace).outcome.AsStalled();
-    }
+    break;
   }
   child.PumpOutput();
-  ShipLog(spec->log_path, claim, true);
-  Finish(claimed, *outcome);
+  follower.Finish(rendered);
+  readable.Append(rendered);
+  end.summary = follower.summary();
+  end.cost_usd = follower.cost_usd();
+  end.cost_estimated = follower.cost_estimated();
+  if (!plan.is_command) {
+    RecordUsage(claimed, plan, end.summary, end.cost_usd, end.cost_estimated);
+  }
+  ShipLog(plan, claim, true);
+  return end;
 }
 
-void WorkerRuntime::ShipLog(const std::string& path, const Claim& claim, bool final) {
+void WorkerRuntime::RecordUsage(const service::ClaimResult& claimed, const AttemptPlan& plan,
+                                const agent::RunSummary& summary, double cost_usd, bool estimated) {
+  AttemptUsage u;
+  u.token = claimed.claim.token;
+  u.task_id = claimed.task.id;
+  u.worker_id = worker_id_;
+  u.agent = plan.profile.name;
+  u.account = plan.account;
+  u.session_id = summary.session_id;
+  u.model = summary.model;
+  u.tokens = summary.tokens;
+  u.cost_usd = cost_usd;
+  u.cost_estimated = estimated && cost_usd > 0;
+  u.turns = summary.turns;
+  u.denials = summary.denials;
+  if (Status s = fleet_->RecordUsage(u); !s.ok()) {
+    spdlog::warn("{} attempt {}: could not record its usage: {}", u.task_id, claimed.claim.attempt,
+                 s.error().message());
+  }
+}
+
+void WorkerRuntime::FinishRun(const service::ClaimResult& claimed, const AttemptPlan& plan,
+                              const RunEnd& end) {
+  const Task& task = claimed.task;
+  const Claim& claim = claimed.claim;
+  std::string head = task.id + " attempt " + std::to_string(claim.attempt);
+  auto done_with = [&](Result<Task> r, const std::string& what) {
+    if (r.ok()) {
+      spdlog::info("{}: {} → {}", head, what, ToString(r->status));
+    } else {
+      spdlog::warn("{}: {}; could not record it: {}", head, what, r.error().message());
+    }
+    state_.Drop();
+    heartbeat_->Kick();
+  };
+  const agent::RunSummary& said = end.summary;
+  auto limited = [&](const std::string& how) {
+    service::LimitReport report;
+    report.profile = plan.profile.name;
+    report.account = plan.account;
+    report.accounts = AccountNames(plan.profile);
+    report.reason = said.limit ? said.limit->text : "usage limit";
+    if (said.limit) report.reset_at = ResolveReset(said.limit->reset, fleet_->NowMs());
+    Result<Task> r = fleet_->EndLimited(task.id, claim.token, report);
+    // The gate closes at once for this worker; the others read the limit from the store.
+    RefreshAgentState(/*force=*/true);
+    done_with(r, how + ": usage limit of " + plan.profile.name +
+                     (report.reset_at > 0 ? " until " + FormatTime(report.reset_at) : ""));
+  };
+  auto unavailable = [&](EndReason reason, const std::string& why) {
+    if (!plan.is_command && !plan.profile.name.empty()) {
+      MarkUnavailable(plan.profile.name, why);
+      if (reason == EndReason::kAgentUnavailable) {
+        login_refused_at_[plan.profile.name] = SteadyClock::now();
+      }
+      done_with(fleet_->EndUnavailable(task.id, claim.token, reason, plan.profile.name, why),
+                std::string(ToString(reason)) + ": " + why);
+      return;
+    }
+    // A task's own command (or a template) that cannot start is the task's failure.
+    done_with(fleet_->Fail(task.id, claim.token, EndReason::kFailed, "spawn failed: " + why, 127),
+              "spawn failed: " + why);
+  };
+  switch (end.how) {
+    case RunEnd::How::kSpawnFailed: {
+      // `tx task log` of an attempt that never started says why.
+      Result<exec::CappedLog> log = exec::CappedLog::Open(plan.log_path, config_.log_cap_bytes);
+      if (log.ok()) log->Append("[tx] the agent could not be started: " + end.spawn_error + "\n");
+      ShipLog(plan, claim, true);
+      bool program = end.spawn_error.find("No such file or directory") != std::string::npos ||
+                     end.spawn_error.find("Permission denied") != std::string::npos;
+      if (program && end.spawn_error.find("cwd '") == std::string::npos &&
+          end.spawn_error.find("log '") == std::string::npos) {
+        unavailable(EndReason::kSpawnFailed, end.spawn_error);
+      } else {
+        done_with(fleet_->Fail(task.id, claim.token, EndReason::kFailed,
+                               "spawn failed: " + end.spawn_error, 127),
+                  "spawn failed: " + end.spawn_error);
+      }
+      return;
+    }
+    case RunEnd::How::kKilled:
+      if (end.reason == EndReason::kLeaseLost) {
+        spdlog::warn("{}: lease lost ({}); agent killed ({})", head,
+                     state_.lease_lost().empty() ? state_.evicted() : state_.lease_lost(),
+                     end.outcome.Describe());
+        Result<Claim> r = fleet_->GiveUp(task.id, claim.token, EndReason::kLeaseLost);
+        if (!r.ok()) spdlog::warn("{}: {}", task.id, r.error().message());
+      } else {
+        Result<Claim> held = fleet_->Inspect(claim.token);
+        spdlog::warn("{}: claim {}; agent killed ({})", head,
+                     held.ok() ? std::string(ToString(held->status)) + " (" +
+                                     std::string(ToString(held->end_reason)) + ")"
+                               : std::string("ended"),
+                     end.outcome.Describe());
+      }
+      state_.Drop();
+      return;
+    case RunEnd::How::kStopped:
+      switch (end.reason) {
+        case EndReason::kShutdown:
+          done_with(fleet_->Release(task.id, claim.token, EndReason::kShutdown),
+                    "stopped for shutdown (" + end.outcome.Describe() + ")");
+          return;
+        case EndReason::kRateLimited:
+          limited("stopped");
+          return;
+        case EndReason::kAgentUnavailable:
+          unavailable(EndReason::kAgentUnavailable, "not logged in: " + said.auth_error);
+          return;
+        case EndReason::kOverBudget: {
+          char why[96];
+          std::snprintf(why, sizeof why, "stopped with $%.4f spent, over its budget of $%.4f",
+                        end.cost_usd, BudgetUsd(task));
+          done_with(fleet_->EndOverBudget(task.id, claim.token, why), why);
+          return;
+        }
+        default:
+          Finish(claimed,
+                 end.reason == EndReason::kTimedOut ? end.outcome.AsTimedOut()
+                                                    : end.outcome.AsStalled(),
+                 false, "");
+          return;
+      }
+    case RunEnd::How::kExited:
+      break;
+  }
+  // The agent exited by itself. An outcome it reported itself stands (Finish reads the claim);
+  // otherwise what it said decides: a limit or a refused login is not the task's failure.
+  Result<Claim> now = fleet_->Inspect(claim.token);
+  bool active = !now.ok() || now->status == ClaimStatus::kActive;
+  if (active && said.limit) {
+    limited("exited");
+    return;
+  }
+  if (active && !said.auth_error.empty()) {
+    unavailable(EndReason::kAgentUnavailable, "not logged in: " + said.auth_error);
+    return;
+  }
+  bool exit_ok = end.outcome.Classify() == exec::ExitOutcome::Class::kSuccess;
+  std::string failure;
+  if (exit_ok && said.result_is_error) {
+    failure = "the agent reported an error: " + agent::OneLine(said.result_text, 500);
+  } else if (exit_ok && !said.denials.empty()) {
+    // It exited 0 having been refused tools: it may not have done the task. Not silently done.
+    std::string list;
+    for (const auto& d : said.denials) {
+      if (!list.empty()) list += ", ";
+      list += d.value("tool", "?");
+      std::string input = d.value("input", "");
+      if (!input.empty()) list += "(" + agent::OneLine(input, 120) + ")";
+    }
+    failure = "permission denied: " + list +
+              " (the profile's permissions refused these tools; see docs/agents.md to grant them)";
+  }
+  Finish(claimed, end.outcome, exit_ok && failure.empty(), failure);
+}
+
+void WorkerRuntime::ShipLog(const AttemptPlan& plan, const Claim& claim, bool final) {
   if (!fleet_->ShipsLogs()) return;
   auto now = std::chrono::steady_clock::now();
   if (!final && now - log_shipped_at_ < std::chrono::milliseconds(250)) return;
   log_shipped_at_ = now;
+  ShipOne(plan.log_path, claim, final, false, log_shipped_);
+  if (!plan.raw_log_path.empty()) ShipOne(plan.raw_log_path, claim, final, true, raw_shipped_);
+}
+
+void WorkerRuntime::ShipOne(const std::string& path, const Claim& claim, bool final, bool raw,
+                            std::int64_t& shipped) {
   std::error_code ec;
   auto size = static_cast<std::int64_t>(std::filesystem::file_size(path, ec));
   if (ec) return;
-  if (size < log_shipped_) log_shipped_ = 0;  // cut to its tail at the size cap: send it anew
+  if (size < shipped) shipped = 0;  // cut to its tail at the size cap: send it anew
   constexpr std::size_t kChunk = 256 * 1024;
   std::ifstream in(path, std::ios::binary);
-  while (in && log_shipped_ < size) {
-    std::string chunk(static_cast<std::size_t>(std::min<std::int64_t>(kChunk, size - log_shipped_)),
+  while (in && shipped < size) {
+    std::string chunk(static_cast<std::size_t>(std::min<std::int64_t>(kChunk, size - shipped)),
                       '\0');
-    in.seekg(log_shipped_);
+    in.seekg(shipped);
     in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
     chunk.resize(static_cast<std::size_t>(in.gcount()));
     if (chunk.empty()) return;
-    Status s = fleet_->ShipLog(claim.task_id, claim.attempt, claim.token, log_shipped_, chunk);
+    Status s = fleet_->ShipLog(claim.task_id, claim.attempt, claim.token, shipped, chunk, raw);
     if (!s.ok()) {
-      spdlog::warn("{} attempt {}: could not send its log: {}", claim.task_id, claim.attempt,
-                   s.error().message());
+      spdlog::warn("{} attempt {}: could not send its {}log: {}", claim.task_id, claim.attempt,
+                   raw ? "raw " : "", s.error().message());
       return;  // the next call sends it again from where the server's copy ends
     }
-    log_shipped_ += static_cast<std::int64_t>(chunk.size());
+    shipped += static_cast<std::int64_t>(chunk.size());
     if (!final) return;  // a chunk a round while the agent runs
   }
 }
 
-void WorkerRuntime::Finish(const service::ClaimResult& claimed, const exec::ExitOutcome& outcome) {
+void WorkerRuntime::Finish(const service::ClaimResult& claimed, const exec::ExitOutcome& outcome,
+                           bool succeeded, const std::string& failure) {
   const Task& task = claimed.task;
   const Claim& claim = claimed.claim;
   std::string head =
@@ -639,14 +1068,17 @@ void WorkerRuntime::Finish(const service::ClaimResult& claimed, const exec::Exit
   if (outcome.kind != exec::ExitOutcome::Kind::kSpawnFailed) code = outcome.exit_code;
   // A task going to review carries its branch's summary for the reviewer.
   std::optional<nlohmann::json> branch;
-  if (task.review && outcome.Classify() == exec::ExitOutcome::Class::kSuccess) {
-    branch = ReviewBranch(task, GitSettingsFor(config_, task.repo));
-  }
+  if (task.review && succeeded) branch = ReviewBranch(task, GitSettingsFor(config_, task.repo));
   auto report = [&]() -> Result<Task> {
+    if (succeeded) {
+      return fleet_->Report(task.id, claim.token, service::Outcome::kDone, "", code,
+                            branch ? &*branch : nullptr);
+    }
+    if (!failure.empty())
+      return fleet_->Fail(task.id, claim.token, EndReason::kFailed, failure, code);
     switch (outcome.Classify()) {
       case exec::ExitOutcome::Class::kSuccess:
-        return fleet_->Report(task.id, claim.token, service::Outcome::kDone, "", code,
-                              branch ? &*branch : nullptr);
+        return fleet_->Fail(task.id, claim.token, EndReason::kFailed, outcome.Describe(), code);
       case exec::ExitOutcome::Class::kTimedOut:
         return fleet_->Fail(task.id, claim.token, EndReason::kTimedOut,
                             "timed out after " + FormatDuration(std::min(
@@ -682,11 +1114,9 @@ void WorkerRuntime::Finish(const service::ClaimResult& claimed, const exec::Exit
     }
     r = report();
   }
-  if (r.ok() && outcome.Classify() == exec::ExitOutcome::Class::kSuccess) {
-    state_.CountCompleted();
-  }
+  if (r.ok() && succeeded) state_.CountCompleted();
   if (r.ok()) {
-    spdlog::info("{} → {}", head, ToString(r->status));
+    spdlog::info("{} → {}{}", head, ToString(r->status), failure.empty() ? "" : ": " + failure);
   } else {
     spdlog::warn("{}; could not record it: {}", head, r.error().message());
   }

@@ -20,13 +20,24 @@
 //
 // Pause (`tx worker pause`): the agent's group is frozen (SIGSTOP), nothing new is claimed, the
 // lease is kept, and neither the task timeout nor the stall timer runs until `tx worker resume`.
+//
+// Agents (docs/agents.md): each run's output goes through its profile's adapter (agent/), which
+// writes the readable log beside the raw one and fills the attempt's row of the usage ledger;
+// the attempt's decisions are AttemptPolicy's (attempt_policy.h). A usage limit ends the attempt
+// uncounted and pauses the profile fleet-wide until its reset; a program missing here (or a
+// refused login) ends it uncounted and this worker stops claiming that profile's tasks; a spent
+// budget stops the agent. Claims pass over the agent tasks that may not start now (the gate:
+// service/agent_gate.h), and a task claimed as a limit or budget came in is given back.
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "agent/follower.h"
+#include "agent/profile.h"
 #include "core/error.h"
 #include "exec/child.h"
 #include "service/claim_service.h"
@@ -34,6 +45,7 @@
 #include "worker/coordinator.h"
 #include "worker/heartbeat.h"
 #include "worker/shared_state.h"
+#include "worker/spawn_plan.h"
 #include "worker/worktree.h"
 
 namespace tx::worker {
@@ -76,12 +88,54 @@ class WorkerRuntime {
   // removed afterwards once the task is done without review or cancelled.
   void RunAttempt(service::ClaimResult claimed);
   void RunAgent(const service::ClaimResult& claimed, const Worktree* worktree);
+
+  // How one run of an agent ended (FollowRun).
+  struct RunEnd {
+    enum class How { kExited, kStopped, kKilled, kSpawnFailed };
+    How how = How::kExited;
+    exec::ExitOutcome outcome;            // kExited, kStopped: how the process ended
+    EndReason reason = EndReason::kNone;  // kStopped, kKilled: why tx ended it
+    std::string spawn_error;              // kSpawnFailed
+    agent::RunSummary summary;
+    double cost_usd = 0;
+    bool cost_estimated = true;
+  };
+  // Starts the planned run and follows it to its end: its output through the adapter into the
+  // logs and the ledger, its decisions by AttemptPolicy.
+  RunEnd FollowRun(const service::ClaimResult& claimed, const AttemptPlan& plan);
+  // Records how the attempt ended, given how its (last) run did.
+  void FinishRun(const service::ClaimResult& claimed, const AttemptPlan& plan, const RunEnd& end);
+  // The attempt's row of the usage ledger, as the run's follower has it.
+  void RecordUsage(const service::ClaimResult& claimed, const AttemptPlan& plan,
+                   const agent::RunSummary& summary, double cost_usd, bool estimated);
+
+  // The agents' side of claiming (docs/agents.md).
+  // Which profiles' programs are missing on this machine (re-checked every 30 s at most).
+  void CheckPrograms(bool force);
+  // Records a profile this worker cannot run, with why, in its metadata and the log.
+  void MarkUnavailable(const std::string& profile, const std::string& why);
+  // The fleet's limits and the day's spending, and the gate they make (at most once a second,
+  // unless forced).
+  void RefreshAgentState(bool force);
+  // A claimed task whose profile is limited on every account, or whose daily budget is reached,
+  // as the store has it now, is given back uncounted: true when it was. Otherwise fills
+  // `account` with the account to run under.
+  bool HoldBack(const service::ClaimResult& claimed, const agent::AgentProfile& profile,
+                std::string& account);
+  // The account names of a profile, for the gate.
+  static std::vector<std::string> AccountNames(const agent::AgentProfile& profile);
   // After an attempt that put a task asking for auto-merge in review: approves and merges it
   // (Coordinator::AutoMerge) when [git] check is set; else it waits in review.
   void AutoMerge(const Task& task, std::int64_t token);
-  // Remote: sends what the agent wrote since the last call to the server's copy of the log.
-  void ShipLog(const std::string& path, const Claim& claim, bool final);
-  void Finish(const service::ClaimResult& claimed, const exec::ExitOutcome& outcome);
+  // Remote: sends what the agent wrote since the last call to the server's copy of the log (and
+  // of the raw output, when it is kept apart).
+  void ShipLog(const AttemptPlan& plan, const Claim& claim, bool final);
+  void ShipOne(const std::string& path, const Claim& claim, bool final, bool raw,
+               std::int64_t& shipped);
+  // Records an agent's exit when it did not report its outcome itself: done (or review), or a
+  // failed attempt; `failure` overrides the outcome's description when the agent said more.
+  void Finish(const service::ClaimResult& claimed, const exec::ExitOutcome& outcome, bool succeeded,
+              const std::string& failure);
 
   WorkerConfig config_;
   std::unique_ptr<Coordinator> fleet_;
@@ -98,7 +152,17 @@ class WorkerRuntime {
   std::chrono::steady_clock::time_point resumed_at_{};
   bool warned_limits_ = false;
   std::int64_t log_shipped_ = 0;  // bytes of the current attempt's log the server has
+  std::int64_t raw_shipped_ = 0;  // and of its raw output
   std::chrono::steady_clock::time_point log_shipped_at_{};
+
+  // Profiles this worker cannot run (a missing program, a refused login), with why.
+  std::map<std::string, std::string> unavailable_;
+  std::map<std::string, std::chrono::steady_clock::time_point> login_refused_at_;
+  std::chrono::steady_clock::time_point programs_checked_at_{};
+  Coordinator::AgentState agent_state_;
+  service::AgentGate gate_;
+  Millis gate_opens_at_ = 0;  // the fleet's clock: when a limit or the day's budget ends
+  std::chrono::steady_clock::time_point agent_state_at_{};
 };
 
 }  // namespace tx::worker

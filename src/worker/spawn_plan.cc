@@ -1,5 +1,6 @@
 #include "worker/spawn_plan.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "core/agent.h"
@@ -11,6 +12,23 @@ namespace tx::worker {
 
 std::string AttemptLogPath(const std::string& logs_dir, const std::string& task_id, int attempt) {
   return logs_dir + "/" + task_id + "/" + std::to_string(attempt) + ".log";
+}
+
+std::string AttemptRawLogPath(const std::string& logs_dir, const std::string& task_id,
+                              int attempt) {
+  return logs_dir + "/" + task_id + "/" + std::to_string(attempt) + ".raw";
+}
+
+Result<AttemptPlan> ProfileFor(const WorkerConfig& config, const Task& task) {
+  AttemptPlan plan;
+  if (!task.command.empty()) {
+    plan.is_command = true;
+    plan.profile.argv = task.command;
+    return plan;
+  }
+  TX_ASSIGN_OR_RETURN(plan.profile,
+                      ResolveAgent(config, task.agent.empty() ? config.agent : task.agent));
+  return plan;
 }
 
 std::vector<std::string> CurrentEnvironment() {
@@ -30,27 +48,58 @@ std::string AgentPrompt(const Task& task, int attempt, const Worktree* worktree)
          "committed is reviewed and merged.\n";
 }
 
-Result<exec::SpawnSpec> PlanSpawn(const WorkerConfig& config, const Task& task, const Claim& claim,
-                                  const std::vector<std::string>& base_env,
-                                  const Worktree* worktree) {
-  std::vector<std::string> argv_template = task.command;
-  if (argv_template.empty()) {
-    const std::string& agent = task.agent.empty() ? config.agent : task.agent;
-    TX_ASSIGN_OR_RETURN(argv_template, ResolveAgent(config, agent));
-  }
+Result<AttemptPlan> PlanSpawn(const WorkerConfig& config, const Task& task, const Claim& claim,
+                              const std::vector<std::string>& base_env, const Worktree* worktree,
+                              const RunChoice& choice) {
+  TX_ASSIGN_OR_RETURN(AttemptPlan plan, ProfileFor(config, task));
   std::string workdir = task.workdir.empty() ? config.workdir : task.workdir;
   if (worktree != nullptr) workdir = worktree->path;
   AgentContext context{AgentPrompt(task, claim.attempt, worktree), task.id, task.title, workdir,
                        claim.attempt};
+  std::vector<std::string> argv_template = plan.profile.argv;
+  if (choice.resume && !plan.is_command) {
+    std::vector<std::string> resume = agent::ResumeTemplate(plan.profile);
+    if (!resume.empty()) {
+      argv_template = std::move(resume);
+      context.prompt = choice.resume->prompt;
+      context.session_id = choice.resume->session_id;
+      plan.resumed = true;
+      plan.session_id = choice.resume->session_id;
+      plan.session_tokens = choice.resume->session_tokens;
+    }
+  }
+  plan.account = choice.account;
 
-  exec::SpawnSpec spec;
+  exec::SpawnSpec& spec = plan.spec;
   spec.argv = ExpandTemplate(argv_template, context);
+  // Codex's workspace-write sandbox lets it write its working directory alone: the agent's
+  // `tx task done` writes the store, whose directory is added (before any `resume`).
+  if (!plan.is_command && plan.profile.family == agent::Family::kCodex && !config.db_path.empty()) {
+    auto exec = std::find(spec.argv.begin(), spec.argv.end(), "exec");
+    if (exec != spec.argv.end()) {
+      std::string dir = std::filesystem::path(config.db_path).parent_path().string();
+      spec.argv.insert(exec + 1, {"--add-dir", dir});
+    }
+  }
   if (worktree != nullptr && worktree->needs_setup) {
     spec.argv = WithSetup(*worktree, GitSettingsFor(config, task.repo).setup, spec.argv);
   }
+  // The account's variables replace the worker's of the same names.
+  std::vector<std::string> account_env;
+  for (const auto& a : plan.profile.accounts) {
+    if (a.name == choice.account) account_env = a.env;
+  }
+  auto overridden = [&](const std::string& kv) {
+    std::string name = kv.substr(0, kv.find('=') + 1);
+    for (const auto& own : account_env) {
+      if (own.rfind(name, 0) == 0) return true;
+    }
+    return false;
+  };
   std::string path;
   for (const auto& kv : base_env) {
     if (kv.rfind("TX_", 0) == 0) continue;  // never leak the worker's own TX_* settings
+    if (overridden(kv)) continue;
     // AgentGitEnv adds to the count it found.
     if (worktree != nullptr && kv.rfind("GIT_CONFIG_COUNT=", 0) == 0) continue;
     if (kv.rfind("PATH=", 0) == 0) {
@@ -62,6 +111,13 @@ Result<exec::SpawnSpec> PlanSpawn(const WorkerConfig& config, const Task& task, 
   std::string tx_dir = std::filesystem::path(config.tx_binary).parent_path().string();
   if (!tx_dir.empty()) path = path.empty() ? tx_dir : tx_dir + ":" + path;
   if (path.empty()) path = "/usr/local/bin:/usr/bin:/bin";
+  for (const auto& kv : account_env) {
+    if (kv.rfind("PATH=", 0) == 0) {
+      path = kv.substr(5);
+    } else {
+      spec.env.push_back(kv);
+    }
+  }
   spec.env.push_back("PATH=" + path);
   spec.env.push_back("TX_TASK_ID=" + task.id);
   spec.env.push_back("TX_WORKER_ID=" + claim.worker_id);
@@ -81,7 +137,11 @@ Result<exec::SpawnSpec> PlanSpawn(const WorkerConfig& config, const Task& task, 
     for (auto& kv : AgentGitEnv(*worktree, base_env)) spec.env.push_back(std::move(kv));
   }
   spec.cwd = workdir;
-  spec.log_path = AttemptLogPath(config.logs_dir, task.id, claim.attempt);
+  plan.log_path = AttemptLogPath(config.logs_dir, task.id, claim.attempt);
+  bool structured = !plan.is_command && (plan.profile.family == agent::Family::kClaude ||
+                                         plan.profile.family == agent::Family::kCodex);
+  if (structured) plan.raw_log_path = AttemptRawLogPath(config.logs_dir, task.id, claim.attempt);
+  spec.log_path = structured ? plan.raw_log_path : plan.log_path;
   spec.log_cap_bytes = config.log_cap_bytes;
   spec.limits = config.limits;
   // The task's own limits win over the worker's.
@@ -92,7 +152,7 @@ Result<exec::SpawnSpec> PlanSpawn(const WorkerConfig& config, const Task& task, 
   if (mine.cpu_seconds) spec.limits.cpu_seconds = mine.cpu_seconds;
   if (mine.open_files) spec.limits.open_files = mine.open_files;
   if (mine.processes) spec.limits.processes = mine.processes;
-  return spec;
+  return plan;
 }
 
 }  // namespace tx::worker

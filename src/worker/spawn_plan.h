@@ -1,9 +1,14 @@
 #pragma once
-// PlanSpawn: the SpawnSpec for one attempt of a task, as a value (compared in tests).
+// PlanSpawn: the SpawnSpec for one run of a task's agent, as a value (compared in tests), with
+// what the worker needs to follow it: the profile it runs, the account, the session it resumes
+// and where its logs go.
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "agent/profile.h"
+#include "agent/resume.h"
 #include "core/claim.h"
 #include "core/task.h"
 #include "exec/spawn_spec.h"
@@ -12,26 +17,56 @@
 
 namespace tx::worker {
 
-// The task's `command` when it has one, else its agent profile (or the worker's default agent),
-// with the placeholders expanded. The environment is `base_env` (the worker's own) without any
-// TX_* variable, plus TX_TASK_ID, TX_WORKER_ID, TX_CLAIM_TOKEN, TX_ATTEMPT, TX_DB,
-// TX_ALLOWED_COMMANDS (when the worker has an allow-list) and PATH led by the directory of the
-// tx binary, so an agent can run `tx task done`. Output goes to
-// <logs_dir>/<task>/<attempt>.log. invalid_argument: an unknown agent profile or a bad template.
+// How one run of an attempt is made: under which account, resuming which session (none: fresh).
+struct RunChoice {
+  std::string account;  // "" = the profile's only (unnamed) account
+  std::optional<agent::ResumePlan> resume;
+};
+
+struct AttemptPlan {
+  exec::SpawnSpec spec;
+  // The profile it runs: the task's (or the worker's default), an argv template run as an
+  // unnamed generic profile (name ""), or, for a task's own command, none (is_command).
+  agent::AgentProfile profile;
+  bool is_command = false;
+  std::string account;
+  bool resumed = false;
+  std::string session_id;      // the session resumed
+  TokenCounts session_tokens;  // what its earlier attempts recorded (ResumePlan)
+  // What `tx task log` shows: the readable log. A structured agent's raw output goes to
+  // raw_log_path (spec.log_path) beside it, and the worker writes the readable one; otherwise
+  // both are spec.log_path and raw_log_path is "".
+  std::string log_path;
+  std::string raw_log_path;
+};
+
+// The profile a task runs under: none for a task with a command (is_command), else its agent
+// (or the worker's default agent) as ResolveAgent resolves it. invalid_argument: an unknown
+// profile or a bad template.
+Result<AttemptPlan> ProfileFor(const WorkerConfig& config, const Task& task);
+
+// The task's `command` when it has one, else its profile's argv — the resume form with the
+// resume prompt when `choice` resumes, else the fresh one with the task's prompt — with the
+// placeholders expanded. The environment is `base_env` (the worker's own) without any TX_*
+// variable, plus the account's variables, TX_TASK_ID, TX_WORKER_ID, TX_CLAIM_TOKEN, TX_ATTEMPT,
+// TX_DB (or TX_SERVER and TX_API_TOKEN), TX_ALLOWED_COMMANDS (when the worker has an
+// allow-list) and PATH led by the directory of the tx binary, so an agent can run `tx task
+// done`. invalid_argument: an unknown agent profile or a bad template.
 //
 // With a worktree (a task that names a repository): the agent runs there, with AgentGitEnv's
 // variables, and after the setup commands of the repository ([git] setup) when the worktree
 // still needs them (WithSetup).
-Result<exec::SpawnSpec> PlanSpawn(const WorkerConfig& config, const Task& task, const Claim& claim,
-                                  const std::vector<std::string>& base_env,
-                                  const Worktree* worktree = nullptr);
+Result<AttemptPlan> PlanSpawn(const WorkerConfig& config, const Task& task, const Claim& claim,
+                              const std::vector<std::string>& base_env,
+                              const Worktree* worktree = nullptr, const RunChoice& choice = {});
 
 // The prompt of an attempt (BuildPrompt), with the worktree as the working directory and a note
 // on its branch when there is one. Also what WriteInstructions puts in CLAUDE.md and AGENTS.md.
 std::string AgentPrompt(const Task& task, int attempt, const Worktree* worktree);
 
-// The log of one attempt.
+// The logs of one attempt: the readable one (tx task log), and a structured agent's raw output.
 std::string AttemptLogPath(const std::string& logs_dir, const std::string& task_id, int attempt);
+std::string AttemptRawLogPath(const std::string& logs_dir, const std::string& task_id, int attempt);
 
 // The environment of this process, "NAME=value" each.
 std::vector<std::string> CurrentEnvironment();

@@ -13,6 +13,15 @@ import {fileURLToPath} from 'node:url';
 import {Pool, launchBrowser, openDashboard, pageUntil, until} from './harness.js';
 
 const DOCS = fileURLToPath(new URL('../../docs/', import.meta.url));
+// The stand-in for Claude Code (tests/agents/standin/claude), run under a profile of its own.
+const STANDIN = fileURLToPath(new URL('../agents/standin/claude', import.meta.url));
+const AGENTS = `[agents.standin]
+adapter = "claude"
+argv = ["${STANDIN}", "-p", "{prompt}", "--output-format", "stream-json", "--verbose", "--allowedTools", "Bash(tx:*)"]
+
+[budgets]
+daily_usd = 100
+`;
 
 describe('the dashboard of a running pool', () => {
   let pool;
@@ -21,7 +30,7 @@ describe('the dashboard of a running pool', () => {
 
   before(async () => {
     // Reviews are marked overdue after 2 s (instead of an hour), looked for every second.
-    pool = await Pool.start({workers: 3, config: '[orchestrator]\nreview_timeout = "2s"\nreconcile_interval = "1s"\n'});
+    pool = await Pool.start({workers: 3, config: '[orchestrator]\nreview_timeout = "2s"\nreconcile_interval = "1s"\n' + AGENTS});
     browser = await launchBrowser();
     page = await openDashboard(browser, pool, {token: pool.token});
   });
@@ -237,6 +246,27 @@ describe('the dashboard of a running pool', () => {
     // The branch is gone; the view keeps what it held at review.
     await pageUntil(page, () => document.querySelector('#branch').dataset.state === 'missing', null, 15000);
     assert.match(await page.locator('#branch-summary').textContent(), /1 commit.*no branch \(merged\)/);
+  });
+
+  test('an agent\'s cost, its readable log and the cost of the day', async () => {
+    const out = await pool.tx('--json', 'task', 'add', 'an agent at work', '--agent', 'standin',
+                              '--instructions', 'standin: report=done cost=0.42');
+    const id = JSON.parse(out).id;
+    await until('the agent to report', async () => (await pool.json('task', 'show', id)).usage !== null, 20000);
+    await page.goto(pool.url + '/#' + id);
+    await pageUntil(page, (id) => document.querySelector('#detail-body').dataset.taskId === id &&
+        /\$0\.4200/.test(document.querySelector('#detail-fields').textContent), id, 15000);
+    await pageUntil(page, () => /→ Bash: tx task done/.test(document.querySelector('#log').textContent) &&
+        !/"type":"result"/.test(document.querySelector('#log').textContent), null, 15000);
+    assert.match(await page.locator('#attempts-table tbody tr').first().innerText(), /\$0\.4200/);
+    await pageUntil(page, () => !document.querySelector('#cost').hidden &&
+        /\$0\.4200/.test(document.querySelector('#cost-days').textContent), null, 70000);
+  });
+
+  test('an agent\'s usage limit shows on top of the page until its reset', async () => {
+    await pool.tx('task', 'add', 'meets a limit', '--agent', 'standin', '--instructions', 'standin: limit=+3600');
+    await pageUntil(page, () => !document.querySelector('#agents-banner').hidden &&
+        /standin limited until \d\d:\d\d UTC/.test(document.querySelector('#agents-banner').textContent), null, 20000);
   });
 
   test('the chart shows the last hour', async () => {

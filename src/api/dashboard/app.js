@@ -4,7 +4,7 @@
 // Routes an older server lacks (404 "no route") hide what needs them instead of failing.
 
 import {adoptTokenFromUrl, getJson, getText, send, seg, setToken, token} from './api.js';
-import {$, debounce, fmtAge, toast} from './dom.js';
+import {$, debounce, el, fmtAge, toast} from './dom.js';
 import {drawChart} from './chart.js';
 import {createDetail} from './detail.js';
 import {createEvents} from './events.js';
@@ -16,7 +16,7 @@ const BUCKET = 60 * 1000;
 
 adoptTokenFromUrl();
 
-const support = {orchestrator: true, stats: true};
+const support = {orchestrator: true, stats: true, usage: true};
 let orch = null;
 let workers = [];
 let detailDirty = false;
@@ -120,6 +120,7 @@ async function refreshOnce() {
     if (!orch) status = m.up ? 'running' : 'stopped';
   }
   renderHeader(status);
+  renderAgents(orch && orch.agents);
   pool.render({orch, workers, at, taskTitles: tasks.titles});
   tasks.renderCounts(counts);
   sampleDepth(counts);
@@ -136,12 +137,65 @@ const schedule = debounce(refresh, 150, 600);
 
 function onEvent(e) {
   if (e.task_id && e.task_id === detail.id) detailDirty = true;
+  if (e.type === 'task.done' || e.type === 'task.failed' || e.type === 'task.review' ||
+      e.type === 'agent.limited' || e.type === 'task.requeued') {
+    scheduleCost();
+  }
   if (e.type === 'task.done' || e.type === 'task.failed') {
     countFinished(e);
     scheduleChart();
   }
   schedule();
 }
+
+function dollars(v) {
+  return '$' + (v > 0 && v < 0.995 ? v.toFixed(4) : v.toFixed(2));
+}
+
+// What keeps agents from starting: the limits in force ("claude limited until 14:05") and a
+// daily budget reached, from GET /api/orchestrator's "agents".
+function renderAgents(agents) {
+  const box = $('#agents-banner');
+  const lines = [];
+  for (const l of (agents && agents.limits) || []) {
+    const until = new Date(l.until);
+    const hhmm = until.toISOString().slice(11, 16);
+    lines.push(`${l.agent}${l.account ? ' (' + l.account + ')' : ''} limited until ${hhmm} UTC` +
+               ` (in ${fmtAge(until - Date.now())})` + (l.reason ? ' — ' + l.reason : ''));
+  }
+  const b = agents && agents.budget;
+  if (b && b.reached) {
+    lines.push(`daily agent budget reached: ${dollars(b.spent_usd)} of ${dollars(b.daily_usd)};` +
+               ` agents start again at ${b.next_day_at}`);
+  }
+  for (const q of (b && b.reached_queues) || []) lines.push(`daily budget of queue ${q} reached`);
+  box.hidden = !lines.length;
+  box.replaceChildren(...lines.map((t) => el('div', {class: 'agent-line'}, t)));
+}
+
+// The agents' cost per day over the last week: GET /api/usage?by=day.
+async function refreshCost() {
+  if (!support.usage) return;
+  let doc;
+  try {
+    doc = await getJson('/api/usage?by=day&since=7d');
+  } catch (e) {
+    if (e.noRoute) support.usage = false;
+    else report(e);
+    return;
+  }
+  const days = doc.groups || [];
+  $('#cost').hidden = !days.length;
+  $('#cost-total').textContent = days.length ? dollars(doc.total.cost_usd) + ' this week' : '';
+  const most = Math.max(...days.map((d) => d.cost_usd), 1e-9);
+  $('#cost-days').replaceChildren(...days.map((d) => {
+    const bar = el('span', {class: 'bar'});
+    bar.style.width = `${Math.max(2, 100 * d.cost_usd / most)}%`;  // CSSOM: the page's CSP allows it
+    return el('li', {dataset: {day: d.key}}, el('span', {class: 'day'}, d.key.slice(5)), bar,
+              el('span', {class: 'usd'}, dollars(d.cost_usd) + (d.cost_estimated ? '~' : '')));
+  }));
+}
+const scheduleCost = debounce(refreshCost, 2000, 10000);
 
 // The chart: GET /api/stats, or (an older server) what this page has seen since it opened.
 const local = {finished: new Map(), depth: []};
@@ -261,6 +315,7 @@ renderTokenButton();
 if (matchMedia('(min-width: 761px)').matches) $('#workers-details').open = true;
 refresh();
 refreshChart();
+refreshCost();
 getJson('/api/sessions').catch((e) => e.noRoute && detail.noSessions());
 events.connect();
 // A task's address (/#task-…) opens it.
@@ -278,3 +333,4 @@ setInterval(() => {
   if (detail.id) detail.load().catch(() => {});
 }, 5000);
 setInterval(refreshChart, 15000);
+setInterval(refreshCost, 60000);

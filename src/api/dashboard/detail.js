@@ -29,6 +29,10 @@ export function createDetail({changed, onSelect}) {
   const logBox = $('#log');
   const logState = $('#log-state');
 
+  function dollars(v) {
+    return '$' + (v > 0 && v < 0.995 ? v.toFixed(4) : v.toFixed(2));
+  }
+
   function field(name, value, cls) {
     if (value === undefined || value === null || value === '' || (Array.isArray(value) && !value.length)) return [];
     const text = Array.isArray(value) ? value.join(', ') : String(value);
@@ -55,11 +59,22 @@ export function createDetail({changed, onSelect}) {
                    `timeout ${t.timeout}`].concat(t.review ? ['review'] : []).join(' · ');
     const times = [['created', t.created_at], ['started', t.started_at], ['finished', t.finished_at]]
         .filter(([, v]) => v).map(([k, v]) => k + ' ' + stamp(v)).join(' · ');
+    // What its agents cost (the usage ledger), and against what budget.
+    const u = t.usage;
+    const budget = t.metadata && typeof t.metadata.budget_usd === 'number' ? t.metadata.budget_usd : 0;
+    const cost = u ? dollars(u.cost_usd) + (u.cost_estimated ? ' (estimated)' : '') +
+        (budget ? ' of a ' + dollars(budget) + ' budget' : '') +
+        ` · ${u.tokens.input} in, ${u.tokens.output} out · ${u.turns} turn${u.turns === 1 ? '' : 's'}`
+        : (budget ? 'budget ' + dollars(budget) : '');
+    const denials = (t.attempts || []).flatMap((a) => (a.usage && a.usage.permission_denials || [])
+        .map((d) => `attempt ${a.n}: ${d.tool}${d.input ? '(' + d.input + ')' : ''}`));
     $('#detail-fields').replaceChildren(
         ...field('', facts),
         ...field('', times),
+        ...field('cost', cost),
         ...field('result', t.result),
-        ...field('error', t.error, 'error'));
+        ...field('error', t.error, 'error'),
+        ...field('denied', denials, 'error'));
     $('#detail-more').replaceChildren(
         ...field('repository', t.repo ? t.repo + (t.base ? ' (base ' + t.base + ')' : '') : '', 'mono'),
         ...field('auto-merge', t.metadata && t.metadata.auto_merge === true ? 'on a green check' : ''),
@@ -88,12 +103,14 @@ export function createDetail({changed, onSelect}) {
       const ended = toMs(a.ended_at);
       const took = started ? fmtAge((ended || Date.now()) - started) : '–';
       const end = a.end_reason ? a.end_reason + (a.exit_code !== null && a.exit_code !== undefined ? ' (' + a.exit_code + ')' : '') : a.status;
+      const spent = a.usage ? dollars(a.usage.cost_usd) + (a.usage.cost_estimated ? '~' : '') : '–';
       return el('tr', {class: a.n === shown ? 'selected' : '', dataset: {attempt: a.n, status: a.status}, title: 'show this attempt\'s log'},
                 el('td', {}, String(a.n)), el('td', {class: 'mono'}, a.worker_id || '–'),
-                el('td', {class: 'hide-sm'}, stamp(a.started_at)), el('td', {}, took), el('td', {}, end || '–'));
+                el('td', {class: 'hide-sm'}, stamp(a.started_at)), el('td', {}, took), el('td', {}, end || '–'),
+                el('td', {class: 'cost'}, spent));
     }));
     if (!attempts.length) {
-      $('#attempts-table tbody').replaceChildren(el('tr', {}, el('td', {colspan: 5, class: 'muted'}, 'not run yet')));
+      $('#attempts-table tbody').replaceChildren(el('tr', {}, el('td', {colspan: 6, class: 'muted'}, 'not run yet')));
     }
   }
 

@@ -216,6 +216,46 @@ CREATE TRIGGER workers_never_truncated BEFORE TRUNCATE ON workers
 CREATE TRIGGER claims_never_truncated BEFORE TRUNCATE ON claims
   FOR EACH STATEMENT EXECUTE FUNCTION tx_claims_never_deleted();
 )sql"},
+    {6, R"sql(
+CREATE TABLE attempt_usage (
+  token bigint PRIMARY KEY,
+  task_id text NOT NULL,
+  attempt integer NOT NULL DEFAULT 0,
+  worker_id text NOT NULL DEFAULT '',
+  agent text NOT NULL DEFAULT '',
+  account text NOT NULL DEFAULT '',
+  queue text NOT NULL DEFAULT '',
+  session_id text NOT NULL DEFAULT '',
+  model text NOT NULL DEFAULT '',
+  input_tokens bigint NOT NULL DEFAULT 0,
+  output_tokens bigint NOT NULL DEFAULT 0,
+  cache_read_tokens bigint NOT NULL DEFAULT 0,
+  cache_write_tokens bigint NOT NULL DEFAULT 0,
+  cost_micro_usd bigint NOT NULL DEFAULT 0,
+  cost_estimated integer NOT NULL DEFAULT 0,
+  turns integer NOT NULL DEFAULT 0,
+  denials text NOT NULL DEFAULT '[]',
+  started_at bigint NOT NULL DEFAULT 0,
+  updated_at bigint NOT NULL DEFAULT 0
+);
+CREATE INDEX attempt_usage_task ON attempt_usage(task_id);
+CREATE INDEX attempt_usage_updated ON attempt_usage(updated_at);
+CREATE TABLE agent_limits (
+  profile text NOT NULL,
+  account text NOT NULL DEFAULT '',
+  until bigint NOT NULL,
+  since bigint NOT NULL DEFAULT 0,
+  reason text NOT NULL DEFAULT '',
+  task_id text NOT NULL DEFAULT '',
+  strikes integer NOT NULL DEFAULT 0,
+  resumed integer NOT NULL DEFAULT 0,
+  PRIMARY KEY (profile, account)
+);
+CREATE TABLE notices (
+  key text PRIMARY KEY,
+  at bigint NOT NULL
+);
+)sql"},
 };
 
 // Any constant: the key of the advisory lock that lets one process at a time migrate.

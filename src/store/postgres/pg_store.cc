@@ -188,6 +188,38 @@ Params WorkerParams(const Worker& w) {
   return p;
 }
 
+Status ReadUsage(const Rows& r, int i, AttemptUsage& u) {
+  u.token = r.Int(i, 0);
+  u.task_id = r.Text(i, 1);
+  u.attempt = static_cast<int>(r.Int(i, 2));
+  u.worker_id = r.Text(i, 3);
+  u.agent = r.Text(i, 4);
+  u.account = r.Text(i, 5);
+  u.queue = r.Text(i, 6);
+  u.session_id = r.Text(i, 7);
+  u.model = r.Text(i, 8);
+  u.tokens = {r.Int(i, 9), r.Int(i, 10), r.Int(i, 11), r.Int(i, 12)};
+  u.cost_usd = MicroToUsd(r.Int(i, 13));
+  u.cost_estimated = r.Int(i, 14) != 0;
+  u.turns = static_cast<int>(r.Int(i, 15));
+  u.denials = JsonArray(r.Text(i, 16));
+  u.started_at = r.Int(i, 17);
+  u.updated_at = r.Int(i, 18);
+  return Ok();
+}
+
+Status ReadLimit(const Rows& r, int i, AgentLimit& l) {
+  l.profile = r.Text(i, 0);
+  l.account = r.Text(i, 1);
+  l.until = r.Int(i, 2);
+  l.since = r.Int(i, 3);
+  l.reason = r.Text(i, 4);
+  l.task_id = r.Text(i, 5);
+  l.strikes = static_cast<int>(r.Int(i, 6));
+  l.resumed = r.Int(i, 7) != 0;
+  return Ok();
+}
+
 Status ReadOrchestrator(const Rows& r, int i, OrchestratorState& o) {
   o.id = r.Text(i, 0);
   o.dir = r.Text(i, 1);
@@ -286,6 +318,12 @@ constexpr int kTaskCols = 30;
   " FROM tasks WHERE queue IN " \
   "(SELECT jsonb_array_elements_text($1::jsonb)) AND " PICK_WHERE
 #define PICK_ORDER "ORDER BY priority DESC, seq LIMIT 1 FOR UPDATE SKIP LOCKED"
+// The agent tasks a gated pick passes over (PickCriteria::blocked_agents, $6, and
+// blocked_agent_queues, $7, as JSON arrays): a separate statement, so the usual pick stays as is.
+#define AGENT_GATE \
+  "AND (command <> '[]' OR NOT ($6::jsonb ? agent OR $6::jsonb ? '*' OR $7::jsonb ? queue)) "
+#define PICK_ONE_QUEUE_GATED PICK_ONE_QUEUE AGENT_GATE
+#define PICK_QUEUES_GATED PICK_QUEUES AGENT_GATE
 #define PICK_FOR_CLAIM(pick)                                                                  \
   "WITH picked AS (" pick PICK_ORDER                                                          \
   ") SELECT picked.*, nextval('claims_token_seq'), set_config('tx.picked', picked.id, true) " \
@@ -485,13 +523,21 @@ class PgTxn final : public Txn {
     Params p = PickParams(c);
     // One queue (the usual case) walks tasks_ready in order and stops at the first row.
     bool one = c.queues.size() == 1;
+    bool gated = c.gated();
+    if (gated) p.Add(ListText(c.blocked_agents)).Add(ListText(c.blocked_agent_queues));
     if (!write_) {
-      TX_ASSIGN_OR_RETURN(Rows r,
-                          Exec(one ? PICK_ONE_QUEUE PICK_ORDER : PICK_QUEUES PICK_ORDER, p));
+      const char* sql = gated
+                            ? (one ? PICK_ONE_QUEUE_GATED PICK_ORDER : PICK_QUEUES_GATED PICK_ORDER)
+                            : (one ? PICK_ONE_QUEUE PICK_ORDER : PICK_QUEUES PICK_ORDER);
+      TX_ASSIGN_OR_RETURN(Rows r, Exec(sql, p));
       return ReadOne<Task>(r, ReadTask);
     }
     Rows r, claims;
-    Queue(one ? PICK_FOR_CLAIM(PICK_ONE_QUEUE) : PICK_FOR_CLAIM(PICK_QUEUES), p, &r);
+    if (gated) {
+      Queue(one ? PICK_FOR_CLAIM(PICK_ONE_QUEUE_GATED) : PICK_FOR_CLAIM(PICK_QUEUES_GATED), p, &r);
+    } else {
+      Queue(one ? PICK_FOR_CLAIM(PICK_ONE_QUEUE) : PICK_FOR_CLAIM(PICK_QUEUES), p, &r);
+    }
     Queue(PICKED_CLAIMS, {}, &claims);
     TX_RETURN_IF_ERROR(Sync());
     TX_ASSIGN_OR_RETURN(std::optional<Task> t, ReadOne<Task>(r, ReadTask));
@@ -503,7 +549,7 @@ class PgTxn final : public Txn {
   }
 
   Result<std::vector<Task>> PickReady(const PickCriteria& c, int limit) override {
-    if (!write_ || limit <= 1) return Txn::PickReady(c, limit);
+    if (!write_ || limit <= 1 || c.gated()) return Txn::PickReady(c, limit);
     Params p = PickParams(c);
     p.Add(limit);
     Rows r, claims;
@@ -522,7 +568,9 @@ class PgTxn final : public Txn {
 
   bool ClaimReadyAtCommit(const PickCriteria& c, int limit, const ClaimOrder& order,
                           const Worker* worker, std::vector<ClaimedTask>* out) override {
-    if (!write_ || limit <= 0 || out == nullptr || at_commit_.out != nullptr) return false;
+    if (!write_ || limit <= 0 || out == nullptr || at_commit_.out != nullptr || c.gated()) {
+      return false;
+    }
     if (worker != nullptr) (void)UpdateWorker(*worker);  // only queues: it cannot fail here
     Params p = PickParams(c);
     p.Add(limit);
@@ -923,6 +971,132 @@ class PgTxn final : public Txn {
     TX_ASSIGN_OR_RETURN(Rows r, Exec("SELECT coalesce(max(id), 0) FROM events "
                                      "WHERE id < (SELECT tx_event_horizon())"));
     return r.Int(0, 0);
+  }
+
+#define USAGE_COLS                                                                               \
+  "token, task_id, attempt, worker_id, agent, account, queue, session_id, model, input_tokens, " \
+  "output_tokens, cache_read_tokens, cache_write_tokens, cost_micro_usd, cost_estimated, "       \
+  "turns, denials, started_at, updated_at"
+  Status PutUsage(const AttemptUsage& u) override {
+    Params p;
+    p.Add(u.token)
+        .Add(u.task_id)
+        .Add(u.attempt)
+        .Add(u.worker_id)
+        .Add(u.agent)
+        .Add(u.account)
+        .Add(u.queue)
+        .Add(u.session_id)
+        .Add(u.model)
+        .Add(u.tokens.input)
+        .Add(u.tokens.output)
+        .Add(u.tokens.cache_read)
+        .Add(u.tokens.cache_write)
+        .Add(UsdToMicro(u.cost_usd))
+        .Add(u.cost_estimated ? 1 : 0)
+        .Add(u.turns)
+        .Add(u.denials.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))
+        .Add(u.started_at)
+        .Add(u.updated_at);
+    Queue("INSERT INTO attempt_usage (" USAGE_COLS
+          ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, "
+          "$18, $19) ON CONFLICT (token) DO UPDATE SET task_id = EXCLUDED.task_id, "
+          "attempt = EXCLUDED.attempt, worker_id = EXCLUDED.worker_id, agent = EXCLUDED.agent, "
+          "account = EXCLUDED.account, queue = EXCLUDED.queue, session_id = EXCLUDED.session_id, "
+          "model = EXCLUDED.model, input_tokens = EXCLUDED.input_tokens, "
+          "output_tokens = EXCLUDED.output_tokens, cache_read_tokens = EXCLUDED.cache_read_tokens, "
+          "cache_write_tokens = EXCLUDED.cache_write_tokens, "
+          "cost_micro_usd = EXCLUDED.cost_micro_usd, cost_estimated = EXCLUDED.cost_estimated, "
+          "turns = EXCLUDED.turns, denials = EXCLUDED.denials, started_at = EXCLUDED.started_at, "
+          "updated_at = EXCLUDED.updated_at",
+          p);
+    return Ok();
+  }
+
+  Result<std::optional<AttemptUsage>> GetUsage(std::int64_t token) override {
+    TX_ASSIGN_OR_RETURN(Rows r, Exec("SELECT " USAGE_COLS " FROM attempt_usage WHERE token = $1",
+                                     Params().Add(token)));
+    return ReadOne<AttemptUsage>(r, ReadUsage);
+  }
+
+  Result<std::vector<AttemptUsage>> ListUsageForTask(std::string_view task_id) override {
+    TX_ASSIGN_OR_RETURN(Rows r, Exec("SELECT " USAGE_COLS " FROM attempt_usage WHERE task_id = $1 "
+                                     "ORDER BY token",
+                                     Params().Add(task_id)));
+    return ReadAll<AttemptUsage>(r, ReadUsage);
+  }
+
+  Result<std::vector<AttemptUsage>> ListUsage(Millis since, Millis until) override {
+    TX_ASSIGN_OR_RETURN(Rows r, Exec("SELECT " USAGE_COLS " FROM attempt_usage WHERE updated_at "
+                                     ">= $1 AND ($2 = 0 OR updated_at < $2) "
+                                     "ORDER BY updated_at, token",
+                                     Params().Add(since).Add(until)));
+    return ReadAll<AttemptUsage>(r, ReadUsage);
+  }
+
+  Result<double> SumCostSince(Millis since, std::string_view queue) override {
+    TX_ASSIGN_OR_RETURN(Rows r, Exec("SELECT coalesce(sum(cost_micro_usd), 0) FROM attempt_usage "
+                                     "WHERE updated_at >= $1 AND ($2 = '' OR queue = $2)",
+                                     Params().Add(since).Add(queue)));
+    return MicroToUsd(r.empty() ? 0 : r.Int(0, 0));
+  }
+
+  Result<double> TaskCost(std::string_view task_id) override {
+    TX_ASSIGN_OR_RETURN(Rows r, Exec("SELECT coalesce(sum(cost_micro_usd), 0) FROM attempt_usage "
+                                     "WHERE task_id = $1",
+                                     Params().Add(task_id)));
+    return MicroToUsd(r.empty() ? 0 : r.Int(0, 0));
+  }
+
+  Result<std::vector<std::pair<std::string, UsageTotal>>> UsageByAgent() override {
+    TX_ASSIGN_OR_RETURN(Rows r, Exec("SELECT agent, count(*), sum(input_tokens), "
+                                     "sum(output_tokens), sum(cache_read_tokens), "
+                                     "sum(cache_write_tokens), sum(cost_micro_usd), "
+                                     "max(cost_estimated), sum(turns) FROM attempt_usage "
+                                     "GROUP BY agent ORDER BY agent"));
+    std::vector<std::pair<std::string, UsageTotal>> out;
+    for (int i = 0; i < r.size(); ++i) {
+      UsageTotal t;
+      t.attempts = static_cast<int>(r.Int(i, 1));
+      t.tokens = {r.Int(i, 2), r.Int(i, 3), r.Int(i, 4), r.Int(i, 5)};
+      t.cost_usd = MicroToUsd(r.Int(i, 6));
+      t.estimated = r.Int(i, 7) != 0;
+      t.turns = static_cast<int>(r.Int(i, 8));
+      out.emplace_back(r.Text(i, 0), t);
+    }
+    return out;
+  }
+
+#define LIMIT_COLS "profile, account, until, since, reason, task_id, strikes, resumed"
+  Status PutAgentLimit(const AgentLimit& l) override {
+    Queue("INSERT INTO agent_limits (" LIMIT_COLS
+          ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (profile, account) DO UPDATE "
+          "SET until = EXCLUDED.until, since = EXCLUDED.since, reason = EXCLUDED.reason, "
+          "task_id = EXCLUDED.task_id, strikes = EXCLUDED.strikes, resumed = EXCLUDED.resumed",
+          Params()
+              .Add(l.profile)
+              .Add(l.account)
+              .Add(l.until)
+              .Add(l.since)
+              .Add(l.reason)
+              .Add(l.task_id)
+              .Add(l.strikes)
+              .Add(l.resumed ? 1 : 0));
+    return Ok();
+  }
+
+  Result<std::vector<AgentLimit>> ListAgentLimits() override {
+#define LIST_LIMITS "SELECT " LIMIT_COLS " FROM agent_limits ORDER BY profile, account"
+    // Locked in a write: the limit is read, then replaced, by the attempt that met it.
+    TX_ASSIGN_OR_RETURN(Rows r, Exec(write_ ? LIST_LIMITS " FOR UPDATE" : LIST_LIMITS));
+    return ReadAll<AgentLimit>(r, ReadLimit);
+  }
+
+  Result<bool> NoteOnce(std::string_view key, Millis at) override {
+    TX_ASSIGN_OR_RETURN(Rows r, Exec("INSERT INTO notices (key, at) VALUES ($1, $2) "
+                                     "ON CONFLICT (key) DO NOTHING",
+                                     Params().Add(key).Add(at)));
+    return r.Affected() == 1;
   }
 
 #define ORCHESTRATOR_COLS \

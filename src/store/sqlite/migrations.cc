@@ -182,6 +182,51 @@ BEGIN SELECT RAISE(ABORT, 'tasks are never deleted: claims refer to them'); END;
 CREATE TRIGGER workers_never_deleted BEFORE DELETE ON workers
 BEGIN SELECT RAISE(ABORT, 'workers are never deleted: claims refer to them'); END;
 )sql"},
+    {6, R"sql(
+-- The usage ledger: one row per agent attempt, keyed by its claim's token (docs/agents.md).
+-- Costs are whole micro-dollars, so sums are exact and alike on both backends.
+CREATE TABLE attempt_usage (
+  token INTEGER PRIMARY KEY,
+  task_id TEXT NOT NULL,
+  attempt INTEGER NOT NULL DEFAULT 0,
+  worker_id TEXT NOT NULL DEFAULT '',
+  agent TEXT NOT NULL DEFAULT '',
+  account TEXT NOT NULL DEFAULT '',
+  queue TEXT NOT NULL DEFAULT '',
+  session_id TEXT NOT NULL DEFAULT '',
+  model TEXT NOT NULL DEFAULT '',
+  input_tokens INTEGER NOT NULL DEFAULT 0,
+  output_tokens INTEGER NOT NULL DEFAULT 0,
+  cache_read_tokens INTEGER NOT NULL DEFAULT 0,
+  cache_write_tokens INTEGER NOT NULL DEFAULT 0,
+  cost_micro_usd INTEGER NOT NULL DEFAULT 0,
+  cost_estimated INTEGER NOT NULL DEFAULT 0,
+  turns INTEGER NOT NULL DEFAULT 0,
+  denials TEXT NOT NULL DEFAULT '[]',
+  started_at INTEGER NOT NULL DEFAULT 0,
+  updated_at INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX attempt_usage_task ON attempt_usage(task_id);
+-- Daily budgets sum the costs of one day.
+CREATE INDEX attempt_usage_updated ON attempt_usage(updated_at);
+-- Agent profiles (or accounts of one) limited until a reset time, fleet-wide.
+CREATE TABLE agent_limits (
+  profile TEXT NOT NULL,
+  account TEXT NOT NULL DEFAULT '',
+  until INTEGER NOT NULL,
+  since INTEGER NOT NULL DEFAULT 0,
+  reason TEXT NOT NULL DEFAULT '',
+  task_id TEXT NOT NULL DEFAULT '',
+  strikes INTEGER NOT NULL DEFAULT 0,
+  resumed INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (profile, account)
+) WITHOUT ROWID;
+-- What has been announced once (a daily budget reached, by scope and day).
+CREATE TABLE notices (
+  key TEXT PRIMARY KEY,
+  at INTEGER NOT NULL
+) WITHOUT ROWID;
+)sql"},
 };
 }  // namespace
 

@@ -158,6 +158,45 @@ void BindWorker(Stmt& s, const Worker& w) {
       .Bind(16, w.pool);
 }
 
+#define USAGE_COLS                                                                               \
+  "token, task_id, attempt, worker_id, agent, account, queue, session_id, model, input_tokens, " \
+  "output_tokens, cache_read_tokens, cache_write_tokens, cost_micro_usd, cost_estimated, "       \
+  "turns, denials, started_at, updated_at"
+
+Status ReadUsage(const Stmt& s, AttemptUsage& u) {
+  u.token = s.Int(0);
+  u.task_id = s.Text(1);
+  u.attempt = static_cast<int>(s.Int(2));
+  u.worker_id = s.Text(3);
+  u.agent = s.Text(4);
+  u.account = s.Text(5);
+  u.queue = s.Text(6);
+  u.session_id = s.Text(7);
+  u.model = s.Text(8);
+  u.tokens = {s.Int(9), s.Int(10), s.Int(11), s.Int(12)};
+  u.cost_usd = MicroToUsd(s.Int(13));
+  u.cost_estimated = s.Int(14) != 0;
+  u.turns = static_cast<int>(s.Int(15));
+  u.denials = JsonArray(s.Text(16));
+  u.started_at = s.Int(17);
+  u.updated_at = s.Int(18);
+  return Ok();
+}
+
+#define LIMIT_COLS "profile, account, until, since, reason, task_id, strikes, resumed"
+
+Status ReadLimit(const Stmt& s, AgentLimit& l) {
+  l.profile = s.Text(0);
+  l.account = s.Text(1);
+  l.until = s.Int(2);
+  l.since = s.Int(3);
+  l.reason = s.Text(4);
+  l.task_id = s.Text(5);
+  l.strikes = static_cast<int>(s.Int(6));
+  l.resumed = s.Int(7) != 0;
+  return Ok();
+}
+
 Status ReadOrchestrator(const Stmt& s, OrchestratorState& o) {
   o.id = s.Text(0);
   o.dir = s.Text(1);
@@ -311,6 +350,7 @@ class SqliteTxn final : public Txn {
   }
 
   Result<std::optional<Task>> PickNextReady(const PickCriteria& c) override {
+    if (c.gated()) return PickGated(c);
     std::string caps = ListText(c.capabilities);
     std::optional<Task> best;
     for (const auto& queue : c.queues) {
@@ -328,6 +368,41 @@ class SqliteTxn final : public Txn {
           .Bind(3, c.worker_name.empty() ? std::string("\x01") : c.worker_name)
           .Bind(4, c.worker_slot.empty() ? std::string("\x01") : c.worker_slot)
           .Bind(5, caps);
+      TX_ASSIGN_OR_RETURN(std::optional<Task> t, ReadOne<Task>(s, ReadTask));
+      if (!t) continue;
+      if (!best || t->priority > best->priority ||
+          (t->priority == best->priority && t->seq < best->seq)) {
+        best = std::move(t);
+      }
+    }
+    return best;
+  }
+
+  // PickNextReady passing over the agent tasks the criteria rule out (a separate statement, so
+  // the usual pick stays as it is).
+  Result<std::optional<Task>> PickGated(const PickCriteria& c) {
+    std::string caps = ListText(c.capabilities);
+    std::string blocked = ListText(c.blocked_agents);
+    std::optional<Task> best;
+    for (const auto& queue : c.queues) {
+      bool all = std::find(c.blocked_agent_queues.begin(), c.blocked_agent_queues.end(), queue) !=
+                 c.blocked_agent_queues.end();
+      TX_ASSIGN_OR_RETURN(
+          Stmt s,
+          db_.Prepare("SELECT " TASK_COLS " FROM tasks INDEXED BY tasks_ready "
+                      "WHERE status = 'ready' AND queue = ?1 AND run_after <= ?2 "
+                      "AND (owner = '' OR owner = ?3 OR owner = ?4) "
+                      "AND (requires = '[]' OR NOT EXISTS (SELECT 1 FROM json_each(requires) r "
+                      "     WHERE r.value NOT IN (SELECT value FROM json_each(?5)))) "
+                      "AND (command <> '[]' OR NOT EXISTS (SELECT 1 FROM json_each(?6) b "
+                      "     WHERE b.value = agent OR b.value = '*')) "
+                      "ORDER BY priority DESC, seq LIMIT 1"));
+      s.Bind(1, queue)
+          .Bind(2, c.now)
+          .Bind(3, c.worker_name.empty() ? std::string("\x01") : c.worker_name)
+          .Bind(4, c.worker_slot.empty() ? std::string("\x01") : c.worker_slot)
+          .Bind(5, caps)
+          .Bind(6, all ? std::string("[\"*\"]") : blocked);
       TX_ASSIGN_OR_RETURN(std::optional<Task> t, ReadOne<Task>(s, ReadTask));
       if (!t) continue;
       if (!best || t->priority > best->priority ||
@@ -557,6 +632,119 @@ class SqliteTxn final : public Txn {
 
 #define ORCHESTRATOR_COLS \
   "id, dir, status, pid, hostname, started_at, seen_at, config, request, pool"
+
+  Status PutUsage(const AttemptUsage& u) override {
+    TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("INSERT OR REPLACE INTO attempt_usage (" USAGE_COLS
+                                            ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
+                                            "?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)"));
+    s.Bind(1, u.token)
+        .Bind(2, u.task_id)
+        .Bind(3, u.attempt)
+        .Bind(4, u.worker_id)
+        .Bind(5, u.agent)
+        .Bind(6, u.account)
+        .Bind(7, u.queue)
+        .Bind(8, u.session_id)
+        .Bind(9, u.model)
+        .Bind(10, u.tokens.input)
+        .Bind(11, u.tokens.output)
+        .Bind(12, u.tokens.cache_read)
+        .Bind(13, u.tokens.cache_write)
+        .Bind(14, UsdToMicro(u.cost_usd))
+        .Bind(15, u.cost_estimated ? 1 : 0)
+        .Bind(16, u.turns)
+        .Bind(17, u.denials.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))
+        .Bind(18, u.started_at)
+        .Bind(19, u.updated_at);
+    return s.Run();
+  }
+
+  Result<std::optional<AttemptUsage>> GetUsage(std::int64_t token) override {
+    TX_ASSIGN_OR_RETURN(Stmt s,
+                        db_.Prepare("SELECT " USAGE_COLS " FROM attempt_usage WHERE token = ?1"));
+    s.Bind(1, token);
+    return ReadOne<AttemptUsage>(s, ReadUsage);
+  }
+
+  Result<std::vector<AttemptUsage>> ListUsageForTask(std::string_view task_id) override {
+    TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("SELECT " USAGE_COLS " FROM attempt_usage "
+                                            "WHERE task_id = ?1 ORDER BY token"));
+    s.Bind(1, task_id);
+    return ReadAll<AttemptUsage>(s, ReadUsage);
+  }
+
+  Result<std::vector<AttemptUsage>> ListUsage(Millis since, Millis until) override {
+    TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("SELECT " USAGE_COLS " FROM attempt_usage "
+                                            "WHERE updated_at >= ?1 AND (?2 = 0 OR updated_at < "
+                                            "?2) ORDER BY updated_at, token"));
+    s.Bind(1, since).Bind(2, until);
+    return ReadAll<AttemptUsage>(s, ReadUsage);
+  }
+
+  Result<double> SumCostSince(Millis since, std::string_view queue) override {
+    TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("SELECT coalesce(sum(cost_micro_usd), 0) FROM "
+                                            "attempt_usage WHERE updated_at >= ?1 AND "
+                                            "(?2 = '' OR queue = ?2)"));
+    s.Bind(1, since).Bind(2, queue);
+    TX_ASSIGN_OR_RETURN(bool row, s.Step());
+    return row ? MicroToUsd(s.Int(0)) : 0.0;
+  }
+
+  Result<double> TaskCost(std::string_view task_id) override {
+    TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("SELECT coalesce(sum(cost_micro_usd), 0) FROM "
+                                            "attempt_usage WHERE task_id = ?1"));
+    s.Bind(1, task_id);
+    TX_ASSIGN_OR_RETURN(bool row, s.Step());
+    return row ? MicroToUsd(s.Int(0)) : 0.0;
+  }
+
+  Result<std::vector<std::pair<std::string, UsageTotal>>> UsageByAgent() override {
+    TX_ASSIGN_OR_RETURN(
+        Stmt s, db_.Prepare("SELECT agent, count(*), sum(input_tokens), sum(output_tokens), "
+                            "sum(cache_read_tokens), sum(cache_write_tokens), "
+                            "sum(cost_micro_usd), max(cost_estimated), sum(turns) "
+                            "FROM attempt_usage GROUP BY agent ORDER BY agent"));
+    std::vector<std::pair<std::string, UsageTotal>> out;
+    for (;;) {
+      TX_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) return out;
+      UsageTotal t;
+      t.attempts = static_cast<int>(s.Int(1));
+      t.tokens = {s.Int(2), s.Int(3), s.Int(4), s.Int(5)};
+      t.cost_usd = MicroToUsd(s.Int(6));
+      t.estimated = s.Int(7) != 0;
+      t.turns = static_cast<int>(s.Int(8));
+      out.emplace_back(s.Text(0), t);
+    }
+  }
+
+  Status PutAgentLimit(const AgentLimit& l) override {
+    TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("INSERT OR REPLACE INTO agent_limits (" LIMIT_COLS
+                                            ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"));
+    s.Bind(1, l.profile)
+        .Bind(2, l.account)
+        .Bind(3, l.until)
+        .Bind(4, l.since)
+        .Bind(5, l.reason)
+        .Bind(6, l.task_id)
+        .Bind(7, l.strikes)
+        .Bind(8, l.resumed ? 1 : 0);
+    return s.Run();
+  }
+
+  Result<std::vector<AgentLimit>> ListAgentLimits() override {
+    TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("SELECT " LIMIT_COLS " FROM agent_limits "
+                                            "ORDER BY profile, account"));
+    return ReadAll<AgentLimit>(s, ReadLimit);
+  }
+
+  Result<bool> NoteOnce(std::string_view key, Millis at) override {
+    TX_ASSIGN_OR_RETURN(Stmt s,
+                        db_.Prepare("INSERT OR IGNORE INTO notices (key, at) VALUES (?1, ?2)"));
+    s.Bind(1, key).Bind(2, at);
+    TX_RETURN_IF_ERROR(s.Run());
+    return sqlite3_changes(db_.raw()) == 1;
+  }
 
   Result<std::optional<OrchestratorState>> GetOrchestrator(std::string_view id) override {
     TX_ASSIGN_OR_RETURN(

@@ -1,0 +1,111 @@
+#include "agent/profile.h"
+
+#include <algorithm>
+#include <array>
+#include <regex>
+
+#include "core/agent.h"
+#include "core/validation.h"
+
+namespace tx::agent {
+
+namespace {
+constexpr std::array<std::string_view, 4> kFamilies = {"generic", "claude", "codex", "aider"};
+}  // namespace
+
+std::string_view ToString(Family f) { return kFamilies[static_cast<std::size_t>(f)]; }
+
+Result<Family> ParseFamily(std::string_view name) {
+  for (std::size_t i = 0; i < kFamilies.size(); ++i) {
+    if (kFamilies[i] == name) return static_cast<Family>(i);
+  }
+  return Error::InvalidArgument("unknown adapter '" + std::string(name) +
+                                "' (known: claude, codex, aider, generic)");
+}
+
+std::map<std::string, AgentProfile> BuiltInProfiles() {
+  std::map<std::string, AgentProfile> out;
+  auto add = [&](std::string name, Family family, std::vector<std::string> argv) {
+    AgentProfile p;
+    p.name = name;
+    p.family = family;
+    p.argv = std::move(argv);
+    out[name] = std::move(p);
+  };
+  // Headless Claude Code: the prompt right after -p (--allowedTools takes several values, so it
+  // comes last); stream-json (which needs --verbose) for the live log, the ledger and limits;
+  // file edits in its working directory accepted, and `tx ...` (how it reports; what it may do
+  // with tx is the worker's allowed_commands) allowed, without a prompt. Everything else it
+  // would ask for is refused and recorded as a denial.
+  add("claude", Family::kClaude,
+      {"claude", "-p", "{prompt}", "--output-format", "stream-json", "--verbose",
+       "--permission-mode", "acceptEdits", "--allowedTools", "Bash(tx:*)"});
+  // Codex: JSON lines; a sandbox that may write its workspace (exec's default is read-only)
+  // and reach the network (a remote worker's tx talks to its server); commands run without a
+  // login shell, whose profile would reset the PATH that leads to tx; outside a git repository
+  // too; and a run that cannot reach its API gives up instead of waiting for ever. (The worker
+  // adds the store's directory to the writable ones: spawn_plan.h.)
+  add("codex", Family::kCodex,
+      {"codex", "exec", "--json", "--skip-git-repo-check", "--sandbox", "workspace-write", "-c",
+       "sandbox_workspace_write.network_access=true", "-c", "allow_login_shell=false", "--disable",
+       "unbounded_connection_retries", "{prompt}"});
+  // Aider: one message and exit, every question answered yes, plain output, nothing fetched or
+  // opened on its own.
+  add("aider", Family::kAider,
+      {"aider", "--yes-always", "--no-pretty", "--no-stream", "--no-fancy-input",
+       "--no-check-update", "--no-show-release-notes", "--analytics-disable", "--message",
+       "{prompt}"});
+  add("generic", Family::kGeneric, {"agent", "{prompt}"});
+  return out;
+}
+
+std::vector<std::string> ResumeTemplate(const AgentProfile& p) {
+  if (!p.resume_argv.empty()) return p.resume_argv;
+  std::vector<std::string> argv = p.argv;
+  switch (p.family) {
+    case Family::kClaude:
+      if (argv.empty()) return {};
+      argv.insert(argv.begin() + 1, {"--resume", "{session_id}"});
+      return argv;
+    case Family::kCodex: {
+      // codex exec [OPTIONS] resume SESSION_ID PROMPT: the options stay before `resume`.
+      auto exec = std::find(argv.begin(), argv.end(), "exec");
+      auto prompt = std::find(argv.begin(), argv.end(), "{prompt}");
+      if (exec == argv.end() || prompt == argv.end()) return {};
+      argv.erase(prompt);
+      argv.push_back("resume");
+      argv.push_back("{session_id}");
+      argv.push_back("{prompt}");
+      return argv;
+    }
+    case Family::kAider:
+    case Family::kGeneric:
+      break;
+  }
+  return {};
+}
+
+Status ValidateProfile(const AgentProfile& p) {
+  TX_RETURN_IF_ERROR(ValidateTemplate(p.name, p.argv));
+  if (!p.resume_argv.empty()) TX_RETURN_IF_ERROR(ValidateTemplate(p.name, p.resume_argv));
+  for (const auto& pattern : p.limit_patterns) {
+    try {
+      std::regex re(pattern, std::regex::ECMAScript);
+    } catch (const std::regex_error& e) {
+      return Error::InvalidArgument("agent profile '" + p.name + "': limit pattern '" + pattern +
+                                    "' does not compile: " + e.what());
+    }
+  }
+  for (const auto& a : p.accounts) {
+    TX_RETURN_IF_ERROR(ValidateName("agent profile '" + p.name + "' account", a.name));
+    for (const auto& kv : a.env) {
+      if (kv.find('=') == std::string::npos || kv.front() == '=') {
+        return Error::InvalidArgument("agent profile '" + p.name + "' account '" + a.name +
+                                      "': environment entry '" + kv + "' is not NAME=value");
+      }
+    }
+  }
+  return Ok();
+}
+
+}  // namespace tx::agent

@@ -1,0 +1,56 @@
+#pragma once
+// Agent profiles: a named way to run an agent CLI (docs/agents.md). A profile names its adapter
+// (the agent family whose output it parses), the argv template of a fresh run and, optionally,
+// of a resumed one, the patterns that mean a usage limit, and the accounts it may run under.
+// Pure: no I/O.
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/error.h"
+
+namespace tx::agent {
+
+// The agent families tx understands. kGeneric treats the output as plain text, as tx always did.
+enum class Family { kGeneric, kClaude, kCodex, kAider };
+
+std::string_view ToString(Family f);
+// invalid_argument naming the known ones.
+Result<Family> ParseFamily(std::string_view name);
+
+// One account of a profile: the environment its runs get (its own CLAUDE_CONFIG_DIR, its own
+// API key...). While one is limited, the profile's tasks run under the next one that is not.
+struct Account {
+  std::string name;
+  std::vector<std::string> env;  // "NAME=value"
+  bool operator==(const Account&) const = default;
+};
+
+struct AgentProfile {
+  std::string name;
+  Family family = Family::kGeneric;
+  std::vector<std::string> argv;            // a fresh run's template
+  std::vector<std::string> resume_argv;     // a resumed run's; empty = the adapter's default
+  std::vector<std::string> limit_patterns;  // ECMAScript regexes over output lines
+  std::vector<Account> accounts;            // empty = one unnamed account: the worker's env
+  bool operator==(const AgentProfile&) const = default;
+};
+
+// claude, codex, aider (each its family's headless argv, docs/agents.md says which versions were
+// checked) and generic (`agent {prompt}`: any program named `agent` on PATH).
+std::map<std::string, AgentProfile> BuiltInProfiles();
+
+// The argv template of a resumed run of `profile` ({session_id} and {prompt} filled later):
+// resume_argv when it is set, else what the family's CLI takes — claude: `--resume
+// {session_id}` after the program; codex: `exec resume {session_id}` in place of `exec`, the
+// prompt last. Empty when the family cannot resume (generic, aider: aider's chat history is
+// its own file, restored by its flag in a fresh run's argv).
+std::vector<std::string> ResumeTemplate(const AgentProfile& profile);
+
+// Checks a profile: a valid fresh (and resume) template, regexes that compile, accounts with
+// names. invalid_argument naming the profile and what is wrong.
+Status ValidateProfile(const AgentProfile& profile);
+
+}  // namespace tx::agent

@@ -1,0 +1,67 @@
+#include "agent/profile.h"
+
+#include <gtest/gtest.h>
+
+#include "core/agent.h"
+
+namespace tx::agent {
+namespace {
+
+TEST(Profiles, TheBuiltInProfilesRunEachCliHeadlessWithItsAdapter) {
+  auto profiles = BuiltInProfiles();
+  for (const char* name : {"claude", "codex", "aider", "generic"}) {
+    ASSERT_TRUE(profiles.count(name)) << name;
+    EXPECT_TRUE(ValidateProfile(profiles[name]).ok()) << name;
+  }
+  EXPECT_EQ(profiles["claude"].family, Family::kClaude);
+  EXPECT_EQ(profiles["claude"].argv,
+            (std::vector<std::string>{"claude", "-p", "{prompt}", "--output-format", "stream-json",
+                                      "--verbose", "--permission-mode", "acceptEdits",
+                                      "--allowedTools", "Bash(tx:*)"}));
+  EXPECT_EQ(profiles["codex"].family, Family::kCodex);
+  EXPECT_EQ(profiles["generic"].argv, (std::vector<std::string>{"agent", "{prompt}"}));
+  EXPECT_EQ(profiles["generic"].family, Family::kGeneric);
+}
+
+TEST(Profiles, AResumeContinuesTheSessionWithTheSameFlags) {
+  auto profiles = BuiltInProfiles();
+  AgentContext c;
+  c.prompt = "go on";
+  c.session_id = "s-1";
+  EXPECT_EQ(ExpandTemplate(ResumeTemplate(profiles["claude"]), c),
+            (std::vector<std::string>{"claude", "--resume", "s-1", "-p", "go on", "--output-format",
+                                      "stream-json", "--verbose", "--permission-mode",
+                                      "acceptEdits", "--allowedTools", "Bash(tx:*)"}));
+  EXPECT_EQ(
+      ExpandTemplate(ResumeTemplate(profiles["codex"]), c),
+      (std::vector<std::string>{
+          "codex", "exec", "--json", "--skip-git-repo-check", "--sandbox", "workspace-write", "-c",
+          "sandbox_workspace_write.network_access=true", "-c", "allow_login_shell=false",
+          "--disable", "unbounded_connection_retries", "resume", "s-1", "go on"}));
+  EXPECT_TRUE(ResumeTemplate(profiles["aider"]).empty());
+  EXPECT_TRUE(ResumeTemplate(profiles["generic"]).empty());
+  AgentProfile own = profiles["generic"];
+  own.resume_argv = {"agent", "--continue", "{session_id}", "{prompt}"};
+  EXPECT_EQ(ResumeTemplate(own), own.resume_argv);
+}
+
+TEST(Profiles, ABadPatternAccountOrPlaceholderIsRefusedNamingIt) {
+  AgentProfile p = BuiltInProfiles()["generic"];
+  p.limit_patterns = {"(oops"};
+  ASSERT_FALSE(ValidateProfile(p).ok());
+  EXPECT_NE(ValidateProfile(p).error().message().find("(oops"), std::string::npos);
+  p.limit_patterns.clear();
+  p.accounts = {{"a b", {}}};
+  EXPECT_FALSE(ValidateProfile(p).ok());
+  p.accounts = {{"a", {"NOEQUALS"}}};
+  EXPECT_FALSE(ValidateProfile(p).ok());
+  p.accounts = {{"a", {"CLAUDE_CONFIG_DIR=/x"}}};
+  EXPECT_TRUE(ValidateProfile(p).ok());
+  p.argv = {"x", "{sesion}"};
+  EXPECT_FALSE(ValidateProfile(p).ok());
+  EXPECT_FALSE(ParseFamily("claud").ok());
+  EXPECT_EQ(*ParseFamily("codex"), Family::kCodex);
+}
+
+}  // namespace
+}  // namespace tx::agent
