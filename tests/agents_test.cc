@@ -151,8 +151,7 @@ TEST_F(AgentsTest, TheLedgerHoldsTheAgentsOwnCostAndTheLogReadsAsText) {
   EXPECT_EQ(u["tokens"]["input"], 2000);
   // The readable log: the agent's words, its tool call on one line, its result; no JSON.
   RunResult log = Tx({"task", "log", id});
-  EXPECT_NE(log.out.find("→ Bash: tx task done \"$TX_TASK_ID\" --result standin"),
-            std::string::npos)
+  EXPECT_NE(log.out.find("→ Bash: tx task done " + id + " --result standin"), std::string::npos)
       << log.out;
   EXPECT_NE(log.out.find("✓ Done. · 2 turns · $0.3700"), std::string::npos) << log.out;
   EXPECT_EQ(log.out.find("{\"type\""), std::string::npos) << log.out;
@@ -305,6 +304,20 @@ TEST_F(AgentsTest, ARetryAndRequestedChangesResumeTheSessionUnlessFresh) {
   json argv = Calls().back()["argv"];
   EXPECT_EQ(After(argv, "--resume"), first);
   EXPECT_NE(After(argv, "-p").find("exited 3"), std::string::npos) << argv;
+}
+
+// An agent that reports a failure goes on writing its session for a moment: a retry scheduled by
+// its own report must not kill it (its worker is woken by the task going back to ready).
+TEST_F(AgentsTest, AnAgentThatReportedItselfIsLeftToFinish) {
+  std::string id = AddTask("claude", "report=fail after=1.5", {"--max-attempts", "2"});
+  auto worker = StartWorker();
+  ASSERT_TRUE(WaitForStatus(id, "failed")) << worker->Output();
+  RunResult raw = Tx({"task", "log", id, "--attempt", "1", "--raw"});
+  EXPECT_NE(raw.out.find("\"type\":\"result\""), std::string::npos) << raw.out;
+  EXPECT_EQ(worker->Output().find("agent killed"), std::string::npos) << worker->Output();
+  std::vector<json> calls = Calls();
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_TRUE(Has(calls[1]["argv"], "--resume"));
 }
 
 TEST_F(AgentsTest, ASessionThatCannotBeResumedStartsAfreshInTheSameAttempt) {
@@ -469,6 +482,47 @@ TEST_F(AgentsTest, TheLedgerAndTheLimitsAreServedOverHttp) {
   EXPECT_NE(raw.find("\"type\":\"result\""), std::string::npos) << raw;
   std::string readable = text_of("/api/tasks/" + id + "/log");
   EXPECT_NE(readable.find("→ Bash:"), std::string::npos) << readable;
+  server.Signal(SIGTERM);
+  server.Wait(30s);
+}
+
+// A remote worker (HTTP alone, no store) records the ledger, ships both logs, and reports a limit
+// through the server, which pauses the profile for the whole fleet.
+TEST_F(AgentsTest, ARemoteWorkerRecordsUsageAndLimitsThroughItsServer) {
+  std::ofstream(Path(".tx/tokens")) << "worker w-secret\n";
+  std::string id = AddTask("claude", "report=done cost=0.25");
+  std::string limited = AddTask("codex", "limit=later");
+  BackgroundProcess server(TX_BINARY, {"serve", "--http", "127.0.0.1:0"}, AgentEnv(), dir_.str(),
+                           Path("serve.out"));
+  int port = 0;
+  ASSERT_TRUE(WaitFor([&] {
+    std::smatch m;
+    std::string out = server.Output();
+    if (!std::regex_search(out, m, std::regex(R"(listening on http://\S+:(\d+))"))) return false;
+    port = std::stoi(m[1]);
+    return true;
+  }));
+  fs::create_directories(Path("far/.tx"));
+  BackgroundProcess remote(
+      TX_BINARY,
+      {"worker", "start", "--server", "http://127.0.0.1:" + std::to_string(port), "--token",
+       "w-secret", "--heartbeat-interval", "300ms", "--poll-interval", "1s"},
+      AgentEnv(), Path("far"), Path("remote.log"));
+  ASSERT_TRUE(WaitForStatus(id, "done")) << remote.Output();
+  ASSERT_TRUE(WaitForUsage(id)) << remote.Output();
+  json t = Show(id);
+  EXPECT_DOUBLE_EQ(t["usage"]["cost_usd"].get<double>(), 0.25);
+  // Both logs reached the server's disk.
+  ASSERT_TRUE(WaitFor([&] {
+    return Tx({"task", "log", id}).out.find("→ Bash:") != std::string::npos &&
+           Tx({"task", "log", id, "--raw"}).out.find("\"type\":\"result\"") != std::string::npos;
+  })) << remote.Output();
+  ASSERT_TRUE(WaitFor([&] { return !Events("agent.limited").empty(); })) << remote.Output();
+  json l = Show(limited);
+  EXPECT_EQ(l["attempts"][0]["end_reason"], "rate_limited");
+  EXPECT_EQ(l["status"], "ready");
+  remote.Signal(SIGTERM);
+  remote.Wait(30s);
   server.Signal(SIGTERM);
   server.Wait(30s);
 }

@@ -79,6 +79,45 @@ std::string Summary(const std::string& text) {
   return first + " (" + std::to_string(lines) + " lines)";
 }
 
+// Lines past this are candidates for QuickResult.
+constexpr std::size_t kBigLine = 4096;
+
+// The string value that starts at `at` (just past its opening quote): its first line, unescaped
+// enough to read (\" \\ \t; a \uXXXX as '?'), at most `max` bytes; and how many
+// lines it has. False when it does not end (a cut line).
+bool ScanString(std::string_view s, std::size_t at, std::size_t max, std::string& first,
+                std::size_t& lines) {
+  lines = 1;
+  bool in_first = true;
+  std::size_t i = at;
+  std::size_t newline_end = std::string_view::npos;  // just past the last \n escape
+  while (i < s.size()) {
+    // Jump to the next quote or backslash: the rest is copied (or skipped) in bulk. (A loop, not
+    // find_first_of, which calls memchr on the set for every byte.)
+    std::size_t next = i;
+    while (next < s.size() && s[next] != '"' && s[next] != '\\') ++next;
+    if (next == s.size()) return false;
+    if (in_first && first.size() < max)
+      first.append(s.substr(i, std::min(next - i, max - first.size())));
+    if (s[next] == '"') {
+      if (newline_end == next) --lines;  // a last newline ends a line rather than starting one
+      return true;
+    }
+    if (next + 1 >= s.size()) return false;
+    char e = s[next + 1];
+    i = next + 2;
+    if (e == 'n') {
+      ++lines;
+      in_first = false;
+      newline_end = i;
+    } else if (in_first && first.size() < max) {
+      first += e == 't' ? '\t' : e == 'u' ? '?' : e;
+      if (e == 'u') i = std::min(s.size(), i + 4);
+    }
+  }
+  return false;
+}
+
 class ClaudeParser final : public OutputParser {
  public:
   bool structured() const override { return true; }
@@ -101,6 +140,13 @@ class ClaudeParser final : public OutputParser {
     }
     // Partial-message events (--include-partial-messages) repeat what the whole message says.
     if (line.starts_with("{\"type\":\"stream_event\"")) return;
+    // A tool's result is most of an agent's output (a file, a test run) and is shown as one
+    // line: a big one is summed up without parsing it whole (the worker must follow a stream of
+    // megabytes a second cheaply).
+    if (line.size() > kBigLine && line.starts_with("{\"type\":\"user\"") &&
+        QuickResult(line, out)) {
+      return;
+    }
     json j = json::parse(line, nullptr, false);
     if (!j.is_object()) {
       Plain(line, out);
@@ -130,6 +176,34 @@ class ClaudeParser final : public OutputParser {
     e.text = std::string(line);
     out.push_back(std::move(e));
     ClassifyPlainLine(line, out);
+  }
+
+  // A user line of tool results whose content is a string: its result event from a scan of the
+  // text, not a parse. False (nothing said) when the line is not of that simple shape.
+  bool QuickResult(std::string_view line, std::vector<AgentEvent>& out) {
+    constexpr std::string_view kContent = "\"type\":\"tool_result\"";
+    std::size_t at = line.find(kContent);
+    if (at == std::string_view::npos || line.find(kContent, at + 1) != std::string_view::npos) {
+      return false;  // none, or several results in one message: the parse says them all
+    }
+    std::size_t content = line.find("\"content\":\"", at);
+    std::size_t id = line.find("\"tool_use_id\":\"");
+    if (content == std::string_view::npos) return false;
+    AgentEvent e;
+    e.kind = AgentEvent::Kind::kToolResult;
+    if (id != std::string_view::npos) {
+      std::size_t start = id + 15, end = line.find('"', start);
+      if (end != std::string_view::npos && end - start < 128)
+        e.id = std::string(line.substr(start, end - start));
+    }
+    std::string first;
+    std::size_t lines = 0;
+    if (!ScanString(line, content + 11, 120, first, lines)) return false;
+    // Inside a string a quote is escaped, so this matches the field alone.
+    e.is_error = line.find("\"is_error\":true") != std::string_view::npos;
+    e.text = OneLine(first, 120) + (lines > 1 ? " (" + std::to_string(lines) + " lines)" : "");
+    out.push_back(std::move(e));
+    return true;
   }
 
   void System(const json& j, std::vector<AgentEvent>& out) {

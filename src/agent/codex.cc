@@ -80,6 +80,11 @@ class CodexParser final : public OutputParser {
 
  private:
   void Plain(std::string_view line, std::vector<AgentEvent>& out) {
+    // What Codex says on stderr of its own set-up, every run: nothing for a person to read.
+    if (line.starts_with("Reading additional input from stdin") ||
+        line.starts_with("WARNING: proceeding, even though we could not create PATH aliases")) {
+      return;
+    }
     AgentEvent e;
     e.kind = AgentEvent::Kind::kText;
     e.text = std::string(line);

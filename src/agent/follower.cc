@@ -192,7 +192,7 @@ void Follower::Apply(const AgentEvent& e, std::string& readable) {
 
 double Follower::cost_usd() const {
   if (summary_.reported_cost_usd) return *summary_.reported_cost_usd;
-  return prices_ == nullptr ? 0 : prices_->Cost(summary_.model, summary_.tokens);
+  return prices_ == nullptr ? 0 : prices_->Cost(model(), summary_.tokens);
 }
 
 bool Follower::TakeChanged() {

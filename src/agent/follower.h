@@ -60,6 +60,10 @@ class Follower {
   bool TakeChanged();
   // Tokens to take off every total: a resumed Codex thread reports the thread's, not the run's.
   void SetBaseline(const TokenCounts& baseline) { baseline_ = baseline; }
+  // The model the run is taken to use until its output names one (Codex's never does): what
+  // prices its tokens, and what the ledger records.
+  void SetModelHint(const std::string& model) { model_hint_ = model; }
+  const std::string& model() const { return summary_.model.empty() ? model_hint_ : summary_.model; }
 
  private:
   void Line(std::string_view line, bool truncated, std::string& readable);
@@ -74,6 +78,7 @@ class Follower {
   std::map<std::string, TokenCounts> per_call_;  // by message id: a call may be reported twice
   std::optional<TokenCounts> result_tokens_;
   TokenCounts baseline_;
+  std::string model_hint_;
   std::map<std::string, std::size_t> denial_index_;  // tool_use id → its entry in denials
   bool changed_ = false;
   std::vector<AgentEvent> events_;  // reused between lines

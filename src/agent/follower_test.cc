@@ -132,6 +132,14 @@ TEST(CodexAdapter, AnExecRunGivesItsThreadTokensAndEachCommandOnALine) {
   EXPECT_EQ(r.summary.turns, 1);
   EXPECT_TRUE(r.estimated);  // Codex reports no cost: priced from [prices]
   EXPECT_GT(r.cost, 0);
+  // Its output names no model: priced as the one its argv asks for.
+  PriceTable prices = PriceTable::Defaults();
+  Follower f(Family::kCodex, nullptr, &prices);
+  f.SetModelHint("gpt-5-mini");
+  std::string readable;
+  f.Feed(Fixture("codex_exec.jsonl"), readable);
+  EXPECT_DOUBLE_EQ(f.cost_usd(), prices.Cost("gpt-5-mini", f.summary().tokens));
+  EXPECT_LT(f.cost_usd(), r.cost);
   EXPECT_TRUE(Contains(r.readable,
                        "→ shell: /bin/bash -c 'echo hello > out.txt && tx task done X && cat "
                        "out.txt'\n"))
@@ -250,6 +258,26 @@ TEST(Follower, ALineLongerThanTheCapIsCutAndTheNextLineStillParses) {
   Followed r = Follow(Family::kClaude, huge + Fixture("claude_bash_success.jsonl"), 65536);
   EXPECT_TRUE(Contains(r.readable, "(a result of more than 1 MiB)")) << r.readable.substr(0, 300);
   EXPECT_EQ(r.summary.turns, 2);
+}
+
+// A big tool result is summed up by a scan, not a parse: the same line either way.
+TEST(ClaudeAdapter, ABigToolResultReadsTheSameScannedAsParsed) {
+  std::string body;
+  for (int i = 0; i < 400; ++i)
+    body += "line " + std::to_string(i) + " with a \\\"quote\\\" and a tab\\t\\n";
+  auto line = [&](const std::string& head) {
+    return head +
+           "\"message\":{\"role\":\"user\",\"content\":[{\"tool_use_id\":\"toolu_1\","
+           "\"type\":\"tool_result\",\"content\":\"" +
+           body + "\",\"is_error\":true}]}}\n";
+  };
+  std::string scanned = line("{\"type\":\"user\",");  // starts as Claude Code writes it
+  std::string parsed = line("{\"parent_tool_use_id\":null,\"type\":\"user\",");  // not
+  ASSERT_GT(scanned.size(), 4096u);
+  Followed a = Follow(Family::kClaude, scanned);
+  Followed b = Follow(Family::kClaude, parsed);
+  EXPECT_EQ(a.readable, b.readable);
+  EXPECT_EQ(a.readable, "  ← error: line 0 with a \"quote\" and a tab (400 lines)\n");
 }
 
 TEST(Follower, TheRunningEstimateComesFromThePriceTableUntilTheAgentSaysItsCost) {

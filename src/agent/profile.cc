@@ -85,6 +85,21 @@ std::vector<std::string> ResumeTemplate(const AgentProfile& p) {
   return {};
 }
 
+std::string ModelOf(Family family, const std::vector<std::string>& argv) {
+  for (std::size_t i = 0; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if ((a == "-m" || a == "--model") && i + 1 < argv.size()) return argv[i + 1];
+    if (a.rfind("--model=", 0) == 0) return a.substr(8);
+    if ((a == "-c" || a == "--config") && i + 1 < argv.size() &&
+        argv[i + 1].rfind("model=", 0) == 0) {
+      std::string m = argv[i + 1].substr(6);
+      if (m.size() >= 2 && m.front() == '"' && m.back() == '"') m = m.substr(1, m.size() - 2);
+      return m;
+    }
+  }
+  return family == Family::kCodex ? "gpt-5-codex" : "";
+}
+
 Status ValidateProfile(const AgentProfile& p) {
   TX_RETURN_IF_ERROR(ValidateTemplate(p.name, p.argv));
   if (!p.resume_argv.empty()) TX_RETURN_IF_ERROR(ValidateTemplate(p.name, p.resume_argv));

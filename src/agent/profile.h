@@ -49,6 +49,10 @@ std::map<std::string, AgentProfile> BuiltInProfiles();
 // its own file, restored by its flag in a fresh run's argv).
 std::vector<std::string> ResumeTemplate(const AgentProfile& profile);
 
+// The model a run of `argv` asks for (-m M, --model M, --model=M, -c model=M), else the family's
+// default when its output never names one (codex: gpt-5-codex), else "".
+std::string ModelOf(Family family, const std::vector<std::string>& argv);
+
 // Checks a profile: a valid fresh (and resume) template, regexes that compile, accounts with
 // names. invalid_argument naming the profile and what is wrong.
 Status ValidateProfile(const AgentProfile& profile);

@@ -45,6 +45,15 @@ TEST(Profiles, AResumeContinuesTheSessionWithTheSameFlags) {
   EXPECT_EQ(ResumeTemplate(own), own.resume_argv);
 }
 
+TEST(Profiles, TheModelOfARunIsWhatItsArgvAsksForElseItsFamilysDefault) {
+  EXPECT_EQ(ModelOf(Family::kCodex, {"codex", "exec", "-m", "gpt-5-mini", "x"}), "gpt-5-mini");
+  EXPECT_EQ(ModelOf(Family::kCodex, {"codex", "exec", "-c", "model=\"o4-mini\"", "x"}), "o4-mini");
+  EXPECT_EQ(ModelOf(Family::kClaude, {"claude", "--model=claude-opus-4-1", "-p", "x"}),
+            "claude-opus-4-1");
+  EXPECT_EQ(ModelOf(Family::kCodex, BuiltInProfiles()["codex"].argv), "gpt-5-codex");
+  EXPECT_EQ(ModelOf(Family::kClaude, BuiltInProfiles()["claude"].argv), "");
+}
+
 TEST(Profiles, ABadPatternAccountOrPlaceholderIsRefusedNamingIt) {
   AgentProfile p = BuiltInProfiles()["generic"];
   p.limit_patterns = {"(oops"};

@@ -48,8 +48,8 @@ std::string ResumePrompt(const Task& task, int resumed_attempt) {
     p += error.empty() ? " before it was reported." : " with: " + error;
     p += "\n\nContinue the task from where you left off, then report as before.\n";
   }
-  p += "\nReport with: tx task done \"$TX_TASK_ID\" --result \"<summary>\" (or tx task review, or "
-       "tx task fail \"$TX_TASK_ID\" --error \"<why>\").\n";
+  p += "\nReport with: tx task done " + task.id + " --result \"<summary>\" (or tx task review " +
+       task.id + ", or tx task fail " + task.id + " --error \"<why>\").\n";
   return p;
 }
 

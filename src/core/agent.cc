@@ -123,11 +123,13 @@ std::string BuildPrompt(const Task& task, int attempt) {
     }
   }
   p += "\n## Reporting\n";
+  // The task's id is written out: an agent's permissions may refuse a command holding a
+  // variable (Claude Code cannot check one before it runs), and tx reads the token by itself.
   p += "When you have finished, report the outcome with the tx command (your claim token is in "
        "$TX_CLAIM_TOKEN, which tx reads by itself):\n";
-  p += "- done:   tx task done \"$TX_TASK_ID\" --result \"<one-line summary>\"\n";
-  p += "- needs a human review: tx task review \"$TX_TASK_ID\" --result \"<summary>\"\n";
-  p += "- cannot be done: tx task fail \"$TX_TASK_ID\" --error \"<why>\"\n";
+  p += "- done:   tx task done " + task.id + " --result \"<one-line summary>\"\n";
+  p += "- needs a human review: tx task review " + task.id + " --result \"<summary>\"\n";
+  p += "- cannot be done: tx task fail " + task.id + " --error \"<why>\"\n";
   p += "If you exit without reporting, exit status 0 counts as done and any other as a failure.\n";
   return p;
 }

@@ -49,8 +49,8 @@ TEST(Agent, PromptCarriesTheTaskAndHowToReport) {
   for (const char* want :
        {"task-abcdefgh", "Fix the login bug", "Owner: slot-1", "Working directory: /repo",
         "Users cannot log in.", "Write a test first.", "A green test.", "1. reproduce", "2. fix",
-        "attempt 2 of 3", "exited 1", "tx task done \"$TX_TASK_ID\"",
-        "tx task fail \"$TX_TASK_ID\"", "tx task review \"$TX_TASK_ID\""}) {
+        "attempt 2 of 3", "exited 1", "tx task done task-abcdefgh --result",
+        "tx task fail task-abcdefgh --error", "tx task review task-abcdefgh --result"}) {
     EXPECT_NE(p.find(want), std::string::npos) << want << "\n" << p;
   }
   EXPECT_EQ(BuildPrompt(t, 1).find("This is attempt"), std::string::npos);

@@ -25,6 +25,13 @@ AttemptDecision AttemptPolicy::Step(const AttemptObservation& seen) {
   if (seen.revoked) return end(AttemptAction::kKill, EndReason::kCancelled);
   if (seen.lease_lost) return end(AttemptAction::kKill, EndReason::kLeaseLost);
   if (seen.exited) return AttemptDecision{AttemptAction::kFinish, EndReason::kNone, 0};
+  if (seen.reported) {
+    if (reported_at_ < 0) reported_at_ = now;
+    Millis stop_at = reported_at_ + kReportGraceMs;
+    if (now >= stop_at) return end(AttemptAction::kTerminate, EndReason::kExited);
+    return AttemptDecision{AttemptAction::kWait, EndReason::kNone,
+                           std::min(stop_at, now + kLookAgainMs)};
+  }
   if (seen.stop_signals > 0 && shutdown_at_ < 0) shutdown_at_ = now + limits_.shutdown_ms;
   // A frozen agent cannot finish: a stop while paused does not wait for it.
   if (seen.stop_signals > 1 || (seen.stop_signals > 0 && seen.paused)) shutdown_at_ = now;

@@ -7,6 +7,8 @@
 //
 // In order of precedence, an attempt ends because:
 //   its claim was revoked (a cancel, an operator's --force, an ended session): kill now;
+//   it reported its outcome itself and has not exited within kReportGraceMs: stop it (the
+//   outcome stands; it is left that long to finish writing its session, its last output);
 //   its lease was lost (a refused renewal, the worker evicted): kill now (lease_lost);
 //   the agent exited: finish (the worker reads how);
 //   the agent cannot log in: stop it (agent_unavailable);
@@ -39,6 +41,8 @@ struct AttemptObservation {
   bool paused = false;
   int stop_signals = 0;  // 1: drain, 2 or more: hurry
   bool revoked = false;
+  // The agent reported its outcome itself (its claim is completed) and has not exited yet.
+  bool reported = false;
   bool lease_lost = false;
   bool auth_failed = false;
   bool limit_seen = false;
@@ -61,6 +65,8 @@ struct AttemptDecision {
 
 class AttemptPolicy {
  public:
+  static constexpr Millis kReportGraceMs = 30'000;
+
   AttemptPolicy(const AttemptLimits& limits, Millis started_at);
 
   AttemptDecision Step(const AttemptObservation& seen);
@@ -76,6 +82,7 @@ class AttemptPolicy {
   Millis paused_total_ = 0;
   Millis resumed_at_ = 0;
   Millis shutdown_at_ = -1;  // when a stop stops the agent; -1 = no stop yet
+  Millis reported_at_ = -1;  // when its own report was first seen; -1 = not yet
 };
 
 }  // namespace tx::worker

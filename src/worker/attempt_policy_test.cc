@@ -102,6 +102,21 @@ TEST_F(AttemptPolicyTest, ARevokeOrALostLeaseKillsAtOnceEvenWhilePaused) {
   EXPECT_EQ(Step(o), Ends(AttemptAction::kKill, EndReason::kLeaseLost));
 }
 
+TEST_F(AttemptPolicyTest, AnAgentThatReportedItselfIsLeftToExitThenStopped) {
+  AttemptObservation o = At(2'000);
+  o.reported = true;
+  o.cost_usd = 5;  // over its budget: it has reported, so that no longer matters
+  EXPECT_EQ(Step(o), WaitUntil(3'000));
+  o.now = 2'000 + AttemptPolicy::kReportGraceMs - 1;
+  EXPECT_EQ(Step(o).action, AttemptAction::kWait);
+  o.now = 2'000 + AttemptPolicy::kReportGraceMs;
+  EXPECT_EQ(Step(o), Ends(AttemptAction::kTerminate, EndReason::kExited));
+  AttemptObservation gone = At(3'000);
+  gone.reported = gone.exited = true;
+  AttemptPolicy p(Limits(), kStart);
+  EXPECT_EQ(p.Step(gone).action, AttemptAction::kFinish);
+}
+
 TEST_F(AttemptPolicyTest, AnExitIsReportedBeforeAnyTimerFires) {
   AttemptObservation o = At(kStart + 120'000);
   o.exited = true;

@@ -725,6 +725,7 @@ WorkerRuntime::RunEnd WorkerRuntime::FollowRun(const service::ClaimResult& claim
   }
   agent::Follower follower(plan.is_command ? agent::Family::kGeneric : plan.profile.family,
                            &patterns, &config_.prices);
+  follower.SetModelHint(agent::ModelOf(plan.profile.family, plan.spec.argv));
   // Codex reports a resumed thread's tokens since it began.
   if (plan.resumed && plan.profile.family == agent::Family::kCodex) {
     follower.SetBaseline(plan.session_tokens);
@@ -780,6 +781,7 @@ WorkerRuntime::RunEnd WorkerRuntime::FollowRun(const service::ClaimResult& claim
   auto grace = std::chrono::milliseconds(config_.kill_grace_ms);
   SteadyClock::time_point ledger_at = SteadyClock::now();
   Millis wake_at = mono_ms();
+  bool reported = false;
   for (;;) {
     std::vector<pollfd> fds = {
         {signal_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}, {fleet_->watch_fd(), POLLIN, 0}};
@@ -805,8 +807,13 @@ WorkerRuntime::RunEnd WorkerRuntime::FollowRun(const service::ClaimResult& claim
       // A cancel or an operator's --force ends the claim and wakes us: stop the agent now rather
       // than at the next heartbeat's check.
       Result<Claim> held = fleet_->Inspect(claim.token);
-      seen.revoked = held.ok() && held->status != ClaimStatus::kActive;
+      // Completed: the agent's own report (it is left to exit). Anything else ended it under
+      // the agent: a cancel, an operator's --force, an ended session, a lease given up.
+      reported = reported || (held.ok() && held->status == ClaimStatus::kCompleted);
+      seen.revoked = held.ok() && held->status != ClaimStatus::kActive &&
+                     held->status != ClaimStatus::kCompleted;
     }
+    seen.reported = reported;
     seen.now = mono_ms();
     seen.exited = exited.has_value();
     seen.last_output_at = ms_of(child.last_output_at());
@@ -864,7 +871,8 @@ void WorkerRuntime::RecordUsage(const service::ClaimResult& claimed, const Attem
   u.agent = plan.profile.name;
   u.account = plan.account;
   u.session_id = summary.session_id;
-  u.model = summary.model;
+  u.model =
+      summary.model.empty() ? agent::ModelOf(plan.profile.family, plan.spec.argv) : summary.model;
   u.tokens = summary.tokens;
   u.cost_usd = cost_usd;
   u.cost_estimated = estimated && cost_usd > 0;
@@ -955,6 +963,8 @@ void WorkerRuntime::FinishRun(const service::ClaimResult& claimed, const Attempt
       return;
     case RunEnd::How::kStopped:
       switch (end.reason) {
+        case EndReason::kExited:
+          break;  // it reported, then lingered: what it reported stands (below)
         case EndReason::kShutdown:
           done_with(fleet_->Release(task.id, claim.token, EndReason::kShutdown),
                     "stopped for shutdown (" + end.outcome.Describe() + ")");
@@ -979,6 +989,7 @@ void WorkerRuntime::FinishRun(const service::ClaimResult& claimed, const Attempt
                  false, "");
           return;
       }
+      [[fallthrough]];  // stopped after it reported: as if it had exited
     case RunEnd::How::kExited:
       break;
   }
