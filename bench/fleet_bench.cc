@@ -488,11 +488,11 @@ int Main(int argc, char** argv) {
   Millis oldest_ms = 0;
   Status listed = checker->Read([&](store::Txn& txn) -> Status {
     TX_ASSIGN_OR_RETURN(std::vector<Worker> all, txn.ListWorkers(LiveWorkerStatuses()));
-    Millis now = checker->clock().NowMs();
+    const Moment now = checker->clock().Now();
     live = static_cast<std::int64_t>(all.size());
     for (const auto& w : all) {
       if (IsStale(w, now)) ++stale;
-      oldest_ms = std::max(oldest_ms, now - w.last_heartbeat_at);
+      oldest_ms = std::max(oldest_ms, SilentFor(w, now));
     }
     return Ok();
   });

@@ -262,6 +262,19 @@ TEST_F(AgentsTest, AUsageLimitPausesTheProfileFleetWideUntilItsReset) {
   EXPECT_TRUE(Events("task.failed").empty());
 }
 
+TEST_F(AgentsTest, AnOperatorLiftsALimitAndItsTaskRunsWithoutWaitingForTheReset) {
+  std::string limited = AddTask("claude", "limit=+3600 limit_once report=done");
+  auto w = StartWorker();
+  ASSERT_TRUE(WaitFor([&] { return Events("agent.limited").size() == 1; }, 30s)) << w->Output();
+  EXPECT_EQ(Tx({"agent", "lift", "codex"}).exit_code, 3);  // not limited: not found
+  RunResult lifted = Tx({"agent", "lift", "claude"});
+  ASSERT_EQ(lifted.exit_code, 0) << lifted.err;
+  EXPECT_NE(lifted.out.find("lifted the limit of claude"), std::string::npos) << lifted.out;
+  ASSERT_TRUE(WaitForStatus(limited, "done", 30s)) << w->Output();  // not in an hour
+  EXPECT_EQ(Show(limited)["attempt"], 1);
+  EXPECT_EQ(Events("agent.resumed").size(), 1u);
+}
+
 TEST_F(AgentsTest, AnotherAccountTakesTheTaskWhileOneIsLimited) {
   WriteConfig("[[agents.claude.accounts]]\nname = \"a\"\nenv = { CLAUDE_CONFIG_DIR = \"" +
               Path("account-a") + "\" }\n[[agents.claude.accounts]]\nname = \"b\"\nenv = { " +
@@ -306,18 +319,27 @@ TEST_F(AgentsTest, ARetryAndRequestedChangesResumeTheSessionUnlessFresh) {
   EXPECT_NE(After(argv, "-p").find("exited 3"), std::string::npos) << argv;
 }
 
-// An agent that reports a failure goes on writing its session for a moment: a retry scheduled by
-// its own report must not kill it (its worker is woken by the task going back to ready).
-TEST_F(AgentsTest, AnAgentThatReportedItselfIsLeftToFinish) {
-  std::string id = AddTask("claude", "report=fail after=1.5", {"--max-attempts", "2"});
+// An agent that reports its outcome goes on writing its session for a moment: it is left to
+// finish. One that reported a failure is stopped within half a second instead, before the retry
+// its report scheduled can start beside it (the retry resumes its session).
+TEST_F(AgentsTest, AnAgentThatReportedItselfIsLeftToFinishUnlessARetryIsDue) {
+  std::string done = AddTask("claude", "report=done after=1.5");
   auto worker = StartWorker();
-  ASSERT_TRUE(WaitForStatus(id, "failed")) << worker->Output();
-  RunResult raw = Tx({"task", "log", id, "--attempt", "1", "--raw"});
-  EXPECT_NE(raw.out.find("\"type\":\"result\""), std::string::npos) << raw.out;
+  ASSERT_TRUE(WaitForStatus(done, "done")) << worker->Output();
+  ASSERT_TRUE(WaitFor([&] {
+    return Tx({"task", "log", done, "--raw"}).out.find("\"type\":\"result\"") != std::string::npos;
+  })) << worker->Output();
   EXPECT_EQ(worker->Output().find("agent killed"), std::string::npos) << worker->Output();
+
+  std::string failed = AddTask("claude", "report=fail after=30", {"--max-attempts", "2"});
+  ASSERT_TRUE(WaitForStatus(failed, "failed", 60s)) << worker->Output();
   std::vector<json> calls = Calls();
-  ASSERT_EQ(calls.size(), 2u);
-  EXPECT_TRUE(Has(calls[1]["argv"], "--resume"));
+  ASSERT_EQ(calls.size(), 3u);
+  EXPECT_TRUE(Has(calls[2]["argv"], "--resume"));
+  // The first attempt's agent was stopped, not left its 30 s, before the second started.
+  json t = Show(failed);
+  ASSERT_EQ(t["attempts"].size(), 2u);
+  EXPECT_LT(calls[2]["at"].get<double>() - calls[1]["at"].get<double>(), 15.0);
 }
 
 TEST_F(AgentsTest, ASessionThatCannotBeResumedStartsAfreshInTheSameAttempt) {

@@ -554,6 +554,66 @@ TEST_F(ApiTest, OffLoopbackEveryRequestNeedsAToken) {
   EXPECT_EQ(Get("/healthz", token_).status, 200);
 }
 
+// Issue 23, item 12: a page on another site that rebinds its name to 127.0.0.1 reaches a loopback
+// server with its own name in Host: refused, as everything but loopback names and the configured.
+TEST_F(ApiTest, ALoopbackServerAnswersOnlyLoopbackHostNames) {
+  std::ofstream(dir_.path() / ".tx" / "config.toml") << "[api]\nallowed_hosts = [\"tx.lan\"]\n";
+  Serve();
+  AddOverHttp("secret title");
+  auto as = [&](const std::string& host, const std::string& path) {
+    httplib::Headers h = {{"Host", host}};
+    auto r = Client().Get(path, h);
+    return r ? r->status : -1;
+  };
+  for (const char* path : {"/api/tasks", "/api/events?limit=10", "/", "/healthz"}) {
+    EXPECT_EQ(as("attacker.example", path), 403) << path;
+    EXPECT_EQ(as("attacker.example:" + std::to_string(port_), path), 403) << path;
+  }
+  EXPECT_EQ(as("localhost:" + std::to_string(port_), "/api/tasks"), 200);
+  EXPECT_EQ(as("127.0.0.1:" + std::to_string(port_), "/api/tasks"), 200);
+  EXPECT_EQ(as("tx.lan:" + std::to_string(port_), "/api/tasks"), 200);
+  EXPECT_EQ(as("TX.LAN", "/api/tasks"), 200);
+}
+
+// Issue 23, item 13: whether a server is on loopback (and may go without a token) is decided by
+// the addresses its name resolves to, never by the name's text.
+TEST_F(ApiTest, ANameThatLooksLikeLoopbackIsJudgedByItsAddresses) {
+  std::filesystem::remove(dir_.path() / ".tx" / "token");
+  RunResult fake = Tx({"serve", "--http", "127.public.example:0"});
+  EXPECT_NE(fake.exit_code, 0);
+  EXPECT_EQ(fake.out.find("listening"), std::string::npos) << fake.out;
+  EXPECT_TRUE(fake.err.find("not a loopback address") != std::string::npos ||
+              fake.err.find("cannot resolve 127.public.example") != std::string::npos)
+      << fake.err;
+  // localhost resolves to loopback addresses only: served without a token.
+  Serve("localhost");
+  EXPECT_EQ(Get("/healthz").status, 200);
+}
+
+// Issue 23, item 14: a client that keeps guessing tokens is slowed down (429 with Retry-After),
+// and may try again once the wait passes.
+TEST_F(ApiTest, RepeatedWrongTokensAreSlowedDown) {
+  Serve();
+  int refused = 0, slowed = 0;
+  std::string retry_after;
+  for (int i = 0; i < 30 && slowed == 0; ++i) {
+    auto r = Client("guess-" + std::to_string(i)).Get("/api/tasks");
+    ASSERT_TRUE(r);
+    if (r->status == 401) ++refused;
+    if (r->status == 429) {
+      ++slowed;
+      retry_after = r->get_header_value("Retry-After");
+    }
+  }
+  EXPECT_EQ(refused, 10);
+  ASSERT_EQ(slowed, 1);
+  ASSERT_FALSE(retry_after.empty());
+  EXPECT_EQ(Get("/api/tasks", token_).status, 429) << "slowed whatever token it carries";
+  std::this_thread::sleep_for(std::chrono::seconds(std::stoi(retry_after)) + 200ms);
+  EXPECT_EQ(Get("/api/tasks", token_).status, 200);
+  EXPECT_EQ(Get("/api/tasks").status, 200) << "a read without a token is not slowed";
+}
+
 TEST_F(ApiTest, ServeRefusesBadAddressesAndAMissingStore) {
   RunResult bad = Tx({"serve", "--http", "localhost"});
   EXPECT_EQ(bad.exit_code, 2);

@@ -20,8 +20,12 @@
 #
 # Knobs (environment): TX_CHAOS_TASKS (500), TX_CHAOS_WORKERS (6), TX_CHAOS_KILL_MS (300),
 # TX_CHAOS_RESTARTS orchestrator kills (2), TX_CHAOS_DEADLINE seconds for the whole run (600),
-# TX_CHAOS_KEEP=1 keeps the scratch directory. Prints a summary line and "N passed, M failed"
-# last; exits non-zero on any failure.
+# TX_CHAOS_TASK_MS the range of each task's sleep ("50-200"), TX_CHAOS_KEEP=1 keeps the scratch
+# directory. TX_CHAOS_DEFAULTS=1 starts the pool with nothing but --workers (the pool's default
+# restart, backoff and crash-loop settings, which must never give a slot up for good);
+# TX_CHAOS_KILL_FOR=S stops the killing S seconds in, and TX_CHAOS_DONE_WITHIN=S then requires
+# every task done within S seconds of that. Prints a summary line and "N passed, M failed" last;
+# exits non-zero on any failure.
 
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/shell_lib.sh"
@@ -41,6 +45,12 @@ WORKERS=${TX_CHAOS_WORKERS:-6}
 KILL_MS=${TX_CHAOS_KILL_MS:-300}
 RESTARTS=${TX_CHAOS_RESTARTS:-2}
 DEADLINE=${TX_CHAOS_DEADLINE:-600}  # seconds the whole run may take
+TASK_MS=${TX_CHAOS_TASK_MS:-50-200}
+TASK_MS_MIN=${TASK_MS%-*}
+TASK_MS_MAX=${TASK_MS#*-}
+DEFAULTS=${TX_CHAOS_DEFAULTS:-0}
+KILL_FOR=${TX_CHAOS_KILL_FOR:-0}        # 0: kill until every task is done
+DONE_WITHIN=${TX_CHAOS_DONE_WITHIN:-0}  # 0: no bound after the killing stops
 ADDERS=4
 CMD_TIMEOUT=60                      # seconds any single short tx invocation may take (ASan: slow)
 START_TIMEOUT=90                    # seconds an orchestrator may take to say it runs
@@ -140,11 +150,11 @@ tx init >/dev/null
 
 # ---- 1. add the tasks ---------------------------------------------------------------------------
 
-# Each task sleeps 50–200 ms, then appends "ID TOKEN END_MS" to agents.log.
+# Each task sleeps TASK_MS (50–200 ms), then appends "ID TOKEN END_MS" to agents.log.
 chaos_add() {
-  local ms=$((50 + RANDOM % 151))
+  local ms=$((TASK_MS_MIN + RANDOM % (TASK_MS_MAX - TASK_MS_MIN + 1)))
   tx task add "chaos task $1" --max-attempts 100 \
-    --command "sh -c 'sleep 0.$(printf %03d "$ms") && echo \"\$TX_TASK_ID \$TX_CLAIM_TOKEN \$(date +%s%3N)\" >>$WORK/agents.log'"
+    --command "sh -c 'sleep $((ms / 1000)).$(printf %03d $((ms % 1000))) && echo \"\$TX_TASK_ID \$TX_CLAIM_TOKEN \$(date +%s%3N)\" >>$WORK/agents.log'"
 }
 add_tasks "$TASKS" "$ADDERS" chaos_add
 if [[ $FAILED != 0 ]]; then
@@ -184,9 +194,12 @@ ORCH_N=0
 start_orchestrator() {
   local end=$((SECONDS + START_TIMEOUT)) rc state refused=0
   ORCH_N=$((ORCH_N + 1))
+  local tuned=(--heartbeat-interval 1s --poll-interval 1s --max-restarts 100000 --max-backoff 500ms
+               --shutdown-timeout 20s)
+  [[ $DEFAULTS == 1 ]] && tuned=()
   while :; do
-    "$TX" "${DB_ARGS[@]}" orchestrator start --workers "$WORKERS" --heartbeat-interval 1s --poll-interval 1s \
-      --max-restarts 100000 --max-backoff 500ms --shutdown-timeout 20s >>"orch-$ORCH_N.log" 2>&1 &
+    "$TX" "${DB_ARGS[@]}" orchestrator start --workers "$WORKERS" "${tuned[@]}" \
+      >>"orch-$ORCH_N.log" 2>&1 &
     ORCH_PID=$!
     ORCH_PIDS+=("$ORCH_PID")
     while :; do
@@ -231,7 +244,12 @@ killer() {
   interval=$(printf '%d.%03d' $((KILL_MS / 1000)) $((KILL_MS % 1000)))
   RANDOM=$$
   : >kills.log
+  local until=$((KILL_FOR > 0 ? SECONDS + KILL_FOR : 0))
   while [[ ! -e stop-killer ]]; do
+    if ((until > 0 && SECONDS >= until)); then
+      echo "$(now_ms)" >killing-stopped
+      break
+    fi
     sleep "$interval"
     mapfile -t pids < <(worker_pids)
     ((${#pids[@]} > 0)) || continue
@@ -262,6 +280,11 @@ if start_orchestrator; then
     fi
     if ((SECONDS > DRAIN_END)); then
       echo "deadline: not drained $((DEADLINE - RESERVE))s into the run"
+      break
+    fi
+    if ((DONE_WITHIN > 0)) && [[ -e killing-stopped ]] &&
+      (($(now_ms) - $(cat killing-stopped) > DONE_WITHIN * 1000)); then
+      echo "not drained ${DONE_WITHIN}s after the killing stopped"
       break
     fi
     if ! kill -0 "$ORCH_PID" 2>/dev/null; then
@@ -298,6 +321,10 @@ fi
 t3=$(now_ms)
 kills=$(catall kills.log | count '')
 echo "drain: $(secs $((t3 - t2))) s, $kills workers killed, $orch_kills orchestrator kills"
+if [[ -e killing-stopped ]]; then
+  echo "  the killing stopped $(secs $(($(cat killing-stopped) - t2))) s in; drained" \
+    "$(secs $((t3 - $(cat killing-stopped)))) s after"
+fi
 check "every task done before the deadline" "$drained" "$(status_counts)"
 check "no orchestrator exited unless killed" "$orch_died"
 check "the orchestrator was killed and restarted $RESTARTS times" \

@@ -132,7 +132,7 @@ TEST_P(CrashTest, AfterACrashAtAnyTransactionNothingIsLostAndNothingIsCompletedT
   // Let every lease and heartbeat window pass, then repair.
   clock.Advance(5min);
   service::Reconciler reconciler(*real, Options());
-  ASSERT_TRUE(reconciler.RunOnce(clock.NowMs()).ok());
+  ASSERT_TRUE(reconciler.RunOnce(clock.Now()).ok());
 
   Task after = tasks.Show(task->id).value().task;
   Tally tally = CountClaims(*real, task->id);
@@ -149,7 +149,7 @@ TEST_P(CrashTest, AfterACrashAtAnyTransactionNothingIsLostAndNothingIsCompletedT
     EXPECT_EQ(CountClaims(*real, task->id).completed_claims, 1);
   }
   // A second repair finds nothing more to do.
-  auto again = reconciler.RunOnce(clock.NowMs());
+  auto again = reconciler.RunOnce(clock.Now());
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->Total(), 0);
 }

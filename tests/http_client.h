@@ -44,10 +44,18 @@ inline std::string ErrorCodeOf(const HttpReply& r) {
 class ApiClient {
  public:
   explicit ApiClient(int port, std::string token = "") : port_(port), token_(std::move(token)) {}
+  // This client acting for the worker that `registration` (a reply of POST /api/worker/register)
+  // registered: its calls carry that registration's credential.
+  ApiClient As(const HttpReply& registration) const {
+    ApiClient out = *this;
+    out.credential_ = registration.body.value("credential", "");
+    return out;
+  }
   httplib::Client Raw() const {
     httplib::Client c("127.0.0.1", port_);
     c.set_read_timeout(120, 0);
     if (!token_.empty()) c.set_bearer_token_auth(token_);
+    if (!credential_.empty()) c.set_default_headers({{"X-Tx-Worker-Credential", credential_}});
     return c;
   }
   HttpReply Get(const std::string& path) const { return ReplyOf(Raw().Get(path)); }
@@ -62,6 +70,7 @@ class ApiClient {
  private:
   int port_;
   std::string token_;
+  std::string credential_;
 };
 
 // An open event stream (GET /api/events with Accept: text/event-stream) read on a thread of its

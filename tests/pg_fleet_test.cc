@@ -305,7 +305,7 @@ TEST_F(FleetTest, WhenTheLeadersHostDiesTheOtherOrchestratorTakesOverAndRecovers
   for (const auto& e : Events(b_, "worker.dead")) {
     std::string reason = e["data"].value("reason", "");
     bool ours = std::find(a_workers.begin(), a_workers.end(), e["worker_id"]) != a_workers.end();
-    if (ours && reason.rfind("no heartbeat for", 0) == 0) ++by_heartbeat;
+    if (ours && reason == "stale-heartbeat") ++by_heartbeat;
   }
   EXPECT_EQ(by_heartbeat, 2) << "A's workers were not declared dead by their heartbeats";
   ExpectEachDoneExactlyOnce(ids);

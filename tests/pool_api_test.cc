@@ -285,9 +285,22 @@ TEST_F(PoolApiTest, SessionsListTheRunningAgentsAndEndingOneRequeuesItsTask) {
   EXPECT_EQ(api.Delete("/api/sessions/" + session["id"].get<std::string>()).status, 409);
   EXPECT_EQ(api.Delete("/api/sessions/999999").status, 404);
   EXPECT_EQ(api.Delete("/api/sessions/abc").status, 404);
+
+  // The heartbeat document's sessionId names the same session (the source notes pair them).
+  json doc;
+  ASSERT_TRUE(WaitFor([&] {
+    doc = json::parse(Tx({"worker", "status", "--format", "heartbeats"}).out, nullptr, false);
+    return doc.is_object() && doc["workers"]["slot-1"]["sessionId"].is_string();
+  }));
+  std::string session_id = doc["workers"]["slot-1"]["sessionId"];
+  HttpReply by_doc = api.Delete("/api/sessions/" + session_id);
+  ASSERT_EQ(by_doc.status, 200) << session_id << ": " << by_doc.body.dump();
+  EXPECT_EQ(by_doc.body["attempts"][1]["end_reason"], "cancelled");
+  EXPECT_EQ(api.Delete("/api/sessions/tx:worker-zzzzzzzz:" + id).status, 404);
+  ASSERT_TRUE(WaitFor([&] { return Show(id)["attempts"].size() == 3; }));
   std::ofstream(gate).put('\n');
   ASSERT_TRUE(WaitFor([&] { return TaskStatus(id) == "done"; }));
-  EXPECT_EQ(Show(id)["attempt"], 2);  // the ended attempt counted
+  EXPECT_EQ(Show(id)["attempt"], 3);  // the ended attempts counted
 }
 
 TEST_F(PoolApiTest, AFullQueueRefusesANewTaskWith429AndWritesNothing) {

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -34,8 +35,9 @@ class RemoteWorkerTest : public OrchestratorTest {
   }
 
   // The server: an orchestrator without workers of its own, serving the API.
-  ApiClient StartServer(Args extra = {}) {
-    Args args = {"--workers", "0", "--http", "127.0.0.1:0", "--reconcile-interval", "1s"};
+  ApiClient StartServer(Args extra = {}, int workers = 0) {
+    Args args = {"--workers",   std::to_string(workers), "--http",
+                 "127.0.0.1:0", "--reconcile-interval",  "1s"};
     args.insert(args.end(), extra.begin(), extra.end());
     StartOrchestrator(args);
     url_ = Status()["config"].value("http", "");
@@ -142,6 +144,10 @@ TEST_F(RemoteWorkerTest, TheProtocolIsFencedByTheClaimTokenAndByTheTokenScope) {
   ASSERT_EQ(reg.status, 201) << reg.body.dump();
   std::string wid = reg.body["worker"]["id"];
   EXPECT_TRUE(reg.body["server_time"].is_number());
+  ASSERT_EQ(reg.body["credential"].get<std::string>().size(), 64u);
+  EXPECT_EQ(worker.Post("/api/worker/claim", {{"worker_id", wid}}).status, 403)
+      << "a worker token alone acts for no worker";
+  worker = worker.As(reg);
   EXPECT_EQ(ApiClient(port_, "r-secret").Post("/api/worker/register", {{"name", "x"}}).status, 403);
   EXPECT_EQ(ApiClient(port_).Post("/api/worker/register", {{"name", "x"}}).status, 401);
 
@@ -205,6 +211,106 @@ TEST_F(RemoteWorkerTest, TheProtocolIsFencedByTheClaimTokenAndByTheTokenScope) {
   EXPECT_EQ(worker.Post("/api/worker/heartbeat", {{"worker_id", wid}}).status, 409);
 }
 
+// Issue 23, item 11: a worker token registers a worker; every later call acts only for the worker
+// its credential belongs to. Each abuse seen with a bare worker token is refused here, while the
+// local pool's worker it aimed at keeps running its task to the end.
+TEST_F(RemoteWorkerTest, AWorkerTokenActsOnlyForTheWorkerItRegistered) {
+  StartServer({}, /*workers=*/1);
+  std::string repo = Path("repo");
+  fs::create_directories(repo);
+  auto git = [&](Args args) {
+    args.insert(args.begin(), {"-C", repo, "-c", "user.email=a@example.com", "-c", "user.name=a"});
+    RunResult r = RunProcess("/usr/bin/git", args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out;
+  };
+  git({"init", "-q", "-b", "main"});
+  git({"commit", "-q", "--allow-empty", "-m", "base"});
+  const std::string main_before = git({"rev-parse", "main"});
+
+  std::string victim = AddShellTask("sleep 4; echo finished");
+  ASSERT_TRUE(WaitFor([&] { return TaskStatus(victim) == "running"; })) << Log();
+  json attempt = Show(victim)["attempts"][0];
+  const std::int64_t token = attempt["token"];
+  const std::string local_id = attempt["worker_id"];
+  json local = json::parse(Tx({"--json", "worker", "status", local_id}).out);
+
+  ApiClient bare(port_, "w-secret");
+  // Registering as the pool's supervised slot does not replace the live worker.
+  HttpReply impostor = bare.Post("/api/worker/register", {{"name", local["name"]},
+                                                          {"slot", local["slot"]},
+                                                          {"pool", local["pool"]},
+                                                          {"hostname", "elsewhere"}});
+  EXPECT_EQ(impostor.status, 409) << impostor.body.dump();
+  HttpReply reg = bare.Post("/api/worker/register", {{"name", "intruder"}});
+  ASSERT_EQ(reg.status, 201) << reg.body.dump();
+  ApiClient intruder = bare.As(reg);
+  const std::string mine = reg.body["worker"]["id"];
+
+  // Nothing of the local worker's is the intruder's: its claim, its task, its heartbeat, its log.
+  const std::string t = std::to_string(token);
+  EXPECT_EQ(intruder.Get("/api/worker/claims/" + t).status, 403);
+  EXPECT_EQ(
+      intruder
+          .Post("/api/worker/report", {{"task_id", victim}, {"token", token}, {"outcome", "done"}})
+          .status,
+      403);
+  EXPECT_EQ(intruder.Post("/api/worker/renew", {{"task_id", victim}, {"token", token}}).status,
+            403);
+  EXPECT_EQ(intruder.Post("/api/worker/heartbeat", {{"worker_id", local_id}}).status, 403);
+  EXPECT_EQ(intruder.Post("/api/worker/deregister", {{"worker_id", local_id}}).status, 403);
+  EXPECT_EQ(intruder.Post("/api/worker/claim", {{"worker_id", local_id}}).status, 403);
+  auto log = intruder.Raw().Post(
+      "/api/worker/log?task_id=" + victim + "&attempt=1&token=" + t + "&offset=0", "rewritten",
+      "application/octet-stream");
+  ASSERT_TRUE(log);
+  EXPECT_EQ(log->status, 403);
+  // Nor does a made-up credential, nor may a worker set the credential's hash itself.
+  EXPECT_EQ(ApiClient(port_, "w-secret")
+                .As(HttpReply{201, {{"credential", std::string(64, '0')}}})
+                .Post("/api/worker/heartbeat", {{"worker_id", mine}})
+                .status,
+            403);
+  EXPECT_EQ(intruder
+                .Post("/api/worker/heartbeat",
+                      {{"worker_id", mine}, {"metadata", {{"credential_sha256", "x"}}}})
+                .status,
+            400);
+  EXPECT_EQ(intruder.Post("/api/worker/heartbeat", {{"worker_id", mine}}).status, 200);
+
+  // An auto-merge is recorded only for a task that asked for it, with the base at its head.
+  std::string plain = AddShellTask("true", {"--repo", repo, "--review", "--owner", "intruder"});
+  std::string asks = AddShellTask("true", {"--repo", repo, "--auto-merge", "--owner", "intruder"});
+  std::map<std::string, std::int64_t> tokens;
+  for (int i = 0; i < 2; ++i) {
+    HttpReply got = intruder.Post("/api/worker/claim", {{"worker_id", mine}, {"wait_ms", 5000}});
+    ASSERT_EQ(got.status, 200) << got.body.dump();
+    tokens[got.body["task"]["id"]] = got.body["claim"]["token"];
+  }
+  for (const auto& [id, tok] : tokens) {
+    HttpReply r = intruder.Post("/api/worker/report",
+                                {{"task_id", id}, {"token", tok}, {"outcome", "review"}});
+    ASSERT_EQ(r.status, 200) << r.body.dump();
+  }
+  json made_up = {{"base", "main"}, {"head", std::string(40, 'a')}, {"branch", "tx/x"}};
+  ASSERT_EQ(Tx({"task", "approve", plain}).exit_code, 0);
+  HttpReply unasked = intruder.Post(
+      "/api/worker/auto-merge", {{"task_id", plain}, {"token", tokens[plain]}, {"merge", made_up}});
+  EXPECT_EQ(unasked.status, 409) << unasked.body.dump();
+  EXPECT_EQ(TaskStatus(plain), "approved");
+  HttpReply off_base = intruder.Post(
+      "/api/worker/auto-merge", {{"task_id", asks}, {"token", tokens[asks]}, {"merge", made_up}});
+  EXPECT_EQ(off_base.status, 409) << off_base.body.dump();
+  // (Its branch does not exist: the orchestrator's own merge sends it back meanwhile.)
+  EXPECT_NE(TaskStatus(asks), "done");
+  EXPECT_EQ(git({"rev-parse", "main"}), main_before);
+
+  // Through all of it the local worker kept its task and finished it.
+  ASSERT_TRUE(WaitFor([&] { return TaskStatus(victim) == "done"; }, 30s)) << Log();
+  EXPECT_EQ(Show(victim)["attempts"].size(), 1u);
+  EXPECT_EQ(Tx({"task", "log", victim}).out, "finished\n");
+}
+
 // POST /api/worker/batch: a client that works in batches reports several outcomes and claims the
 // next tasks in one call; one refused report refuses the batch, and bad bodies are 400s.
 // Auto-merge by a worker that reaches the fleet over HTTP alone: it merges on its own machine, with
@@ -259,10 +365,10 @@ TEST_F(RemoteWorkerTest, AnAutoMergeByAWorkerOverHttpIsMadeThereAndRecordedByThe
       worker.Post("/api/worker/auto-merge", {{"task_id", id}, {"token", token + 100}, {"why", "x"}})
           .status,
       409);
-  // Done already: nothing more to record.
+  // Only the worker that held the attempt records its auto-merge.
   EXPECT_EQ(worker.Post("/api/worker/auto-merge", {{"task_id", id}, {"token", token}, {"why", "x"}})
                 .status,
-            409);
+            403);
   EXPECT_EQ(TaskStatus(id), "done");
   remote->Signal(SIGTERM);
   EXPECT_EQ(remote->Wait(30s), 0) << remote->Output();
@@ -275,6 +381,7 @@ TEST_F(RemoteWorkerTest, ABatchReportsOutcomesAndClaimsTheNextTasksInOneCall) {
       worker.Post("/api/worker/register", {{"name", "batcher"}, {"heartbeat_interval_ms", 60000}});
   ASSERT_EQ(reg.status, 201) << reg.body.dump();
   std::string wid = reg.body["worker"]["id"];
+  worker = worker.As(reg);
   std::vector<std::string> ids;
   for (int i = 0; i < 5; ++i) ids.push_back(AddShellTask("true"));
 
@@ -326,33 +433,35 @@ TEST_F(RemoteWorkerTest, ABatchReportsOutcomesAndClaimsTheNextTasksInOneCall) {
 
 TEST_F(RemoteWorkerTest, PastHalfTheServersThreadsAClaimDoesNotWaitAndSaysWhenToComeBack) {
   StartServer({"--http-threads", "4"});  // at most 2 claims wait at once
-  ApiClient worker(port_, "w-secret");
+  ApiClient anyone(port_, "w-secret");
   std::vector<std::string> ids;
+  std::vector<ApiClient> workers;
   for (int i = 0; i < 3; ++i) {
     std::string name = "w";  // (not "w" + to_string: GCC 12 warns falsely of an overlap there)
     name += std::to_string(i);
     HttpReply reg =
-        worker.Post("/api/worker/register", {{"name", name}, {"hostname", "elsewhere"}});
+        anyone.Post("/api/worker/register", {{"name", name}, {"hostname", "elsewhere"}});
     ASSERT_EQ(reg.status, 201);
     ids.push_back(reg.body["worker"]["id"]);
+    workers.push_back(anyone.As(reg));
   }
   std::vector<std::thread> waiting;
   for (int i = 0; i < 2; ++i) {
     waiting.emplace_back([&, i] {
-      worker.Post("/api/worker/claim", {{"worker_id", ids[i]}, {"wait_ms", 3000}});
+      workers[i].Post("/api/worker/claim", {{"worker_id", ids[i]}, {"wait_ms", 3000}});
     });
   }
   std::this_thread::sleep_for(500ms);  // let both waits begin
-  auto third =
-      worker.Raw().Post("/api/worker/claim", json{{"worker_id", ids[2]}, {"wait_ms", 30000}}.dump(),
-                        "application/json");
+  auto third = workers[2].Raw().Post("/api/worker/claim",
+                                     json{{"worker_id", ids[2]}, {"wait_ms", 30000}}.dump(),
+                                     "application/json");
   ASSERT_TRUE(third);
   EXPECT_EQ(third->status, 204);
   EXPECT_EQ(third->get_header_value("Retry-After"), "1");
   for (auto& t : waiting) t.join();
   // With the waits over, a claim waits again (and a task added meanwhile reaches it).
   std::string id = AddShellTask("true");
-  HttpReply got = worker.Post("/api/worker/claim", {{"worker_id", ids[2]}, {"wait_ms", 3000}});
+  HttpReply got = workers[2].Post("/api/worker/claim", {{"worker_id", ids[2]}, {"wait_ms", 3000}});
   EXPECT_EQ(got.status, 200);
   EXPECT_EQ(got.body["task"]["id"], id);
 }

@@ -22,6 +22,7 @@ std::int64_t ParseCount(std::string_view s) {
   double v = std::strtod(std::string(s.substr(0, i)).c_str(), nullptr);
   if (i < s.size() && (s[i] == 'k' || s[i] == 'K')) v *= 1e3;
   if (i < s.size() && (s[i] == 'm' || s[i] == 'M')) v *= 1e6;
+  if (!(v < static_cast<double>(kMaxTokens))) return kMaxTokens;
   return static_cast<std::int64_t>(std::llround(v));
 }
 
@@ -31,8 +32,7 @@ std::int64_t CountBefore(std::string_view line, std::string_view label) {
   if (at == std::string_view::npos) return 0;
   std::size_t start = at;
   while (start > 0 && line[start - 1] != ' ' && line[start - 1] != ',') --start;
-  std::int64_t n = ParseCount(line.substr(start, at - start));
-  return n < 0 ? 0 : n;
+  return BoundTokens(ParseCount(line.substr(start, at - start)));
 }
 
 // The dollar amount just before `label` (" session"), or -1.
@@ -61,7 +61,7 @@ class AiderParser final : public OutputParser {
       e.tokens.output = CountBefore(line, " received");
       e.turns = 1;
       double session = DollarsBefore(line, " session");
-      if (session >= 0) e.cost_usd = session;
+      if (session >= 0) e.cost_usd = BoundCost(session);
       out.push_back(std::move(e));
       return;
     }
@@ -74,7 +74,12 @@ class AiderParser final : public OutputParser {
       out.push_back(std::move(e));
       return;
     }
-    ClassifyPlainLine(line, out);
+    // The model's own words (its reply, its edits) come through here too: only Aider's and
+    // litellm's own error lines are read for a limit or a refused login, so that a task about
+    // "rate limit exceeded" cannot stop itself.
+    if (line.starts_with("litellm.") || line.starts_with("The API provider ")) {
+      ClassifyPlainLine(line, out);
+    }
   }
 
  private:

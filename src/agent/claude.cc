@@ -19,6 +19,7 @@
 
 #include "agent/limits.h"
 #include "agent/parser.h"
+#include "core/validation.h"
 
 namespace tx::agent {
 
@@ -31,9 +32,10 @@ std::string Str(const json& j, const char* key) {
   return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
+// A count the agent gives, bounded (core/usage.h): a float or a huge number is no count.
 std::int64_t Int(const json& j, const char* key) {
   auto it = j.find(key);
-  return it != j.end() && it->is_number() ? it->get<std::int64_t>() : 0;
+  return it != j.end() && it->is_number_integer() ? BoundTokens(it->get<std::int64_t>()) : 0;
 }
 
 TokenCounts Tokens(const json& usage) {
@@ -147,7 +149,8 @@ class ClaudeParser final : public OutputParser {
         QuickResult(line, out)) {
       return;
     }
-    json j = json::parse(line, nullptr, false);
+    // Nested past kMaxJsonDepth, a line would overflow the stack of whatever copies it.
+    json j = NestsDeeperThan(line) ? json() : json::parse(line, nullptr, false);
     if (!j.is_object()) {
       Plain(line, out);
       return;
@@ -385,7 +388,7 @@ class ClaudeParser final : public OutputParser {
     // total_cost_usd adds up the whole session, earlier (resumed) runs included; this run's own
     // cost is in model_usage_since_last_result when the CLI gives it.
     auto cost = j.find("total_cost_usd");
-    if (cost != j.end() && cost->is_number()) e.cost_usd = cost->get<double>();
+    if (cost != j.end() && cost->is_number()) e.cost_usd = BoundCost(cost->get<double>());
     auto since = j.find("model_usage_since_last_result");
     if (since != j.end() && since->is_object() && !since->empty()) {
       double run = 0;
@@ -398,9 +401,9 @@ class ClaudeParser final : public OutputParser {
         }
         run += c->get<double>();
       }
-      if (all) e.cost_usd = run;
+      if (all) e.cost_usd = BoundCost(run);
     }
-    e.turns = static_cast<int>(Int(j, "num_turns"));
+    e.turns = static_cast<int>(std::min<std::int64_t>(Int(j, "num_turns"), 1'000'000));
     auto usage = j.find("usage");
     if (usage != j.end()) e.tokens = Tokens(*usage);
     for (const char* key : {"modelUsage", "model_usage_since_last_result"}) {

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "agent/parser.h"
+#include "core/validation.h"
 
 namespace tx::agent {
 
@@ -22,7 +23,7 @@ std::string Str(const json& j, const char* key) {
 
 std::int64_t Int(const json& j, const char* key) {
   auto it = j.find(key);
-  return it != j.end() && it->is_number_integer() ? it->get<std::int64_t>() : 0;
+  return it != j.end() && it->is_number_integer() ? BoundTokens(it->get<std::int64_t>()) : 0;
 }
 
 class CodexParser final : public OutputParser {
@@ -36,7 +37,8 @@ class CodexParser final : public OutputParser {
       return;
     }
     if (truncated) return;  // the head of a huge item (a command's whole output): nothing to show
-    json j = json::parse(line, nullptr, false);
+    // Nested past kMaxJsonDepth, a line would overflow the stack of whatever copies it.
+    json j = NestsDeeperThan(line) ? json() : json::parse(line, nullptr, false);
     if (!j.is_object()) {
       Plain(line, out);
       return;

@@ -12,7 +12,7 @@ namespace tx::agent {
 
 // A usage limit's reset as the agent gave it, not yet a point in time: an epoch, a delay, or a
 // wall-clock time of day in some time zone (the worker resolves the last against the zone's
-// rules, worker/time_zone.h). None set: the agent named no reset.
+// rules, worker/reset_time.h). None set: the agent named no reset.
 struct ResetHint {
   Millis at = 0;        // epoch milliseconds
   Millis after_ms = 0;  // from the moment it was seen

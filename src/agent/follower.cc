@@ -110,8 +110,16 @@ void Follower::Line(std::string_view line, bool truncated, std::string& readable
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   events_.clear();
   parser_->ParseLine(line, truncated, events_);
+  // A profile's own limit patterns: on a structured stream, only on what is not the agent's
+  // JSON (its tool results hold whatever the task's files say) and on the errors it reports.
   if (patterns_ != nullptr && !patterns_->empty() && !summary_.limit) {
-    if (std::optional<AgentEvent> l = patterns_->Match(line)) events_.push_back(std::move(*l));
+    bool json = parser_->structured() && line.starts_with("{");
+    std::optional<AgentEvent> l;
+    if (!json) l = patterns_->Match(line);
+    for (std::size_t i = 0; !l && json && i < events_.size(); ++i) {
+      if (events_[i].kind == AgentEvent::Kind::kError) l = patterns_->Match(events_[i].text);
+    }
+    if (l) events_.push_back(std::move(*l));
   }
   for (const AgentEvent& e : events_) Apply(e, readable);
 }
@@ -166,12 +174,19 @@ void Follower::Apply(const AgentEvent& e, std::string& readable) {
     case K::kDenial: {
       auto seen = e.id.empty() ? denial_index_.end() : denial_index_.find(e.id);
       if (seen != denial_index_.end()) {
-        if (!e.text.empty()) summary_.denials[seen->second]["input"] = e.text;
+        if (!e.text.empty()) summary_.denials[seen->second]["input"] = OneLine(e.text, 500);
         changed_ = true;
         return;  // said already
       }
+      // The first kMaxDenials are kept (an agent looping on a refused tool would otherwise grow
+      // the ledger's row without end); the rest are counted.
+      if (summary_.denials.size() >= kMaxDenials) {
+        ++summary_.denials_dropped;
+        changed_ = true;
+        break;
+      }
       if (!e.id.empty()) denial_index_[e.id] = summary_.denials.size();
-      summary_.denials.push_back({{"tool", e.tool}, {"input", e.text}});
+      summary_.denials.push_back({{"tool", e.tool}, {"input", OneLine(e.text, 500)}});
       changed_ = true;
       break;
     }

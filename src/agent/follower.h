@@ -22,13 +22,17 @@
 namespace tx::agent {
 
 // What the output said, so far.
+// The permission denials an attempt keeps; later ones are only counted.
+inline constexpr std::size_t kMaxDenials = 100;
+
 struct RunSummary {
   std::string session_id;
   std::string model;
   TokenCounts tokens;  // the run's total when the agent reported one, else the sum
   std::optional<double> reported_cost_usd;  // the agent's own figure
   int turns = 0;
-  nlohmann::json denials = nlohmann::json::array();  // [{"tool", "input"}]
+  nlohmann::json denials = nlohmann::json::array();  // [{"tool", "input"}], kMaxDenials at most
+  std::int64_t denials_dropped = 0;                  // those past kMaxDenials
   std::optional<AgentEvent> limit;                   // the first usage limit seen
   std::string auth_error;                            // a refused login ("" = none)
   bool result_seen = false;

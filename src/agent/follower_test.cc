@@ -199,6 +199,28 @@ TEST(AiderAdapter, LitellmsRateLimitErrorIsALimit) {
   EXPECT_TRUE(Contains(r.summary.limit->text, "RateLimitError"));
 }
 
+// A task about limits: the agent's own words and its tools' output mention them, and it is not
+// stopped for it.
+TEST(Follower, WhatTheAgentWritesOrReadsIsNeverTakenForALimitOrARefusedLogin) {
+  std::string aider =
+      "Aider v0.86.2\n"
+      "I will handle the 'rate limit exceeded' error and the 'Invalid API key' response.\n"
+      "You have hit your usage limit. Your limit resets at 3pm.\n";
+  Followed a = Follow(Family::kAider, aider);
+  EXPECT_FALSE(a.summary.limit.has_value());
+  EXPECT_TRUE(a.summary.auth_error.empty()) << a.summary.auth_error;
+
+  Result<LimitPatterns> p = LimitPatterns::Compile({"rate limit exceeded"});
+  ASSERT_TRUE(p.ok());
+  std::string claude =
+      R"({"type":"user","message":{"role":"user","content":[{"type":"tool_result",)"
+      R"("tool_use_id":"t1","content":"grep: src/api.c: 'rate limit exceeded' and 'invalid api key'"}]}})"
+      "\n";
+  Followed c = Follow(Family::kClaude, claude, 5, &*p);
+  EXPECT_FALSE(c.summary.limit.has_value());
+  EXPECT_TRUE(c.summary.auth_error.empty()) << c.summary.auth_error;
+}
+
 TEST(GenericAdapter, ProfilePatternsFindALimitInPlainOutput) {
   Result<LimitPatterns> p = LimitPatterns::Compile({"quota (is )?gone"});
   ASSERT_TRUE(p.ok());
@@ -309,6 +331,15 @@ TEST(Prices, TheLongestPrefixPricesAModelAndDefaultCoversTheRest) {
   EXPECT_EQ(t.For("some-new-model"), t.For("default"));
   TokenCounts tokens{1'000'000, 0, 0, 0};
   EXPECT_DOUBLE_EQ(t.Cost("claude-haiku-4-5", tokens), 1.0);
+  // Opus: 4.5 and every later one at 5 / 25, Opus 4 and 4.1 at 15 / 75 (docs/agents.md).
+  for (const char* newer : {"claude-opus-4-5-20251101", "claude-opus-4-6", "claude-opus-5-5"}) {
+    EXPECT_DOUBLE_EQ(t.For(newer)->input, 5.0) << newer;
+    EXPECT_DOUBLE_EQ(t.For(newer)->output, 25.0) << newer;
+  }
+  for (const char* older : {"claude-opus-4-20250514", "claude-opus-4-0", "claude-opus-4-1",
+                            "claude-opus-4-1-20250805"}) {
+    EXPECT_DOUBLE_EQ(t.For(older)->input, 15.0) << older;
+  }
 }
 
 TEST(Limits, ResetsAreReadInEveryFormTheAgentsWrite) {

@@ -5,11 +5,15 @@ namespace tx::agent {
 PriceTable PriceTable::Defaults() {
   PriceTable t;
   // Anthropic (docs.anthropic.com, pricing; cache writes at the 5-minute rate).
-  t.Set("claude-opus-4-5", {5.0, 25.0, 0.50, 6.25});
-  t.Set("claude-opus-4", {15.0, 75.0, 1.50, 18.75});
-  t.Set("claude-sonnet-4", {3.0, 15.0, 0.30, 3.75});
+  // The longest prefix wins: Opus 4.5 and every later Opus at the newer price, Opus 4 (its dated
+  // ids, claude-opus-4-20250514, and the alias claude-opus-4-0) and 4.1 at the older.
+  t.Set("claude-opus", {5.0, 25.0, 0.50, 6.25});
+  t.Set("claude-opus-4-0", {15.0, 75.0, 1.50, 18.75});
+  t.Set("claude-opus-4-1", {15.0, 75.0, 1.50, 18.75});
+  t.Set("claude-opus-4-2025", {15.0, 75.0, 1.50, 18.75});
+  t.Set("claude-sonnet", {3.0, 15.0, 0.30, 3.75});
   t.Set("claude-3-7-sonnet", {3.0, 15.0, 0.30, 3.75});
-  t.Set("claude-haiku-4", {1.0, 5.0, 0.10, 1.25});
+  t.Set("claude-haiku", {1.0, 5.0, 0.10, 1.25});
   t.Set("claude-3-5-haiku", {0.80, 4.0, 0.08, 1.0});
   // OpenAI (openai.com/api/pricing; cached input as cache reads, no cache writes).
   t.Set("gpt-5", {1.25, 10.0, 0.125, 0});

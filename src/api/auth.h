@@ -10,10 +10,13 @@
 // read.
 
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "core/clock.h"
 #include "core/error.h"
 
 namespace tx::api {
@@ -42,10 +45,46 @@ struct Verdict {
 Verdict Authorize(const Tokens& tokens, bool loopback_listener, bool mutating, Access need,
                   std::optional<std::string_view> bearer);
 
+// Compares two secrets in time independent of where they differ, so that a secret cannot be
+// guessed byte by byte from response times.
+bool SameSecret(std::string_view a, std::string_view b);
+
 // The token of an "Authorization: Bearer T" header value; nullopt when it is not one.
 std::optional<std::string_view> BearerToken(std::string_view authorization);
 
-// True for 127.0.0.0/8, ::1 and localhost.
-bool IsLoopbackHost(std::string_view host);
+// True for an address in 127.0.0.0/8 or ::1, written as numbers ("127.0.0.1", "::1", "[::1]").
+// A name is judged by what it resolves to (IsLoopbackListener in server.cc), never by its text.
+bool IsLoopbackAddress(std::string_view host);
+
+// Whether a request's Host header may reach a server listening on a loopback address: only
+// loopback names ("localhost", "*.localhost", a loopback address, with any port) and those in
+// `allowed` (case-insensitive), so that a page on another site cannot reach the API through a
+// name it rebinds to 127.0.0.1 (DNS rebinding). A request without a Host header passes (no
+// browser sends one).
+bool HostAllowedOnLoopback(std::string_view host_header, const std::vector<std::string>& allowed);
+
+// Slows down a client that keeps presenting wrong tokens: each client (its address) may fail
+// kBurst times at once, then once per kRefillMs; past that its requests get 429 until the wait
+// passes, whatever token they carry. Thread-safe; remembers at most kMaxClients clients (the
+// oldest dropped first).
+class AuthFailures {
+ public:
+  static constexpr int kBurst = 10;
+  static constexpr Millis kRefillMs = 1'000;
+  static constexpr std::size_t kMaxClients = 10'000;
+
+  // 0 when `client` may try now, else how long it must wait.
+  Millis WaitFor(const std::string& client, Millis now);
+  void Failed(const std::string& client, Millis now);
+
+ private:
+  struct Bucket {
+    double tokens = kBurst;
+    Millis at = 0;
+  };
+  static void Refill(Bucket& b, Millis now);
+  std::mutex mu_;
+  std::map<std::string, Bucket> buckets_;
+};
 
 }  // namespace tx::api

@@ -30,6 +30,10 @@ std::string_view CodeOfStatus(int status) {
       return "method_not_allowed";
     case 413:
       return "payload_too_large";
+    case 429:
+      return "backpressure";
+    case 503:
+      return "unavailable";
     default:
       return status >= 500 ? "internal" : "invalid_argument";
   }

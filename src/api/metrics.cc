@@ -126,8 +126,9 @@ std::string Metrics::Render(const MetricsSnapshot& now) const {
          "Orchestrators running on this store (one at most on SQLite).");
   out += fmt::format("tx_orchestrator_up {}\n", now.orchestrators_up);
 
-  // The agents' usage: read from the ledger, which only grows (an attempt's row is replaced by a
-  // larger one as its agent runs).
+  // The agents' usage: read from the ledger. Nearly always it grows, but an attempt's running
+  // estimate may be replaced by the smaller cost its agent reports at the end, so a scrape may
+  // see the total step down a little; rate() takes that for a counter reset.
   Header(out, "tx_agent_cost_usd_total", "counter",
          "What the agents cost, in USD, by agent profile (reported, else estimated).");
   for (const auto& [agent, t] : now.usage_by_agent) {

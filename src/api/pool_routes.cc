@@ -62,7 +62,21 @@ bool Supervised(const Worker& w, const OrchestratorState& o) {
   return false;
 }
 
-Result<std::int64_t> SessionToken(const std::string& text) {
+// A session's id: its claim's token (GET /api/sessions), or the heartbeat document's sessionId,
+// "tx:<worker>:<task>", which names the worker's active claim on that task.
+Result<std::int64_t> SessionToken(store::Store& store, const std::string& text) {
+  if (text.starts_with("tx:")) {
+    std::size_t colon = text.find(':', 3);
+    if (colon == std::string::npos) return Error::NotFound("no session " + text);
+    std::string worker = text.substr(3, colon - 3), task = text.substr(colon + 1);
+    std::optional<Claim> claim;
+    TX_RETURN_IF_ERROR(store.Read([&](store::Txn& txn) -> Status {
+      TX_ASSIGN_OR_RETURN(claim, txn.GetActiveClaimForTask(task));
+      return Ok();
+    }));
+    if (!claim || claim->worker_id != worker) return Error::NotFound("no session " + text);
+    return claim->token;
+  }
   std::int64_t token = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), token);
   if (ec != std::errc() || end != text.data() + text.size() || token <= 0) {
@@ -172,7 +186,7 @@ void ApiServer::PoolRoutes() {
           return ReplyError(res, added.error());
         }
         res.set_header("Location", "/api/workers/" + added->id);
-        Reply(res, 201, ToJson(*added, store.clock().NowMs()));
+        Reply(res, 201, ToJson(*added, store.clock().Now()));
       });
 
   // Stops a worker: gracefully (it finishes its task), or with ?force=true now (its agent is
@@ -206,7 +220,7 @@ void ApiServer::PoolRoutes() {
             workers.Request(w.id, force ? WorkerRequest::kStopNow : WorkerRequest::kStop));
       }
       TX_ASSIGN_OR_RETURN(Worker now, workers.Get(w.id));
-      return ToJson(now, store.clock().NowMs());
+      return ToJson(now, store.clock().Now());
     });
   });
 
@@ -218,7 +232,7 @@ void ApiServer::PoolRoutes() {
                TX_RETURN_IF_ERROR(OnlyParams(req, {}));
                TX_ASSIGN_OR_RETURN(Worker w, service::WorkerService(store, store.clock(), opts)
                                                  .Request(req.matches[1].str(), request));
-               return ToJson(w, store.clock().NowMs());
+               return ToJson(w, store.clock().Now());
              });
            });
   }
@@ -240,7 +254,7 @@ void ApiServer::PoolRoutes() {
            [with_store, &opts](const httplib::Request& req, httplib::Response& res) {
              with_store(res, 200, [&](store::Store& store) -> Result<json> {
                TX_RETURN_IF_ERROR(OnlyParams(req, {}));
-               TX_ASSIGN_OR_RETURN(std::int64_t token, SessionToken(req.matches[1].str()));
+               TX_ASSIGN_OR_RETURN(std::int64_t token, SessionToken(store, req.matches[1].str()));
                TX_ASSIGN_OR_RETURN(Task t, service::ClaimService(store, store.clock(), opts)
                                                .EndSession(token, "ended over the HTTP API"));
                TX_ASSIGN_OR_RETURN(service::TaskDetail d,

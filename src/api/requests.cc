@@ -15,43 +15,12 @@ namespace tx::api {
 
 using nlohmann::json;
 
-namespace {
-
-// Parsing and destroying a json value take no stack per level, but copying, comparing and
-// dumping one recurse: a 200 KB body nested 100,000 deep overflowed the stack of the server.
-constexpr int kMaxDepth = 128;
-
-// True when the valid JSON `text` nests arrays and objects deeper than `max`.
-bool NestsDeeperThan(std::string_view text, int max) {
-  int depth = 0;
-  bool in_string = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;  // the escaped character, which may be a quote
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > max) return true;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return false;
-}
-
-}  // namespace
-
 Result<json> ParseObject(std::string_view body) {
   json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return Error::InvalidArgument("malformed JSON in the request body");
-  if (NestsDeeperThan(body, kMaxDepth)) {
+  if (NestsDeeperThan(body, kMaxJsonDepth)) {
     return Error::InvalidArgument("the request body nests deeper than " +
-                                  std::to_string(kMaxDepth) + " levels");
+                                  std::to_string(kMaxJsonDepth) + " levels");
   }
   if (!j.is_object()) return Error::InvalidArgument("the request body must be a JSON object");
   return j;
@@ -277,6 +246,7 @@ Result<NewWorker> DecodeNewWorker(const json& body) {
   TX_RETURN_IF_ERROR(ReadString(body, "instructions", w.instructions));
   TX_RETURN_IF_ERROR(ReadString(body, "workdir", w.workdir));
   if (body.contains("name") && name.empty()) return Error::InvalidArgument("field 'name' is empty");
+  if (!name.empty()) TX_RETURN_IF_ERROR(ValidateName("field 'name'", name));
   if (body.contains("agent") && agent.empty()) {
     return Error::InvalidArgument("field 'agent' is empty");
   }

@@ -1,6 +1,8 @@
 #include "api/server.h"
 
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <netdb.h>
 #include <signal.h>
 #include <sys/socket.h>
 
@@ -32,6 +34,15 @@ using nlohmann::json;
 
 bool Mutating(const std::string& method) { return method != "GET" && method != "HEAD"; }
 
+// A task as GET /api/tasks/:id shows it: with its attempts and usage, and, while it waits, why no
+// running worker could claim it.
+Result<json> Shown(service::TaskService& tasks, const service::TaskDetail& d) {
+  json out = ToJson(d.task, d.attempts, d.usage);
+  TX_ASSIGN_OR_RETURN(auto unclaimable, tasks.Unclaimable({d.task}));
+  if (!unclaimable.empty()) out["unclaimable"] = unclaimable.begin()->second;
+  return out;
+}
+
 // What a path needs: the worker protocol needs a worker (or admin) token, any change an admin
 // token, and reads nothing more than the auth rules' default.
 Access NeedOf(const httplib::Request& req) {
@@ -39,12 +50,42 @@ Access NeedOf(const httplib::Request& req) {
   return Mutating(req.method) ? Access::kAdmin : Access::kRead;
 }
 
+// Whether every address `host` resolves to is a loopback one: the name's text decides nothing
+// ("127.public.example" may resolve anywhere). Unavailable when it does not resolve.
+Result<bool> IsLoopbackListener(const std::string& host) {
+  if (IsLoopbackAddress(host)) return true;
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &found); rc != 0) {
+    return Error::Unavailable("cannot resolve " + host + ": " + ::gai_strerror(rc));
+  }
+  std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> owned(found, &::freeaddrinfo);
+  bool all = found != nullptr;
+  for (const addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    char text[INET6_ADDRSTRLEN] = "";
+    const void* addr =
+        a->ai_family == AF_INET
+            ? static_cast<const void*>(&reinterpret_cast<const sockaddr_in*>(a->ai_addr)->sin_addr)
+            : static_cast<const void*>(
+                  &reinterpret_cast<const sockaddr_in6*>(a->ai_addr)->sin6_addr);
+    if (::inet_ntop(a->ai_family, addr, text, sizeof text) == nullptr || !IsLoopbackAddress(text)) {
+      all = false;
+    }
+  }
+  return all;
+}
+
+// The client a request came from, as the failure limiter knows it.
+std::string ClientOf(const httplib::Request& req) { return req.remote_addr; }
+
 }  // namespace
 
-ApiServer::ApiServer(Key, ServerOptions options, Tokens tokens)
+ApiServer::ApiServer(Key, ServerOptions options, Tokens tokens, bool loopback)
     : options_(std::move(options)),
       tokens_(std::move(tokens)),
-      loopback_(IsLoopbackHost(options_.host)),
+      loopback_(loopback),
       stores_(store::OpenOptions{options_.db_path, false}),
       http_(std::make_unique<httplib::Server>()) {
   options_.service = service::WithDefaults(std::move(options_.service));
@@ -55,14 +96,17 @@ ApiServer::~ApiServer() { Stop(); }
 Result<std::unique_ptr<ApiServer>> ApiServer::Start(ServerOptions options) {
   options.db_path = store::AbsoluteLocation(options.db_path);
   TX_ASSIGN_OR_RETURN(Tokens tokens, LoadTokens(store::LocalDir(options.db_path)));
-  if (!IsLoopbackHost(options.host) && tokens.by_token.empty()) {
+  TX_ASSIGN_OR_RETURN(bool loopback, IsLoopbackListener(options.host));
+  if (!loopback && tokens.by_token.empty()) {
     return Error::InvalidArgument("refusing to listen on " + options.host +
-                                  " without a token: run tx init, which writes .tx/token");
+                                  " (not a loopback address) without a token: run tx init, "
+                                  "which writes .tx/token");
   }
-  auto s = std::make_unique<ApiServer>(Key{}, std::move(options), std::move(tokens));
-  TX_RETURN_IF_ERROR(worker::ApplyConfigFile(
-      (std::filesystem::path(store::LocalDir(s->options_.db_path)) / "config.toml").string(),
-      s->config_));
+  auto s = std::make_unique<ApiServer>(Key{}, std::move(options), std::move(tokens), loopback);
+  std::string config_file =
+      (std::filesystem::path(store::LocalDir(s->options_.db_path)) / "config.toml").string();
+  TX_RETURN_IF_ERROR(worker::ApplyConfigFile(config_file, s->config_));
+  s->budgets_ = std::make_unique<worker::BudgetsSource>(config_file, s->config_.budgets);
   {
     TX_ASSIGN_OR_RETURN(StorePool::Lease check, s->stores_.Acquire());  // the store opens
   }
@@ -132,6 +176,14 @@ void ApiServer::Routes() {
 
   // Every request is authorised here, before its route runs.
   h.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (loopback_ &&
+        !HostAllowedOnLoopback(req.get_header_value("Host"), config_.api_allowed_hosts)) {
+      ReplyError(res, 403, "forbidden",
+                 "Host '" + req.get_header_value("Host") +
+                     "' is not a name of this loopback server (allow it with [api] "
+                     "allowed_hosts in .tx/config.toml)");
+      return httplib::Server::HandlerResponse::Handled;
+    }
     std::optional<std::string_view> bearer;
     const std::string authorization = req.get_header_value("Authorization");
     // A browser's EventSource cannot send headers: a read may carry its token as
@@ -157,7 +209,19 @@ void ApiServer::Routes() {
         (req.path == "/" || req.path.starts_with("/assets/"))) {
       return httplib::Server::HandlerResponse::Unhandled;
     }
+    const Millis now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                           std::chrono::steady_clock::now().time_since_epoch())
+                           .count();
+    if (bearer) {
+      if (Millis wait = auth_failures_.WaitFor(ClientOf(req), now); wait > 0) {
+        res.set_header("Retry-After", std::to_string((wait + 999) / 1000));
+        ReplyError(res, 429, "backpressure",
+                   "too many requests with unknown tokens from this address: try again later");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+    }
     Verdict v = Authorize(tokens_, loopback_, Mutating(req.method), NeedOf(req), bearer);
+    if (v.http_status == 401 && bearer) auth_failures_.Failed(ClientOf(req), now);
     if (v.http_status != 0) {
       ReplyError(res, v.http_status, CodeOfStatus(v.http_status), v.message);
       return httplib::Server::HandlerResponse::Handled;
@@ -216,10 +280,16 @@ void ApiServer::Routes() {
         return Error::InvalidArgument("parameter 'order' must be asc or desc");
       }
       f.newest_first = order == "desc";
-      TX_ASSIGN_OR_RETURN(std::vector<Task> list,
-                          service::TaskService(store, store.clock(), opts).List(f));
+      service::TaskService tasks(store, store.clock(), opts);
+      TX_ASSIGN_OR_RETURN(std::vector<Task> list, tasks.List(f));
+      TX_ASSIGN_OR_RETURN(auto unclaimable, tasks.Unclaimable(list));
       json out = {{"tasks", json::array()}, {"next_cursor", nullptr}};
-      for (const auto& t : list) out["tasks"].push_back(ToJson(t, {}));
+      for (const auto& t : list) {
+        out["tasks"].push_back(ToJson(t, {}));
+        if (auto it = unclaimable.find(t.id); it != unclaimable.end()) {
+          out["tasks"].back()["unclaimable"] = it->second;
+        }
+      }
       if (static_cast<int>(list.size()) == f.limit) {
         out["next_cursor"] = std::to_string(list.back().seq);
       }
@@ -227,27 +297,32 @@ void ApiServer::Routes() {
     });
   });
 
-  h.Post(
-      "/api/tasks", [this, with_store, &opts](const httplib::Request& req, httplib::Response& res) {
-        with_store(res, 201, [&](store::Store& store) -> Result<json> {
-          TX_ASSIGN_OR_RETURN(json body, ParseObject(req.body));
-          TX_ASSIGN_OR_RETURN(Task draft, DecodeNewTask(body));
-          TX_RETURN_IF_ERROR(worker::PrepareGitTask(config_, /*auto_merge=*/false, draft));
-          TX_RETURN_IF_ERROR(worker::PrepareAgentTask(config_, draft));
-          TX_ASSIGN_OR_RETURN(
-              Task added, service::TaskService(store, store.clock(), opts).Add(std::move(draft)));
-          res.set_header("Location", "/api/tasks/" + added.id);
-          return ToJson(added, {});
-        });
-      });
+  h.Post("/api/tasks",
+         [this, with_store, &opts](const httplib::Request& req, httplib::Response& res) {
+           with_store(res, 201, [&](store::Store& store) -> Result<json> {
+             TX_ASSIGN_OR_RETURN(json body, ParseObject(req.body));
+             TX_ASSIGN_OR_RETURN(Task draft, DecodeNewTask(body));
+             TX_RETURN_IF_ERROR(worker::PrepareGitTask(config_, /*auto_merge=*/false, draft));
+             TX_RETURN_IF_ERROR(worker::PrepareAgentTask(config_, draft));
+             service::TaskService tasks(store, store.clock(), opts);
+             TX_ASSIGN_OR_RETURN(Task added, tasks.Add(std::move(draft)));
+             res.set_header("Location", "/api/tasks/" + added.id);
+             json out = ToJson(added, {});
+             // Added either way (a worker may start later), but said now.
+             Result<std::map<std::string, std::string>> why = tasks.Unclaimable({added});
+             if (why.ok() && why->contains(added.id)) {
+               out["warnings"] = json::array({"no worker can claim it now: " + why->at(added.id)});
+             }
+             return out;
+           });
+         });
 
   h.Get(R"(/api/tasks/([^/]+))",
         [with_store, &opts](const httplib::Request& req, httplib::Response& res) {
           with_store(res, 200, [&](store::Store& store) -> Result<json> {
-            TX_ASSIGN_OR_RETURN(
-                service::TaskDetail d,
-                service::TaskService(store, store.clock(), opts).Show(req.matches[1].str()));
-            return ToJson(d.task, d.attempts, d.usage);
+            service::TaskService tasks(store, store.clock(), opts);
+            TX_ASSIGN_OR_RETURN(service::TaskDetail d, tasks.Show(req.matches[1].str()));
+            return Shown(tasks, d);
           });
         });
 
@@ -296,7 +371,7 @@ void ApiServer::Routes() {
           break;
       }
       TX_ASSIGN_OR_RETURN(service::TaskDetail d, tasks.Show(id));
-      return ToJson(d.task, d.attempts, d.usage);
+      return Shown(tasks, d);
     });
   });
 
@@ -361,7 +436,7 @@ void ApiServer::Routes() {
       TX_ASSIGN_OR_RETURN(std::vector<Worker> all,
                           service::WorkerService(store, store.clock(), opts).List(statuses));
       if (limit > 0 && static_cast<int>(all.size()) > limit) all.resize(limit);  // newest first
-      Millis now = store.clock().NowMs();
+      const Moment now = store.clock().Now();
       json out = {{"workers", json::array()}};
       for (const auto& w : all) out["workers"].push_back(ToJson(w, now));
       return out;
@@ -373,7 +448,7 @@ void ApiServer::Routes() {
     with_store(res, 200, [&](store::Store& store) -> Result<json> {
       TX_ASSIGN_OR_RETURN(
           Worker w, service::WorkerService(store, store.clock(), opts).Get(req.matches[1].str()));
-      return ToJson(w, store.clock().NowMs());
+      return ToJson(w, store.clock().Now());
     });
   });
 

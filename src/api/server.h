@@ -10,8 +10,11 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
+#include <unordered_map>
 
 #include "api/auth.h"
 #include "api/event_hub.h"
@@ -20,11 +23,13 @@
 #include "api/store_pool.h"
 #include "core/error.h"
 #include "service/options.h"
+#include "worker/budgets_source.h"
 #include "worker/config.h"
 
 namespace httplib {
 class Server;
-}
+struct Request;
+}  // namespace httplib
 
 namespace tx::api {
 
@@ -43,24 +48,34 @@ class ApiServer {
   struct Key {};  // only Start constructs
 
  public:
-  ApiServer(Key, ServerOptions options, Tokens tokens);
+  ApiServer(Key, ServerOptions options, Tokens tokens, bool loopback);
 
  private:
   void Routes();
   void StreamRoutes();
   void PoolRoutes();
   void WorkerRoutes();
+  // Whether `req` carries the credential of `worker_id`'s registration over HTTP (worker
+  // protocol, kCredentialHeader): nullopt when it does, else why not (a 403). Verified hashes are
+  // kept, so that a heartbeat reads no store; `held` is used on a miss when given.
+  std::optional<std::string> RefuseUnlessActsFor(const httplib::Request& req,
+                                                 const std::string& worker_id, store::Store* held);
 
   ServerOptions options_;
   Tokens tokens_;
   // config.toml beside the store, read at start: the git isolation it asks for on behalf of the
   // tasks added here ([git] repo, [git.queues.NAME]).
   worker::WorkerConfig config_;
-  bool loopback_;
+  // The fleet's daily budgets, from config.toml beside the store, read again when it changes.
+  std::unique_ptr<worker::BudgetsSource> budgets_;
+  bool loopback_ = false;       // every address the host resolves to is a loopback one
+  AuthFailures auth_failures_;  // clients that present wrong tokens, slowed down
   StorePool stores_;
   std::unique_ptr<EventHub> hub_;
   std::unique_ptr<HeartbeatBatcher> beats_;  // remote workers' heartbeats, a batch at a time
   std::atomic<int> waiting_claims_{0};
+  std::mutex credentials_mu_;
+  std::unordered_map<std::string, std::string> credential_hashes_;  // worker id -> SHA-256 hex
   std::unique_ptr<httplib::Server> http_;
   std::thread thread_;
   int port_ = 0;

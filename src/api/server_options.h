@@ -24,6 +24,7 @@ struct ServerOptions {
   // worker holds one while it lasts. At most half of them hold waiting claims; past that a claim
   // does not wait and its worker is told to come back in a second (Retry-After).
   int threads = 256;
+  static constexpr int kMaxThreads = 1024;  // each thread costs its stack; past this, refused
   // Remote workers' heartbeats that arrive within this window of the first are recorded in one
   // transaction, up to this many (api/heartbeat_batcher.h).
   std::chrono::milliseconds heartbeat_window{5};

@@ -259,6 +259,25 @@ void ApiServer::StreamRoutes() {
     Reply(res, 200, *doc);
   });
 
+  // POST /api/agents/NAME/lift[?account=A]: an operator lifts a profile's usage limit before its
+  // reset, as `tx agent lift` does.
+  h.Post(R"(/api/agents/([^/]+)/lift)", [this, &opts](const httplib::Request& req,
+                                                      httplib::Response& res) {
+    Status params = OnlyParams(req, {"account"});
+    if (!params.ok()) return ReplyError(res, params.error());
+    Result<StorePool::Lease> s = stores_.Acquire();
+    if (!s.ok()) return ReplyError(res, s.error());
+    store::Store& store = **s;
+    std::optional<std::string> account;
+    if (req.has_param("account")) account = req.get_param_value("account");
+    Result<std::vector<AgentLimit>> lifted =
+        service::AgentService(store, store.clock(), opts).Lift(req.matches[1].str(), account);
+    if (!lifted.ok()) return ReplyError(res, lifted.error());
+    nlohmann::json out = {{"lifted", nlohmann::json::array()}};
+    for (const auto& l : *lifted) out["lifted"].push_back(ToJson(l));
+    Reply(res, 200, out);
+  });
+
   // GET /metrics: the Prometheus text format. Gauges are read from the store now; counters come
   // from the event log (api/metrics.h).
   h.Get("/metrics", [this, &opts](const httplib::Request& req, httplib::Response& res) {

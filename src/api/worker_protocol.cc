@@ -49,6 +49,17 @@ Status ReadReason(const json& body, const std::vector<EndReason>& allowed, EndRe
 
 }  // namespace
 
+namespace {
+// The credential's hash is the server's to write.
+Status NoCredentialIn(const std::optional<json>& metadata) {
+  if (metadata && metadata->contains(kCredentialKey)) {
+    return Error::InvalidArgument(std::string("field 'metadata.") + kCredentialKey +
+                                  "' is the server's to set");
+  }
+  return Ok();
+}
+}  // namespace
+
 Result<service::Registration> DecodeRegistration(const json& body) {
   service::Registration r;
   TX_RETURN_IF_ERROR(ReadString(body, "name", r.name));
@@ -63,6 +74,7 @@ Result<service::Registration> DecodeRegistration(const json& body) {
       ReadMillis(body, "heartbeat_interval_ms", 0, 24 * 3'600'000, r.heartbeat_interval_ms));
   std::optional<json> metadata;
   TX_RETURN_IF_ERROR(ReadObject(body, "metadata", metadata));
+  TX_RETURN_IF_ERROR(NoCredentialIn(metadata));
   if (metadata) r.metadata = std::move(*metadata);
   return r;
 }
@@ -84,6 +96,7 @@ Result<HeartbeatBody> DecodeHeartbeat(const json& body) {
   }
   std::optional<json> metadata;
   TX_RETURN_IF_ERROR(ReadObject(body, "metadata", metadata));
+  TX_RETURN_IF_ERROR(NoCredentialIn(metadata));
   if (metadata) h.update.metadata = std::move(*metadata);
   TX_RETURN_IF_ERROR(ReadBool(body, "clear_request", h.update.clear_request));
   return h;
@@ -170,10 +183,10 @@ Result<OverBudgetBody> DecodeOverBudget(const json& body) {
   return b;
 }
 
-Result<service::Budgets> DecodeAgentState(const json& body) {
+Result<Budgets> DecodeAgentState(const json& body) {
   auto it = body.find("budgets");
-  if (it == body.end() || it->is_null()) return service::Budgets{};
-  return service::BudgetsFromJson(*it);
+  if (it == body.end() || it->is_null()) return Budgets{};
+  return BudgetsFromJson(*it);
 }
 
 Result<FencedBody> DecodeFenced(FencedCall call, const json& body) {

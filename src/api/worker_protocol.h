@@ -13,6 +13,7 @@
 #include "core/claim.h"
 #include "core/error.h"
 #include "core/usage.h"
+#include "core/worker.h"
 #include "service/agent_service.h"
 #include "service/claim_service.h"
 #include "service/worker_service.h"
@@ -21,6 +22,12 @@ namespace tx::api {
 
 // The longest a claim may wait at the server for a task (a long poll).
 inline constexpr Millis kMaxClaimWaitMs = 60'000;
+
+// A registration over HTTP returns a credential ("credential" in its reply, 256 random bits);
+// every later call that acts for that worker carries it in this header, and the store keeps its
+// SHA-256 under this key of the worker's metadata (which the worker itself may not set).
+inline constexpr const char* kCredentialHeader = kWorkerCredentialHeader;
+inline constexpr char kCredentialKey[] = "credential_sha256";
 
 // register: {"name", "slot", "hostname", "pid", "capabilities", "queues",
 // "heartbeat_interval_ms", "metadata"}.
@@ -108,7 +115,7 @@ struct OverBudgetBody {
   std::string why;
 };
 Result<OverBudgetBody> DecodeOverBudget(const nlohmann::json& body);
-Result<service::Budgets> DecodeAgentState(const nlohmann::json& body);
+Result<Budgets> DecodeAgentState(const nlohmann::json& body);
 
 // batch: {"worker_id" (required), "finished": [report bodies: {"task_id", "token", "outcome",
 // "text", "exit_code"}] (at most 100), "claim" (0..100 tasks to claim), "lease_ms"}.

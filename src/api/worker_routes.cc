@@ -2,24 +2,35 @@
 // does over HTTP, one route per call of the local path, every outcome fenced by the claim's
 // token exactly as there. Every reply carries "server_time", the clock leases are judged by.
 
+#include <fcntl.h>
 #include <httplib.h>
+#include <openssl/evp.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <type_traits>
 
 #include "api/http_util.h"
 #include "api/requests.h"
 #include "api/server.h"
 #include "api/worker_protocol.h"
+#include "core/ids.h"
 #include "core/json.h"
+#include "exec/unique_fd.h"
 #include "service/agent_service.h"
 #include "service/claim_service.h"
 #include "service/task_service.h"
 #include "service/worker_service.h"
 #include "store/location.h"
+#include "worker/git.h"
 #include "worker/spawn_plan.h"
 
 namespace tx::api {
@@ -69,7 +80,106 @@ Result<std::optional<service::ClaimResult>> HeldClaim(store::Store& store,
   return out;
 }
 
+std::string Sha256Hex(std::string_view text) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  EVP_Digest(text.data(), text.size(), digest, &n, EVP_sha256(), nullptr);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < n; ++i) {
+    out += kHex[digest[i] >> 4];
+    out += kHex[digest[i] & 0xf];
+  }
+  return out;
+}
+
+// Who a call of the worker protocol acts for, checked against the credential it carries. A
+// refusal is kept (and answered 403 by `serve`); the Status only stops the route.
+struct Caller {
+  std::function<std::optional<std::string>(const std::string&)> refuse;
+  store::Store& store;
+  std::optional<std::string> refused;
+
+  Status ActsFor(const std::string& worker_id) {
+    refused = refuse(worker_id);
+    return refused ? Error::Conflict(*refused) : Ok();
+  }
+  // For the worker whose claim has `token`.
+  Status ActsForClaim(std::int64_t token) {
+    std::optional<Claim> c;
+    TX_RETURN_IF_ERROR(store.Read([&](store::Txn& txn) -> Status {
+      TX_ASSIGN_OR_RETURN(c, txn.GetClaim(token));
+      return Ok();
+    }));
+    if (!c) return Ok();  // nothing to act on: the call itself says what is wrong with it
+    return ActsFor(c->worker_id);
+  }
+};
+
+// Where the auto-merge a worker reports can be checked (the repository is on this machine), the
+// base must hold the head it names.
+Status CheckMergeOnBase(const Task& task, const json& merge) {
+  std::string base = merge.value("base", ""), head = merge.value("head", "");
+  if (base.empty() || head.size() != 40 ||
+      head.find_first_not_of("0123456789abcdef") != std::string::npos) {
+    return Error::InvalidArgument("field 'merge' needs 'base' and 'head' (a full commit sha)");
+  }
+  std::error_code ec;
+  if (task.repo.empty() || !std::filesystem::exists(task.repo, ec)) return Ok();
+  TX_ASSIGN_OR_RETURN(bool on_base, worker::git::IsAncestor(task.repo, head, base));
+  if (!on_base) {
+    return Error::Conflict("task " + task.id + "'s auto-merge names " + head.substr(0, 12) +
+                           ", which is not on " + base + " in " + task.repo + ": not recorded");
+  }
+  return Ok();
+}
+
 }  // namespace
+
+std::optional<std::string> ApiServer::RefuseUnlessActsFor(const httplib::Request& req,
+                                                          const std::string& worker_id,
+                                                          store::Store* held) {
+  const std::string presented = req.get_header_value(kCredentialHeader);
+  const std::string refusal = "this call acts for worker " + worker_id +
+                              ": it needs the credential that worker's registration returned "
+                              "(header " +
+                              kCredentialHeader + ")";
+  if (presented.empty()) return refusal;
+  std::string expected;
+  {
+    std::lock_guard lock(credentials_mu_);
+    if (auto it = credential_hashes_.find(worker_id); it != credential_hashes_.end()) {
+      expected = it->second;
+    }
+  }
+  if (expected.empty()) {
+    std::optional<StorePool::Lease> lease;
+    if (held == nullptr) {
+      Result<StorePool::Lease> s = stores_.Acquire();
+      if (!s.ok()) return s.error().message();
+      lease.emplace(std::move(*s));
+      held = &**lease;
+    }
+    std::optional<Worker> w;
+    Status read = held->Read([&](store::Txn& txn) -> Status {
+      TX_ASSIGN_OR_RETURN(w, txn.GetWorker(worker_id));
+      return Ok();
+    });
+    if (!read.ok()) return read.error().message();
+    if (!w) return refusal;
+    if (auto it = w->metadata.find(kCredentialKey); it != w->metadata.end() && it->is_string()) {
+      expected = it->get<std::string>();
+    }
+    if (expected.empty()) {
+      return "worker " + worker_id + " was not registered over HTTP: no call over HTTP acts for it";
+    }
+    std::lock_guard lock(credentials_mu_);
+    if (credential_hashes_.size() >= 100'000) credential_hashes_.clear();  // bounded
+    credential_hashes_[worker_id] = expected;
+  }
+  if (!SameSecret(Sha256Hex(presented), expected)) return refusal;
+  return std::nullopt;
+}
 
 void ApiServer::WorkerRoutes() {
   httplib::Server& h = *http_;
@@ -77,12 +187,24 @@ void ApiServer::WorkerRoutes() {
 
   // Runs `fn` with a store of its own and replies with its JSON plus the server's time, or with
   // its error. A null JSON is a 204.
+  // `fn` that takes a Caller& acts for a worker, and says which (Caller::ActsFor): a call without
+  // that worker's credential is refused with 403 whatever `fn` returns.
   auto serve = [this](const httplib::Request& req, httplib::Response& res, int ok_status, auto fn) {
     Result<StorePool::Lease> s = stores_.Acquire();
     if (!s.ok()) return ReplyError(res, s.error());
     Result<json> body = ParseObject(req.body);
     if (!body.ok()) return ReplyError(res, body.error());
-    Result<json> out = fn(**s, *body);
+    store::Store& store = **s;
+    Caller caller{[&](const std::string& id) { return RefuseUnlessActsFor(req, id, &store); },
+                  store, std::nullopt};
+    Result<json> out = [&] {
+      if constexpr (std::is_invocable_v<decltype(fn), store::Store&, const json&, Caller&>) {
+        return fn(store, *body, caller);
+      } else {
+        return fn(store, *body);
+      }
+    }();
+    if (caller.refused) return ReplyError(res, 403, "forbidden", *caller.refused);
     if (!out.ok()) return ReplyError(res, out.error());
     if (out->is_null()) {
       res.status = 204;
@@ -96,12 +218,18 @@ void ApiServer::WorkerRoutes() {
       "/api/worker/register", [serve, &opts](const httplib::Request& req, httplib::Response& res) {
         serve(req, res, 201, [&](store::Store& store, const json& body) -> Result<json> {
           TX_ASSIGN_OR_RETURN(service::Registration r, DecodeRegistration(body));
+          // Over HTTP a worker token could claim any slot's name: it never replaces a worker
+          // that still heartbeats (a pool's supervised slot, or another machine's).
+          r.replace_fresh = false;
+          const std::string credential = NewToken();
+          r.metadata[kCredentialKey] = Sha256Hex(credential);
           std::vector<Worker> replaced;
           TX_ASSIGN_OR_RETURN(
               Worker w,
               service::WorkerService(store, store.clock(), opts).Register(std::move(r), &replaced));
-          Millis now = store.clock().NowMs();
-          json out = {{"worker", ToJson(w, now)}, {"replaced", json::array()}};
+          const Moment now = store.clock().Now();
+          json out = {
+              {"worker", ToJson(w, now)}, {"credential", credential}, {"replaced", json::array()}};
           for (const auto& old : replaced) out["replaced"].push_back(ToJson(old, now));
           return out;
         });
@@ -115,64 +243,73 @@ void ApiServer::WorkerRoutes() {
     if (!body.ok()) return ReplyError(res, body.error());
     Result<HeartbeatBody> hb = DecodeHeartbeat(*body);
     if (!hb.ok()) return ReplyError(res, hb.error());
+    if (auto refused = RefuseUnlessActsFor(req, hb->worker_id, nullptr)) {
+      return ReplyError(res, 403, "forbidden", *refused);
+    }
     Result<Worker> w = beats_->Beat(std::move(hb->worker_id), std::move(hb->update));
     if (!w.ok()) return ReplyError(res, w.error());
-    Millis now = beats_->clock().NowMs();
-    Reply(res, 200, json{{"worker", ToJson(*w, now)}, {"server_time", now}});
+    const Moment now = beats_->clock().Now();
+    Reply(res, 200, json{{"worker", ToJson(*w, now)}, {"server_time", now.wall}});
   });
 
   h.Post("/api/worker/deregister", [serve, &opts](const httplib::Request& req,
                                                   httplib::Response& res) {
-    serve(req, res, 200, [&](store::Store& store, const json& body) -> Result<json> {
-      TX_ASSIGN_OR_RETURN(DeregisterBody d, DecodeDeregister(body));
-      TX_ASSIGN_OR_RETURN(
-          Worker w,
-          service::WorkerService(store, store.clock(), opts).Deregister(d.worker_id, d.reason));
-      return json{{"worker", ToJson(w, store.clock().NowMs())}};
-    });
+    serve(
+        req, res, 200, [&](store::Store& store, const json& body, Caller& caller) -> Result<json> {
+          TX_ASSIGN_OR_RETURN(DeregisterBody d, DecodeDeregister(body));
+          TX_RETURN_IF_ERROR(caller.ActsFor(d.worker_id));
+          TX_ASSIGN_OR_RETURN(
+              Worker w,
+              service::WorkerService(store, store.clock(), opts).Deregister(d.worker_id, d.reason));
+          return json{{"worker", ToJson(w, store.clock().Now())}};
+        });
   });
 
   // The next task for this worker, waiting up to wait_ms for one (a long poll): 200 with the
   // claim and its task, or 204 when none came or an operator's request for the worker arrived.
   h.Post("/api/worker/claim", [this, serve, &opts](const httplib::Request& req,
                                                    httplib::Response& res) {
-    serve(req, res, 200, [&](store::Store& store, const json& body) -> Result<json> {
-      TX_ASSIGN_OR_RETURN(ClaimBody c, DecodeClaim(body));
-      TX_ASSIGN_OR_RETURN(std::optional<service::ClaimResult> held, HeldClaim(store, c.worker_id));
-      if (held) return ClaimJson(*held);
-      service::ClaimService claims(store, store.clock(), opts);
-      service::WorkerService workers(store, store.clock(), opts);
-      // Waiting claims hold server threads: past half of them, a claim does not wait, and its
-      // worker is told when to come back instead.
-      struct Waiting {
-        std::atomic<int>& n;
-        ~Waiting() { --n; }
-      } waiting{waiting_claims_};
-      if (++waiting_claims_ > options_.threads / 2 && c.wait_ms > 0) {
-        c.wait_ms = 0;
-        res.set_header("Retry-After", "1");
-      }
-      auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(c.wait_ms);
-      for (;;) {
-        std::uint64_t seen = hub_->ready_generation();
-        const service::AgentGate* gate =
-            c.gate.blocked_agents.empty() && c.gate.blocked_agent_queues.empty() ? nullptr
-                                                                                 : &c.gate;
-        TX_ASSIGN_OR_RETURN(std::optional<service::ClaimResult> got,
-                            claims.ClaimNext(c.worker_id, c.lease_ms, gate));
-        if (got) return ClaimJson(*got);
-        TX_ASSIGN_OR_RETURN(Worker w, workers.Get(c.worker_id));
-        if (w.request != WorkerRequest::kNone) return json();  // it has something else to do
-        auto now = std::chrono::steady_clock::now();
-        if (now >= deadline || hub_->stopping()) return json();
-        Millis wait = std::min<Millis>(
-            kClaimRecheckMs,
-            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count());
-        TX_ASSIGN_OR_RETURN(std::optional<Millis> next, claims.NextEligibleAt(c.worker_id, gate));
-        if (next) wait = std::clamp<Millis>(*next - store.clock().NowMs(), 0, wait);
-        hub_->WaitForReady(seen, std::chrono::milliseconds(wait));
-      }
-    });
+    serve(req, res, 200,
+          [&](store::Store& store, const json& body, Caller& caller) -> Result<json> {
+            TX_ASSIGN_OR_RETURN(ClaimBody c, DecodeClaim(body));
+            TX_RETURN_IF_ERROR(caller.ActsFor(c.worker_id));
+            TX_ASSIGN_OR_RETURN(std::optional<service::ClaimResult> held,
+                                HeldClaim(store, c.worker_id));
+            if (held) return ClaimJson(*held);
+            service::ClaimService claims(store, store.clock(), opts);
+            service::WorkerService workers(store, store.clock(), opts);
+            // Waiting claims hold server threads: past half of them, a claim does not wait, and its
+            // worker is told when to come back instead.
+            struct Waiting {
+              std::atomic<int>& n;
+              ~Waiting() { --n; }
+            } waiting{waiting_claims_};
+            if (++waiting_claims_ > options_.threads / 2 && c.wait_ms > 0) {
+              c.wait_ms = 0;
+              res.set_header("Retry-After", "1");
+            }
+            auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(c.wait_ms);
+            for (;;) {
+              std::uint64_t seen = hub_->ready_generation();
+              const service::AgentGate* gate =
+                  c.gate.blocked_agents.empty() && c.gate.blocked_agent_queues.empty() ? nullptr
+                                                                                       : &c.gate;
+              TX_ASSIGN_OR_RETURN(std::optional<service::ClaimResult> got,
+                                  claims.ClaimNext(c.worker_id, c.lease_ms, gate));
+              if (got) return ClaimJson(*got);
+              TX_ASSIGN_OR_RETURN(Worker w, workers.Get(c.worker_id));
+              if (w.request != WorkerRequest::kNone) return json();  // it has something else to do
+              auto now = std::chrono::steady_clock::now();
+              if (now >= deadline || hub_->stopping()) return json();
+              Millis wait = std::min<Millis>(
+                  kClaimRecheckMs,
+                  std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count());
+              TX_ASSIGN_OR_RETURN(std::optional<Millis> next,
+                                  claims.NextEligibleAt(c.worker_id, gate));
+              if (next) wait = std::clamp<Millis>(*next - store.clock().NowMs(), 0, wait);
+              hub_->WaitForReady(seen, std::chrono::milliseconds(wait));
+            }
+          });
   });
 
   h.Get(R"(/api/worker/claims/(\d+))", [this, &opts](const httplib::Request& req,
@@ -180,44 +317,55 @@ void ApiServer::WorkerRoutes() {
     Result<StorePool::Lease> s = stores_.Acquire();
     if (!s.ok()) return ReplyError(res, s.error());
     store::Store& store = **s;
-    Result<Claim> c =
-        service::ClaimService(store, store.clock(), opts).Inspect(std::stoll(req.matches[1].str()));
+    const std::string text = req.matches[1].str();
+    std::int64_t token = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), token);
+    if (ec != std::errc() || end != text.data() + text.size()) {
+      return ReplyError(res, Error::NotFound("no claim has token " + text));  // too big to be one
+    }
+    Result<Claim> c = service::ClaimService(store, store.clock(), opts).Inspect(token);
     if (!c.ok()) return ReplyError(res, c.error());
+    // A claim's token fences its task: only its own worker reads it.
+    if (auto refused = RefuseUnlessActsFor(req, c->worker_id, &store)) {
+      return ReplyError(res, 403, "forbidden", *refused);
+    }
     Reply(res, 200, {{"claim", ToJson(*c)}, {"server_time", store.clock().NowMs()}});
   });
 
   auto fenced = [serve, &opts](FencedCall call) {
     return [serve, &opts, call](const httplib::Request& req, httplib::Response& res) {
-      serve(req, res, 200, [&](store::Store& store, const json& body) -> Result<json> {
-        TX_ASSIGN_OR_RETURN(FencedBody f, DecodeFenced(call, body));
-        service::ClaimService claims(store, store.clock(), opts);
-        switch (call) {
-          case FencedCall::kRenew: {
-            TX_ASSIGN_OR_RETURN(Claim c, claims.Renew(f.task_id, f.token));
-            return json{{"claim", ToJson(c)}};
-          }
-          case FencedCall::kGiveUp: {
-            TX_ASSIGN_OR_RETURN(Claim c, claims.GiveUp(f.task_id, f.token, f.reason));
-            return json{{"claim", ToJson(c)}};
-          }
-          case FencedCall::kRelease: {
-            TX_ASSIGN_OR_RETURN(Task t, claims.Release(f.task_id, f.token, f.reason));
-            return json{{"task", ToJson(t, {})}};
-          }
-          case FencedCall::kReport: {
-            TX_ASSIGN_OR_RETURN(Task t,
-                                claims.Report(f.task_id, f.token, f.outcome, f.text, f.exit_code,
-                                              f.branch ? &*f.branch : nullptr));
-            return json{{"task", ToJson(t, {})}};
-          }
-          case FencedCall::kFail: {
-            TX_ASSIGN_OR_RETURN(Task t,
-                                claims.Fail(f.task_id, f.token, f.reason, f.text, f.exit_code));
-            return json{{"task", ToJson(t, {})}};
-          }
-        }
-        return Error::Internal("unhandled call");
-      });
+      serve(req, res, 200,
+            [&](store::Store& store, const json& body, Caller& caller) -> Result<json> {
+              TX_ASSIGN_OR_RETURN(FencedBody f, DecodeFenced(call, body));
+              TX_RETURN_IF_ERROR(caller.ActsForClaim(f.token));
+              service::ClaimService claims(store, store.clock(), opts);
+              switch (call) {
+                case FencedCall::kRenew: {
+                  TX_ASSIGN_OR_RETURN(Claim c, claims.Renew(f.task_id, f.token));
+                  return json{{"claim", ToJson(c)}};
+                }
+                case FencedCall::kGiveUp: {
+                  TX_ASSIGN_OR_RETURN(Claim c, claims.GiveUp(f.task_id, f.token, f.reason));
+                  return json{{"claim", ToJson(c)}};
+                }
+                case FencedCall::kRelease: {
+                  TX_ASSIGN_OR_RETURN(Task t, claims.Release(f.task_id, f.token, f.reason));
+                  return json{{"task", ToJson(t, {})}};
+                }
+                case FencedCall::kReport: {
+                  TX_ASSIGN_OR_RETURN(
+                      Task t, claims.Report(f.task_id, f.token, f.outcome, f.text, f.exit_code,
+                                            f.branch ? &*f.branch : nullptr));
+                  return json{{"task", ToJson(t, {})}};
+                }
+                case FencedCall::kFail: {
+                  TX_ASSIGN_OR_RETURN(
+                      Task t, claims.Fail(f.task_id, f.token, f.reason, f.text, f.exit_code));
+                  return json{{"task", ToJson(t, {})}};
+                }
+              }
+              return Error::Internal("unhandled call");
+            });
     };
   };
   h.Post("/api/worker/renew", fenced(FencedCall::kRenew));
@@ -232,30 +380,42 @@ void ApiServer::WorkerRoutes() {
   // it in review; TaskService::Merged and MergeRefused check its state.
   h.Post("/api/worker/auto-merge", [serve, &opts](const httplib::Request& req,
                                                   httplib::Response& res) {
-    serve(req, res, 200, [&](store::Store& store, const json& body) -> Result<json> {
-      TX_ASSIGN_OR_RETURN(AutoMergeBody b, DecodeAutoMerge(body));
-      service::TaskService tasks(store, store.clock(), opts);
-      TX_ASSIGN_OR_RETURN(service::TaskDetail d, tasks.Show(b.task_id));
-      std::int64_t last = 0;
-      for (const auto& a : d.attempts) last = std::max(last, a.token);
-      if (last != b.token) {
-        return Error::Conflict("token " + std::to_string(b.token) + " is not that of task " +
-                               b.task_id + "'s last attempt: its auto-merge is not recorded");
-      }
-      TX_ASSIGN_OR_RETURN(Task t, b.merge ? tasks.Merged(b.task_id, *b.merge)
-                                          : tasks.MergeRefused(b.task_id, b.why));
-      return json{{"task", ToJson(t, {})}};
-    });
+    serve(req, res, 200,
+          [&](store::Store& store, const json& body, Caller& caller) -> Result<json> {
+            TX_ASSIGN_OR_RETURN(AutoMergeBody b, DecodeAutoMerge(body));
+            service::TaskService tasks(store, store.clock(), opts);
+            TX_ASSIGN_OR_RETURN(service::TaskDetail d, tasks.Show(b.task_id));
+            std::int64_t last = 0;
+            for (const auto& a : d.attempts) last = std::max(last, a.token);
+            if (last != b.token) {
+              return Error::Conflict("token " + std::to_string(b.token) + " is not that of task " +
+                                     b.task_id + "'s last attempt: its auto-merge is not recorded");
+            }
+            TX_RETURN_IF_ERROR(caller.ActsForClaim(b.token));
+            // Only a task that asked for it, waiting in review, is merged by its worker.
+            if (d.task.status != TaskStatus::kReview || !AsksForAutoMerge(d.task)) {
+              return Error::Conflict(
+                  "task " + b.task_id + " is " + std::string(ToString(d.task.status)) +
+                  (AsksForAutoMerge(d.task) ? "" : " and did not ask for auto-merge") +
+                  ": its worker's auto-merge is not recorded");
+            }
+            if (b.merge) TX_RETURN_IF_ERROR(CheckMergeOnBase(d.task, *b.merge));
+            TX_ASSIGN_OR_RETURN(Task t, b.merge ? tasks.Merged(b.task_id, *b.merge)
+                                                : tasks.MergeRefused(b.task_id, b.why));
+            return json{{"task", ToJson(t, {})}};
+          });
   });
 
   // The agents (docs/agents.md): the attempt's row of the usage ledger, and the ends of an
   // attempt that are not the task's fault; AgentService checks the tokens.
   h.Post("/api/worker/usage", [serve, &opts](const httplib::Request& req, httplib::Response& res) {
-    serve(req, res, 200, [&](store::Store& store, const json& body) -> Result<json> {
-      TX_ASSIGN_OR_RETURN(AttemptUsage u, DecodeUsage(body));
-      TX_RETURN_IF_ERROR(service::AgentService(store, store.clock(), opts).RecordUsage(u));
-      return json{{"ok", true}};
-    });
+    serve(req, res, 200,
+          [&](store::Store& store, const json& body, Caller& caller) -> Result<json> {
+            TX_ASSIGN_OR_RETURN(AttemptUsage u, DecodeUsage(body));
+            TX_RETURN_IF_ERROR(caller.ActsForClaim(u.token));
+            TX_RETURN_IF_ERROR(service::AgentService(store, store.clock(), opts).RecordUsage(u));
+            return json{{"ok", true}};
+          });
   });
   h.Get("/api/worker/usage", [this, &opts](const httplib::Request& req, httplib::Response& res) {
     Result<StorePool::Lease> s = stores_.Acquire();
@@ -276,45 +436,54 @@ void ApiServer::WorkerRoutes() {
   });
   h.Post("/api/worker/limited",
          [serve, &opts](const httplib::Request& req, httplib::Response& res) {
-           serve(req, res, 200, [&](store::Store& store, const json& body) -> Result<json> {
-             TX_ASSIGN_OR_RETURN(LimitedBody b, DecodeLimited(body));
-             TX_ASSIGN_OR_RETURN(Task t, service::AgentService(store, store.clock(), opts)
-                                             .EndLimited(b.task_id, b.token, b.limit));
-             return json{{"task", ToJson(t, {})}};
-           });
+           serve(req, res, 200,
+                 [&](store::Store& store, const json& body, Caller& caller) -> Result<json> {
+                   TX_ASSIGN_OR_RETURN(LimitedBody b, DecodeLimited(body));
+                   TX_RETURN_IF_ERROR(caller.ActsForClaim(b.token));
+                   TX_ASSIGN_OR_RETURN(Task t, service::AgentService(store, store.clock(), opts)
+                                                   .EndLimited(b.task_id, b.token, b.limit));
+                   return json{{"task", ToJson(t, {})}};
+                 });
          });
   h.Post("/api/worker/unavailable",
          [serve, &opts](const httplib::Request& req, httplib::Response& res) {
-           serve(req, res, 200, [&](store::Store& store, const json& body) -> Result<json> {
-             TX_ASSIGN_OR_RETURN(UnavailableBody b, DecodeUnavailable(body));
-             TX_ASSIGN_OR_RETURN(Task t,
-                                 service::AgentService(store, store.clock(), opts)
-                                     .EndUnavailable(b.task_id, b.token, b.reason, b.agent, b.why));
-             return json{{"task", ToJson(t, {})}};
-           });
+           serve(req, res, 200,
+                 [&](store::Store& store, const json& body, Caller& caller) -> Result<json> {
+                   TX_ASSIGN_OR_RETURN(UnavailableBody b, DecodeUnavailable(body));
+                   TX_RETURN_IF_ERROR(caller.ActsForClaim(b.token));
+                   TX_ASSIGN_OR_RETURN(
+                       Task t, service::AgentService(store, store.clock(), opts)
+                                   .EndUnavailable(b.task_id, b.token, b.reason, b.agent, b.why));
+                   return json{{"task", ToJson(t, {})}};
+                 });
          });
   h.Post("/api/worker/over-budget",
          [serve, &opts](const httplib::Request& req, httplib::Response& res) {
-           serve(req, res, 200, [&](store::Store& store, const json& body) -> Result<json> {
-             TX_ASSIGN_OR_RETURN(OverBudgetBody b, DecodeOverBudget(body));
-             TX_ASSIGN_OR_RETURN(Task t, service::AgentService(store, store.clock(), opts)
-                                             .EndOverBudget(b.task_id, b.token, b.why));
-             return json{{"task", ToJson(t, {})}};
-           });
+           serve(req, res, 200,
+                 [&](store::Store& store, const json& body, Caller& caller) -> Result<json> {
+                   TX_ASSIGN_OR_RETURN(OverBudgetBody b, DecodeOverBudget(body));
+                   TX_RETURN_IF_ERROR(caller.ActsForClaim(b.token));
+                   TX_ASSIGN_OR_RETURN(Task t, service::AgentService(store, store.clock(), opts)
+                                                   .EndOverBudget(b.task_id, b.token, b.why));
+                   return json{{"task", ToJson(t, {})}};
+                 });
          });
   // The fleet's limits (the ended ones announced first) and the day's spending against the
   // budgets the worker was configured with.
   h.Post("/api/worker/agent-state",
-         [serve, &opts](const httplib::Request& req, httplib::Response& res) {
+         [this, serve, &opts](const httplib::Request& req, httplib::Response& res) {
            serve(req, res, 200, [&](store::Store& store, const json& body) -> Result<json> {
-             TX_ASSIGN_OR_RETURN(service::Budgets budgets, DecodeAgentState(body));
+             TX_ASSIGN_OR_RETURN(Budgets budgets, DecodeAgentState(body));
+             // The fleet's budgets are the server's (config.toml beside the store, as it now
+             // reads); a worker's own count only where the server sets none.
+             if (Budgets fleet = budgets_->Current(); fleet.any()) budgets = fleet;
              service::AgentService agents(store, store.clock(), opts);
              TX_RETURN_IF_ERROR(agents.ResumeExpired());
              TX_ASSIGN_OR_RETURN(std::vector<AgentLimit> limits, agents.Limits());
              json out = {{"limits", json::array()}};
              for (const auto& l : limits) out["limits"].push_back(ToJson(l));
              if (budgets.any()) {
-               TX_ASSIGN_OR_RETURN(service::BudgetState b, agents.CheckBudgets(budgets));
+               TX_ASSIGN_OR_RETURN(BudgetState b, agents.CheckBudgets(budgets));
                out["budget"] = ToJson(b);
              }
              return out;
@@ -325,16 +494,19 @@ void ApiServer::WorkerRoutes() {
   // (ClaimService::ReportAndClaimBatch), for clients that work through short tasks in batches;
   // it does not wait for tasks. All or nothing: one refused report refuses the batch (409).
   h.Post("/api/worker/batch", [serve, &opts](const httplib::Request& req, httplib::Response& res) {
-    serve(req, res, 200, [&](store::Store& store, const json& body) -> Result<json> {
-      TX_ASSIGN_OR_RETURN(BatchBody b, DecodeBatch(body));
-      TX_ASSIGN_OR_RETURN(service::ClaimService::BatchResult r,
-                          service::ClaimService(store, store.clock(), opts)
-                              .ReportAndClaimBatch(b.worker_id, b.finished, b.claim, b.lease_ms));
-      json out = {{"reported", json::array()}, {"claims", json::array()}};
-      for (const Task& t : r.reported) out["reported"].push_back(ToJson(t, {}));
-      for (const auto& c : r.claimed) out["claims"].push_back(ClaimJson(c));
-      return out;
-    });
+    serve(req, res, 200,
+          [&](store::Store& store, const json& body, Caller& caller) -> Result<json> {
+            TX_ASSIGN_OR_RETURN(BatchBody b, DecodeBatch(body));
+            TX_RETURN_IF_ERROR(caller.ActsFor(b.worker_id));
+            TX_ASSIGN_OR_RETURN(
+                service::ClaimService::BatchResult r,
+                service::ClaimService(store, store.clock(), opts)
+                    .ReportAndClaimBatch(b.worker_id, b.finished, b.claim, b.lease_ms));
+            json out = {{"reported", json::array()}, {"claims", json::array()}};
+            for (const Task& t : r.reported) out["reported"].push_back(ToJson(t, {}));
+            for (const auto& c : r.claimed) out["claims"].push_back(ClaimJson(c));
+            return out;
+          });
   });
 
   // An attempt's output from a remote worker, written at `offset` of the server's copy of its log
@@ -344,6 +516,7 @@ void ApiServer::WorkerRoutes() {
     Result<StorePool::Lease> s = stores_.Acquire();
     if (!s.ok()) return ReplyError(res, s.error());
     store::Store& store = **s;
+    std::optional<std::string> refused;
     Status written = [&]() -> Status {
       TX_RETURN_IF_ERROR(OnlyParams(req, {"task_id", "attempt", "token", "offset", "raw"}));
       bool raw = req.get_param_value("raw") == "1";
@@ -357,6 +530,8 @@ void ApiServer::WorkerRoutes() {
         return Error::Conflict("token " + std::to_string(token) + " is not that of " + task_id +
                                " attempt " + std::to_string(attempt));
       }
+      refused = RefuseUnlessActsFor(req, c.worker_id, &store);
+      if (refused) return Error::Conflict(*refused);
       if (offset + static_cast<std::int64_t>(req.body.size()) > kMaxShippedLogBytes) {
         return Error::Backpressure("the log of " + task_id + " is over " +
                                    std::to_string(kMaxShippedLogBytes >> 20) + " MiB");
@@ -368,19 +543,35 @@ void ApiServer::WorkerRoutes() {
               : worker::AttemptLogPath(logs, task_id, static_cast<int>(attempt));
       std::error_code ec;
       std::filesystem::create_directories(path.parent_path(), ec);
-      if (offset == 0) std::ofstream(path, std::ios::binary | std::ios::trunc);
-      if (static_cast<std::int64_t>(std::filesystem::file_size(path, ec)) < offset || ec) {
+      // The owner's alone, like the worker's own logs, and never through a planted symlink.
+      exec::UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+      if (!fd.valid()) {
+        return Error::Unavailable("cannot write " + path.string() + ": " + std::strerror(errno));
+      }
+      if (offset == 0 && ::ftruncate(fd.get(), 0) != 0) {
+        return Error::Unavailable("cannot write " + path.string() + ": " + std::strerror(errno));
+      }
+      struct stat st {};
+      if (::fstat(fd.get(), &st) != 0 || st.st_size < offset) {
         return Error::Conflict("the server's copy of the log is shorter than offset " +
                                std::to_string(offset) + ": send it again from 0");
       }
-      std::fstream out(path, std::ios::binary | std::ios::in | std::ios::out);
-      out.seekp(offset);
-      out.write(req.body.data(), static_cast<std::streamsize>(req.body.size()));
-      out.close();
-      if (!out) return Error::Unavailable("cannot write " + path.string());
-      std::filesystem::resize_file(path, static_cast<std::uintmax_t>(offset) + req.body.size(), ec);
+      std::size_t done = 0;
+      while (done < req.body.size()) {
+        ssize_t n = ::pwrite(fd.get(), req.body.data() + done, req.body.size() - done,
+                             static_cast<off_t>(offset + static_cast<std::int64_t>(done)));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+          return Error::Unavailable("cannot write " + path.string() + ": " + std::strerror(errno));
+        }
+        done += static_cast<std::size_t>(n);
+      }
+      if (::ftruncate(fd.get(), static_cast<off_t>(offset) + static_cast<off_t>(done)) != 0) {
+        return Error::Unavailable("cannot write " + path.string() + ": " + std::strerror(errno));
+      }
       return Ok();
     }();
+    if (refused) return ReplyError(res, 403, "forbidden", *refused);
     if (!written.ok()) return ReplyError(res, written.error());
     Reply(res, 200, {{"ok", true}, {"server_time", store.clock().NowMs()}});
   });

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/table.h"
 #include "core/duration.h"
 #include "core/json.h"
 #include "core/validation.h"
@@ -30,7 +31,7 @@ void PrintClaim(Context& ctx, const service::ClaimResult& r) {
     ctx.PrintJson(j);
     return;
   }
-  ctx.out() << "claimed " << r.task.id << " (" << r.task.title << ")\n"
+  ctx.out() << "claimed " << r.task.id << " (" << Printable(r.task.title) << ")\n"
             << "  token      " << r.claim.token << "\n"
             << "  worker     " << r.claim.worker_id << "\n"
             << "  attempt    " << r.task.attempt << " of " << r.task.max_attempts << "\n"

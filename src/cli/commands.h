@@ -68,5 +68,6 @@ Handler SetupWorkerResume(CLI::App& cmd);
 Handler SetupTaskLog(CLI::App& cmd);
 Handler SetupServe(CLI::App& cmd);
 Handler SetupUsage(CLI::App& cmd);
+Handler SetupAgentLift(CLI::App& cmd);
 
 }  // namespace tx::cli

@@ -35,7 +35,7 @@ class Context {
   std::ostream& out() { return out_; }
   // The store's clock once it is open (server time on a remote store), else this machine's.
   const Clock& clock() const { return store_ ? store_->clock() : clock_; }
-  Millis now() const { return clock().NowMs(); }
+  Moment now() const { return clock().Now(); }  // reads as Millis where a time is wanted
   const service::ServiceOptions& options() const { return options_; }
 
   // The store path or URL this invocation uses.

@@ -118,7 +118,9 @@ Handler SetupOrchestratorStart(CLI::App& cmd) {
   opt("--queues", a->worker.queues, "Queues the workers claim from", "LIST");
   opt("--config", a->config, "Config file (default: config.toml beside the store)", "PATH");
   opt("--max-restarts", a->max_restarts,
-      "Restarts within --restart-window before a slot is marked failed (default 5)", "N");
+      "Exits before registering within --restart-window before a slot is marked failed and "
+      "tried again after a cool-down (1m doubling to 15m) (default 5)",
+      "N");
   opt("--restart-window", a->restart_window, "Window of --max-restarts (default 1m)", "DUR");
   opt("--max-backoff", a->max_backoff, "Longest wait before restarting a worker (default 30s)",
       "DUR");
@@ -179,7 +181,8 @@ Handler SetupOrchestratorStart(CLI::App& cmd) {
     }
     int http_threads = api::ServerOptions{}.threads;
     if (!a->http_threads.empty()) {
-      TX_ASSIGN_OR_RETURN(http_threads, ParseCount("--http-threads", a->http_threads));
+      TX_ASSIGN_OR_RETURN(http_threads, ParseCount("--http-threads", a->http_threads,
+                                                   api::ServerOptions::kMaxThreads));
     }
     c.policy.backoff_max_ms = std::max(c.policy.backoff_max_ms, c.policy.backoff_initial_ms);
 
@@ -423,7 +426,15 @@ Handler SetupOrchestratorStatus(CLI::App& cmd) {
         std::string last = text(s, "failure");
         if (last == "-") last = text(s, "last_exit");
         const nlohmann::json& age = s["heartbeat_age_ms"];
-        t.Add({text(s, "slot"), text(s, "state"),
+        std::string state = text(s, "state");
+        Millis next = s.value("next_start_at", Millis{0});
+        if (next > 0 && (state == "failed" || state == "backoff")) {
+          state += " (next try " +
+                   (next > now ? "in " + FormatDuration((next - now) / 1000 * 1000)
+                               : std::string("now")) +
+                   ")";
+        }
+        t.Add({text(s, "slot"), state,
                s.value("pid", 0) > 0 ? std::to_string(s.value("pid", 0)) : "-",
                text(s, "worker_id"), text(s, "worker_status"), text(s, "task_id"),
                age.is_number() ? FormatDuration(age.get<Millis>()) + " ago" : "-",

@@ -70,9 +70,20 @@ Handler SetupInit(CLI::App&) {
       fs::create_directories(dir, ec);
       if (ec) return Error::Unavailable("cannot create " + dir.string() + ": " + ec.message());
     }
+    // The store, its tokens and its logs are the owner's alone (docs/security.md): the directory
+    // is 0700 and the store's files 0600, made so again by a tx init over an older store.
+    if (!dir.empty()) fs::permissions(dir, fs::perms::owner_all, ec);
     // A SQLite store existed if its file did; a PostgreSQL one if it opens without creating.
     bool existed = url ? store::Open({db, /*create=*/false}).ok() : fs::exists(db, ec);
     TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store(/*create=*/true));
+    if (!url) {
+      for (const char* suffix : {"", "-wal", "-shm"}) {
+        fs::path f = db + suffix;
+        if (fs::is_regular_file(fs::symlink_status(f, ec))) {
+          fs::permissions(f, fs::perms::owner_read | fs::perms::owner_write, ec);
+        }
+      }
+    }
     fs::path token = (dir.empty() ? fs::path(".") : dir) / "token";
     TX_RETURN_IF_ERROR(WriteToken(token));
     if (ctx.json()) {
@@ -182,7 +193,7 @@ Handler SetupWorkerList(CLI::App& cmd) {
       }
       TX_ASSIGN_OR_RETURN(
           nlohmann::json agents,
-          service::AgentService(*store, ctx.clock(), ctx.options()).StatusOf(service::Budgets{}));
+          service::AgentService(*store, ctx.clock(), ctx.options()).StatusOf(Budgets{}));
       PrintAgentStatus(ctx.out(), agents, ctx.now());
     }
     return Ok();
@@ -251,12 +262,14 @@ Handler SetupOrchestratorReconcile(CLI::App&) {
     service::ServiceOptions options = ctx.options();
     options.review_timeout_ms = config.review_timeout_ms;
     service::Reconciler reconciler(*store, options);
-    Millis now = ctx.now();
+    Moment now = ctx.clock().Now();
     // As the orchestrator does: the agents of this host's workers about to be declared dead are
     // killed first, so none of their children still runs when the task runs again.
     service::WorkerService workers(*store, ctx.clock(), ctx.options());
     TX_ASSIGN_OR_RETURN(std::vector<Worker> live, workers.List(LiveWorkerStatuses()));
-    int agents_killed = orchestrator::KillAgentsOfStaleWorkers(live, exec::Hostname(), now);
+    int agents_killed = orchestrator::KillAgentsOfStaleWorkers(
+        live, exec::Hostname(),
+        [&](const Worker& w) { return reconciler.WouldDeclareDead(w, now); });
     TX_ASSIGN_OR_RETURN(ReconcileReport report, reconciler.RunOnce(now));
     if (ctx.json()) {
       nlohmann::json j = ToJson(report);

@@ -15,6 +15,12 @@ std::string Age(Millis since, Millis now) {
 }
 
 namespace {
+// How long ago the worker last beat, as its staleness is judged (core/worker.h).
+std::string HeartbeatAge(const Worker& w, const Moment& now) {
+  if (w.last_heartbeat_at <= 0) return "never";
+  return Age(now.wall - SilentFor(w, now), now.wall);
+}
+
 std::string Join(const std::vector<std::string>& v, const char* sep = ", ") {
   std::string out;
   for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
@@ -41,27 +47,41 @@ std::string Count(std::int64_t n) {
   return buf;
 }
 
-void PrintTaskTable(std::ostream& out, const std::vector<Task>& tasks) {
+void PrintTaskTable(std::ostream& out, const std::vector<Task>& tasks,
+                    const std::map<std::string, std::string>& unclaimable) {
   if (tasks.empty()) {
     out << "no tasks\n";
     return;
   }
   Table table({"ID", "STATUS", "PRI", "QUEUE", "ATTEMPT", "TITLE"});
   for (const auto& t : tasks) {
-    table.Add({t.id, std::string(ToString(t.status)), std::to_string(t.priority), t.queue,
+    std::string status(ToString(t.status));
+    if (unclaimable.contains(t.id)) status += " (!)";
+    table.Add({t.id, status, std::to_string(t.priority), t.queue,
                std::to_string(t.attempt) + "/" + std::to_string(t.max_attempts), t.title});
   }
   table.Print(out);
+  if (unclaimable.empty()) return;
+  out << "(!) no worker can claim it now:\n";
+  for (const auto& t : tasks) {
+    if (auto it = unclaimable.find(t.id); it != unclaimable.end()) {
+      out << "  " << t.id << ": " << it->second << '\n';
+    }
+  }
 }
 
 void PrintTaskDetail(std::ostream& out, const Task& t, const std::vector<Claim>& attempts,
-                     const std::vector<AttemptUsage>& usage, Millis now) {
+                     const std::vector<AttemptUsage>& usage, Millis now,
+                     const std::string& unclaimable) {
   auto line = [&](const char* k, const std::string& v) {
-    if (!v.empty()) out << k << std::string(14 - std::string(k).size(), ' ') << v << '\n';
+    if (!v.empty()) {
+      out << k << std::string(14 - std::string(k).size(), ' ') << Printable(v, true) << '\n';
+    }
   };
   line("id", t.id);
   line("title", t.title);
   line("status", std::string(ToString(t.status)));
+  if (!unclaimable.empty()) line("waits", "no worker can claim it now: " + unclaimable);
   line("priority", std::to_string(t.priority));
   line("queue", t.queue);
   line("attempt", std::to_string(t.attempt) + " of " + std::to_string(t.max_attempts));
@@ -130,7 +150,7 @@ void PrintTaskDetail(std::ostream& out, const Task& t, const std::vector<Claim>&
   }
 }
 
-void PrintWorkerTable(std::ostream& out, const std::vector<Worker>& workers, Millis now) {
+void PrintWorkerTable(std::ostream& out, const std::vector<Worker>& workers, const Moment& now) {
   if (workers.empty()) {
     out << "no workers\n";
     return;
@@ -140,13 +160,13 @@ void PrintWorkerTable(std::ostream& out, const std::vector<Worker>& workers, Mil
     std::string status(ToString(w.status));
     if (IsLive(w.status) && IsStale(w, now)) status += " (stale)";
     table.Add({w.id, w.name, w.slot.empty() ? "-" : w.slot, status,
-               w.current_task_id.empty() ? "-" : w.current_task_id, Age(w.last_heartbeat_at, now),
+               w.current_task_id.empty() ? "-" : w.current_task_id, HeartbeatAge(w, now),
                w.hostname, std::to_string(w.pid)});
   }
   table.Print(out);
 }
 
-void PrintWorkerDetail(std::ostream& out, const Worker& w, Millis now) {
+void PrintWorkerDetail(std::ostream& out, const Worker& w, const Moment& now) {
   auto line = [&](const char* k, const std::string& v) {
     if (!v.empty()) out << k << std::string(16 - std::string(k).size(), ' ') << v << '\n';
   };
@@ -162,8 +182,8 @@ void PrintWorkerDetail(std::ostream& out, const Worker& w, Millis now) {
   line("pid", std::to_string(w.pid));
   line("capabilities", Join(w.capabilities));
   line("queues", Join(w.queues));
-  line("heartbeat", "every " + FormatDuration(w.heartbeat_interval_ms) + ", last " +
-                        Age(w.last_heartbeat_at, now));
+  line("heartbeat",
+       "every " + FormatDuration(w.heartbeat_interval_ms) + ", last " + HeartbeatAge(w, now));
   line("registered", FormatTime(w.registered_at));
   if (!w.metadata.empty()) line("metadata", w.metadata.dump());
 }
@@ -199,7 +219,7 @@ void PrintAgentStatus(std::ostream& out, const nlohmann::json& agents, Millis no
         << " limited until " << FormatTime(*until).substr(11, 5) << " UTC (in "
         << FormatDuration(std::max<Millis>(0, *until - now) / 1000 * 1000) << ")";
     std::string reason = l.value("reason", "");
-    if (!reason.empty()) out << ": " << reason.substr(0, 160);
+    if (!reason.empty()) out << ": " << Printable(reason.substr(0, 160));
     out << '\n';
   }
   const nlohmann::json& b = agents["budget"];

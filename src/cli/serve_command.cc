@@ -35,13 +35,15 @@ Handler SetupServe(CLI::App& cmd) {
     o.port = address.second;
     o.service = ctx.options();
     if (!threads->empty()) {
-      TX_ASSIGN_OR_RETURN(o.threads, ParseCount("--http-threads", *threads));
+      TX_ASSIGN_OR_RETURN(o.threads,
+                          ParseCount("--http-threads", *threads, api::ServerOptions::kMaxThreads));
     }
     // Signals are taken by sigwait below; blocked first so the server's threads inherit the mask.
     sigset_t stop;
     sigemptyset(&stop);
     sigaddset(&stop, SIGTERM);
     sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGHUP);  // ignored: logrotate and a closed terminal must not stop it
     pthread_sigmask(SIG_BLOCK, &stop, nullptr);
     TX_ASSIGN_OR_RETURN(std::unique_ptr<HttpApi> server, StartHttpApi(o));
     std::string shown = o.host.find(':') == std::string::npos ? o.host : "[" + o.host + "]";
@@ -51,8 +53,8 @@ Handler SetupServe(CLI::App& cmd) {
       ctx.out() << "listening on http://" << shown << ":" << server->port() << std::endl;
     }
     ctx.out().flush();
-    int sig = 0;
-    sigwait(&stop, &sig);
+    int sig = SIGHUP;
+    while (sig == SIGHUP) sigwait(&stop, &sig);
     server->Stop();
     return Ok();
   };

@@ -13,8 +13,7 @@ std::size_t Width(const std::string& s) {
 }
 
 std::string Cut(const std::string& s, std::size_t max) {
-  std::string flat = s;
-  std::replace(flat.begin(), flat.end(), '\n', ' ');
+  std::string flat = Printable(s);
   if (Width(flat) <= max) return flat;
   std::string out;
   std::size_t n = 0;
@@ -25,6 +24,31 @@ std::string Cut(const std::string& s, std::size_t max) {
   return out + "…";
 }
 }  // namespace
+
+std::string Printable(std::string_view s, bool keep_lines) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c == '\n' || c == '\t') {
+      out += keep_lines ? static_cast<char>(c) : ' ';
+    } else if (c < 0x20 || c == 0x7f) {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 0xf];
+    } else if (c == 0xc2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
+               static_cast<unsigned char>(s[i + 1]) <= 0x9f) {
+      unsigned char c1 = static_cast<unsigned char>(s[++i]);  // U+0080..U+009F
+      out += "\\u00";
+      out += kHex[c1 >> 4];
+      out += kHex[c1 & 0xf];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
 
 void Table::Print(std::ostream& out, std::size_t max_cell) const {
   std::vector<std::size_t> widths(header_.size());

@@ -4,9 +4,15 @@
 
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tx::cli {
+
+// `s` safe to print on a terminal: control characters (C0, DEL, and C1 as UTF-8) shown as
+// escapes (\x1b, \u009b), so that a task's title cannot move the cursor, recolour or retitle the
+// terminal. Newlines and tabs are kept when `keep_lines`, else a newline becomes a space.
+std::string Printable(std::string_view s, bool keep_lines = false);
 
 class Table {
  public:

@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/print.h"
+#include "cli/table.h"
 #include "core/argv.h"
 #include "core/duration.h"
 #include "core/json.h"
@@ -22,11 +23,14 @@ namespace tx::cli {
 
 namespace {
 
-Status PrintTask(Context& ctx, const service::TaskDetail& d) {
+// `unclaimable`: why no running worker could claim the waiting task (empty: one could).
+Status PrintTask(Context& ctx, const service::TaskDetail& d, const std::string& unclaimable = "") {
   if (ctx.json()) {
-    ctx.PrintJson(ToJson(d.task, d.attempts, d.usage));
+    nlohmann::json j = ToJson(d.task, d.attempts, d.usage);
+    if (!unclaimable.empty()) j["unclaimable"] = unclaimable;
+    ctx.PrintJson(j);
   } else {
-    PrintTaskDetail(ctx.out(), d.task, d.attempts, d.usage, ctx.now());
+    PrintTaskDetail(ctx.out(), d.task, d.attempts, d.usage, ctx.now(), unclaimable);
   }
   return Ok();
 }
@@ -44,7 +48,7 @@ Status ShowRemoteTask(Context& ctx, worker::RemoteCoordinator& fleet, const std:
       d.usage.push_back(std::move(row));
     }
   }
-  return PrintTask(ctx, d);
+  return PrintTask(ctx, d, j.value("unclaimable", std::string()));
 }
 
 struct AddArgs {
@@ -61,7 +65,8 @@ struct AddArgs {
 Status ShowTask(Context& ctx, store::Store& store, const std::string& id) {
   service::TaskService tasks(store, ctx.clock(), ctx.options());
   TX_ASSIGN_OR_RETURN(service::TaskDetail d, tasks.Show(id));
-  return PrintTask(ctx, d);
+  TX_ASSIGN_OR_RETURN(auto unclaimable, tasks.Unclaimable({d.task}));
+  return PrintTask(ctx, d, unclaimable.contains(id) ? unclaimable.at(id) : "");
 }
 
 Handler SetupTaskAdd(CLI::App& cmd) {
@@ -164,10 +169,21 @@ Handler SetupTaskAdd(CLI::App& cmd) {
     TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
     service::TaskService tasks(*store, ctx.clock(), ctx.options());
     TX_ASSIGN_OR_RETURN(Task added, tasks.Add(std::move(t)));
+    // Added either way (a worker may start later), but said now rather than found out tomorrow.
+    nlohmann::json warnings = nlohmann::json::array();
+    Result<std::map<std::string, std::string>> unclaimable = tasks.Unclaimable({added});
+    if (unclaimable.ok() && unclaimable->contains(added.id)) {
+      std::string why = unclaimable->at(added.id);
+      warnings.push_back("no worker can claim it now: " + why);
+      std::fprintf(stderr, "tx: warning: %s waits: %s\n", added.id.c_str(), why.c_str());
+    }
     if (ctx.json()) {
-      ctx.PrintJson(ToJson(added, {}));
+      nlohmann::json j = ToJson(added, {});
+      if (!warnings.empty()) j["warnings"] = warnings;
+      ctx.PrintJson(j);
     } else {
-      ctx.out() << added.id << "  " << ToString(added.status) << "  " << added.title << '\n';
+      ctx.out() << added.id << "  " << ToString(added.status) << "  " << Printable(added.title)
+                << '\n';
     }
     return Ok();
   };
@@ -199,12 +215,18 @@ Handler SetupTaskList(CLI::App& cmd) {
     TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
     service::TaskService tasks(*store, ctx.clock(), ctx.options());
     TX_ASSIGN_OR_RETURN(std::vector<Task> list, tasks.List(f));
+    TX_ASSIGN_OR_RETURN(auto unclaimable, tasks.Unclaimable(list));
     if (ctx.json()) {
       nlohmann::json arr = nlohmann::json::array();
-      for (const auto& t : list) arr.push_back(ToJson(t, {}));
+      for (const auto& t : list) {
+        arr.push_back(ToJson(t, {}));
+        if (auto it = unclaimable.find(t.id); it != unclaimable.end()) {
+          arr.back()["unclaimable"] = it->second;
+        }
+      }
       ctx.PrintJson(arr);
     } else {
-      PrintTaskTable(ctx.out(), list);
+      PrintTaskTable(ctx.out(), list, unclaimable);
     }
     return Ok();
   };

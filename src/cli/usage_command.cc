@@ -1,4 +1,4 @@
-// tx usage: the usage ledger summed (docs/agents.md).
+// tx usage: the usage ledger summed; tx agent lift: a usage limit lifted by hand (docs/agents.md).
 
 #include <memory>
 
@@ -71,6 +71,35 @@ Handler SetupUsage(CLI::App& cmd) {
     row("total", "", total);
     table.Print(ctx.out());
     if (total.estimated) ctx.out() << "~ estimated from the token counts and [prices]\n";
+    return Ok();
+  };
+}
+
+Handler SetupAgentLift(CLI::App& cmd) {
+  struct Args {
+    std::string profile, account;
+  };
+  auto a = std::make_shared<Args>();
+  cmd.add_option("profile", a->profile, "Agent profile")->type_name("")->required();
+  NonEmpty(
+      cmd.add_option("--account", a->account, "Only this account of the profile")->type_name("A"));
+  return [a](Context& ctx) -> Status {
+    TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
+    service::AgentService agents(*store, ctx.clock(), ctx.options());
+    std::optional<std::string> account;
+    if (!a->account.empty()) account = a->account;
+    TX_ASSIGN_OR_RETURN(std::vector<AgentLimit> lifted, agents.Lift(a->profile, account));
+    if (ctx.json()) {
+      nlohmann::json out = {{"lifted", nlohmann::json::array()}};
+      for (const auto& l : lifted) out["lifted"].push_back(ToJson(l));
+      ctx.PrintJson(out);
+      return Ok();
+    }
+    for (const auto& l : lifted) {
+      ctx.out() << "lifted the limit of " << l.profile
+                << (l.account.empty() ? "" : " (account " + l.account + ")")
+                << "; its tasks may run now\n";
+    }
     return Ok();
   };
 }

@@ -83,7 +83,10 @@ std::string BuildPrompt(const Task& task, int attempt) {
   if (!task.owner.empty()) p += "Owner: " + task.owner + "\n";
   if (!task.workdir.empty()) p += "Working directory: " + task.workdir + "\n";
   if (attempt > 1) {
-    p += "This is attempt " + std::to_string(attempt) + " of " + std::to_string(task.max_attempts) +
+    // The attempts that count (task.attempt), not the claims: a claim given back uncounted (a
+    // limit, a missing program) made none.
+    int counted = task.attempt > 0 ? task.attempt : attempt;
+    p += "This is attempt " + std::to_string(counted) + " of " + std::to_string(task.max_attempts) +
          ".";
     if (!task.error.empty()) p += " The previous attempt ended with: " + task.error;
     p += "\n";

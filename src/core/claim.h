@@ -53,6 +53,7 @@ struct Claim {
   Millis claimed_at = 0;
   Millis lease_ms = 0;  // the duration each renewal extends the lease by
   Millis lease_expires_at = 0;
+  std::optional<Millis> lease_expires_steady;  // the same instant on the steady clock, if known
   int renewed_count = 0;
   ClaimStatus status = ClaimStatus::kActive;
   Millis ended_at = 0;
@@ -60,6 +61,18 @@ struct Claim {
   std::optional<int> exit_code;
 };
 
-inline bool IsExpired(const Claim& c, Millis now) { return now >= c.lease_expires_at; }
+// How long the lease still runs at `now` (negative: how long ago it expired); on the steady clock
+// when both have a reading (core/clock.h), else on the wall clock.
+inline Millis LeaseLeft(const Claim& c, const Moment& now) {
+  if (c.lease_expires_steady && now.steady) return *c.lease_expires_steady - *now.steady;
+  return c.lease_expires_at - now.wall;
+}
+inline bool IsExpired(const Claim& c, const Moment& now) { return LeaseLeft(c, now) <= 0; }
+// Sets the lease to run `lease_ms` from `now`, on both clocks.
+inline void RenewLease(Claim& c, const Moment& now) {
+  c.lease_expires_at = now.wall + c.lease_ms;
+  c.lease_expires_steady =
+      now.steady ? std::optional<Millis>(*now.steady + c.lease_ms) : std::nullopt;
+}
 
 }  // namespace tx

@@ -1,7 +1,9 @@
 #include "core/ids.h"
 
+#include <sys/random.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <random>
 
 namespace tx {
@@ -39,7 +41,22 @@ bool HasShape(std::string_view s, std::string_view prefix) {
 
 std::string NewTaskId() { return Random("task-", kBase32, 8); }
 std::string NewWorkerId() { return Random("worker-", kBase32, 8); }
-std::string NewToken() { return Random("", "0123456789abcdef", 32); }
+std::string NewToken() {
+  unsigned char bytes[32];
+  // getrandom(2) blocks only before the kernel's pool is first seeded, and a read of 32 bytes is
+  // never cut short once it is; anything else is no source of secrets, and no token is made.
+  if (::getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes)) {
+    std::abort();
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(2 * sizeof bytes);
+  for (unsigned char b : bytes) {
+    out += kHex[b >> 4];
+    out += kHex[b & 0xf];
+  }
+  return out;
+}
 
 bool LooksLikeTaskId(std::string_view s) { return HasShape(s, "task-"); }
 bool LooksLikeWorkerId(std::string_view s) { return HasShape(s, "worker-"); }

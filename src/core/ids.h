@@ -9,7 +9,9 @@ namespace tx {
 
 std::string NewTaskId();
 std::string NewWorkerId();
-std::string NewToken();  // 32 hex chars, for API tokens
+// 64 hex characters: 256 bits from the kernel's random source (getrandom), for API tokens and
+// worker credentials. Aborts if the kernel gives none (there is no safe fallback).
+std::string NewToken();
 
 bool LooksLikeTaskId(std::string_view s);
 bool LooksLikeWorkerId(std::string_view s);

@@ -83,7 +83,7 @@ nlohmann::json ToJson(const Task& t, const std::vector<Claim>& attempts,
   return j;
 }
 
-nlohmann::json ToJson(const Worker& w, Millis now) {
+nlohmann::json ToJson(const Worker& w, const Moment& now) {
   return {
       {"id", w.id},
       {"name", w.name},
@@ -336,6 +336,11 @@ Result<AttemptUsage> UsageFromJson(const nlohmann::json& j) {
   if (u.cost_usd < 0 || u.turns < 0 || u.tokens.input < 0 || u.tokens.output < 0 ||
       u.tokens.cache_read < 0 || u.tokens.cache_write < 0) {
     return Error::InvalidArgument("usage: counts and costs cannot be negative");
+  }
+  if (!(u.cost_usd <= kMaxCostUsd) || u.turns > 1'000'000 || u.tokens.input > kMaxTokens ||
+      u.tokens.output > kMaxTokens || u.tokens.cache_read > kMaxTokens ||
+      u.tokens.cache_write > kMaxTokens) {
+    return Error::InvalidArgument("usage: a count or cost past what any attempt can use");
   }
   return u;
 }

@@ -23,7 +23,7 @@ nlohmann::json ToJson(const Task& t, const std::vector<Claim>& attempts);
 nlohmann::json ToJson(const Task& t, const std::vector<Claim>& attempts,
                       const std::vector<AttemptUsage>& usage);
 nlohmann::json ToJson(const Claim& c);
-nlohmann::json ToJson(const Worker& w, Millis now);
+nlohmann::json ToJson(const Worker& w, const Moment& now);
 nlohmann::json ToJson(const Event& e);
 nlohmann::json ToJson(const ReconcileReport& r);
 

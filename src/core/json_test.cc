@@ -76,9 +76,9 @@ TEST(Json, AClaimAndAWorkerReadBackAsWritten) {
   w.current_task_id = "task-abcdefgh";
   w.request = WorkerRequest::kStopNow;
   w.metadata = {{"agent_pid", 7}};
-  auto worker = WorkerFromJson(ToJson(w, 0));
+  auto worker = WorkerFromJson(ToJson(w, Moment{0}));
   ASSERT_TRUE(worker.ok()) << worker.error().message();
-  EXPECT_EQ(ToJson(*worker, 0), ToJson(w, 0));
+  EXPECT_EQ(ToJson(*worker, Moment{0}), ToJson(w, Moment{0}));
 }
 
 TEST(Json, AMissingOrMistypedFieldIsRefusedByName) {
@@ -87,7 +87,7 @@ TEST(Json, AMissingOrMistypedFieldIsRefusedByName) {
   auto r = ClaimFromJson(j);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message().find("'token'"), std::string::npos) << r.error().message();
-  nlohmann::json w = ToJson(Worker{}, 0);
+  nlohmann::json w = ToJson(Worker{}, Moment{0});
   w["status"] = "flying";
   EXPECT_FALSE(WorkerFromJson(w).ok());
   EXPECT_FALSE(TaskFromJson(nlohmann::json::array()).ok());

@@ -134,8 +134,22 @@ TEST(Claim, EndReasonsAndStatusesRoundTrip) {
 TEST(Claim, IsExpiredAtTheLeaseDeadline) {
   Claim c;
   c.lease_expires_at = 1000;
-  EXPECT_FALSE(IsExpired(c, 999));
-  EXPECT_TRUE(IsExpired(c, 1000));
+  EXPECT_FALSE(IsExpired(c, Moment{999}));
+  EXPECT_TRUE(IsExpired(c, Moment{1000}));
+}
+
+TEST(Claim, AStepOfTheWallClockDoesNotExpireALeaseThatHasASteadyReading) {
+  Claim c;
+  c.lease_ms = 1000;
+  RenewLease(c, Moment{5'000, 70});
+  EXPECT_EQ(c.lease_expires_at, 6'000);
+  EXPECT_EQ(c.lease_expires_steady, 1'070);
+  // The wall clock stepped two minutes ahead; the steady one moved 500 ms.
+  EXPECT_FALSE(IsExpired(c, Moment{125'500, 570}));
+  EXPECT_EQ(LeaseLeft(c, Moment{125'500, 570}), 500);
+  EXPECT_TRUE(IsExpired(c, Moment{125'500, 1'070}));
+  // A judge without a steady reading (PostgreSQL's server clock) goes by the wall clock.
+  EXPECT_TRUE(IsExpired(c, Moment{6'000}));
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/clock.h"
@@ -13,17 +14,30 @@
 namespace tx {
 
 // Token counts by kind, as the agents report them.
+// Bounds on what an agent (or a remote worker) may say it used: past them a figure is a misreading
+// or a lie, and summing it would overflow.
+inline constexpr std::int64_t kMaxTokens = 1'000'000'000'000;
+inline constexpr double kMaxCostUsd = 1'000'000;
+inline std::int64_t BoundTokens(std::int64_t n) {
+  return n < 0 ? 0 : n > kMaxTokens ? kMaxTokens : n;
+}
+inline double BoundCost(double usd) {
+  return !(usd > 0) ? 0 : usd > kMaxCostUsd ? kMaxCostUsd : usd;  // NaN too is 0
+}
+
 struct TokenCounts {
   std::int64_t input = 0;
   std::int64_t output = 0;
   std::int64_t cache_read = 0;
   std::int64_t cache_write = 0;
 
+  // Saturating: a sum never wraps.
   TokenCounts& operator+=(const TokenCounts& o) {
-    input += o.input;
-    output += o.output;
-    cache_read += o.cache_read;
-    cache_write += o.cache_write;
+    for (auto [a, b] :
+         {std::pair{&input, o.input}, std::pair{&output, o.output},
+          std::pair{&cache_read, o.cache_read}, std::pair{&cache_write, o.cache_write}}) {
+      if (__builtin_add_overflow(*a, b, a)) *a = b < 0 ? INT64_MIN : INT64_MAX;
+    }
     return *this;
   }
   bool empty() const { return input == 0 && output == 0 && cache_read == 0 && cache_write == 0; }

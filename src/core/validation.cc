@@ -31,10 +31,39 @@ Status ValidateName(std::string_view field, std::string_view value) {
                                 "': use 1-64 letters, digits, '_', '.', ':' or '-'");
 }
 
+bool NestsDeeperThan(std::string_view text, int max) {
+  int depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;  // the escaped character, which may be a quote
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max) return true;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return false;
+}
+
 Result<nlohmann::json> ParseJsonObject(std::string_view field, std::string_view text) {
+  // Checked before parsing: the parsed value would be copied, and its error message quoted.
+  if (NestsDeeperThan(text)) {
+    return Error::InvalidArgument("invalid " + std::string(field) + ": it nests deeper than " +
+                                  std::to_string(kMaxJsonDepth) + " levels");
+  }
   nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) {
-    return Error::InvalidArgument("invalid " + std::string(field) + ": '" + std::string(text) +
+    std::string shown =
+        text.size() > 200 ? std::string(text.substr(0, 200)) + "…" : std::string(text);
+    return Error::InvalidArgument("invalid " + std::string(field) + ": '" + shown +
                                   "' is not valid JSON");
   }
   if (!j.is_object()) {
@@ -120,11 +149,11 @@ Status ValidateNewTask(const Task& t, const Limits& limits) {
   return Ok();
 }
 
-Result<int> ParseCount(std::string_view field, std::string_view text) {
+Result<int> ParseCount(std::string_view field, std::string_view text, int max) {
   TX_ASSIGN_OR_RETURN(std::int64_t n, ParseInteger(field, text));
-  if (n < 1 || n > 1'000'000'000) {
+  if (n < 1 || n > max) {
     return Error::InvalidArgument("invalid " + std::string(field) + " '" + std::string(text) +
-                                  "': expected a count from 1 to 1000000000");
+                                  "': expected a count from 1 to " + std::to_string(max));
   }
   return static_cast<int>(n);
 }

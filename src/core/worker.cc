@@ -68,9 +68,14 @@ const std::vector<WorkerStatus>& LiveWorkerStatuses() {
   return live;
 }
 
-bool IsStale(const Worker& w, Millis now) {
+Millis SilentFor(const Worker& w, const Moment& now) {
+  if (w.beat_steady && now.steady) return *now.steady - *w.beat_steady;
+  return now.wall - w.last_heartbeat_at;
+}
+
+bool IsStale(const Worker& w, const Moment& now) {
   if (w.last_heartbeat_at <= 0) return true;
-  return now - w.last_heartbeat_at >= 2 * w.heartbeat_interval_ms;
+  return SilentFor(w, now) >= 2 * w.heartbeat_interval_ms;
 }
 
 }  // namespace tx

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,15 +45,30 @@ struct Worker {
   WorkerStatus status = WorkerStatus::kIdle;
   Millis heartbeat_interval_ms = 30'000;  // the interval this worker promises
   Millis registered_at = 0;
-  Millis last_heartbeat_at = 0;  // 0 = never heartbeated
+  Millis last_heartbeat_at = 0;       // 0 = never heartbeated
+  std::optional<Millis> beat_steady;  // the steady reading of that heartbeat (core/clock.h)
   std::string current_task_id;
   std::string reason;  // why it stopped or died
   WorkerRequest request = WorkerRequest::kNone;
   nlohmann::json metadata = nlohmann::json::object();
 };
 
+// The HTTP header that carries a worker's credential (the one its registration over HTTP
+// returned) on every later call of the worker protocol, and the environment variable that hands
+// it to the worker's agents (docs/security.md).
+inline constexpr char kWorkerCredentialHeader[] = "X-Tx-Worker-Credential";
+inline constexpr char kWorkerCredentialEnv[] = "TX_WORKER_CREDENTIAL";
+
+// Records a heartbeat of `w` at `now`, on both clocks.
+inline void RecordBeat(Worker& w, const Moment& now) {
+  w.last_heartbeat_at = now.wall;
+  w.beat_steady = now.steady;
+}
+// How long the worker has been silent at `now`: on the steady clock when both the heartbeat and
+// `now` have a steady reading, else on the wall clock.
+Millis SilentFor(const Worker& w, const Moment& now);
 // A worker is stale once two promised intervals pass without a heartbeat, or when it has never
 // heartbeated at all. Stale workers may not claim; the reconciler declares them dead.
-bool IsStale(const Worker& w, Millis now);
+bool IsStale(const Worker& w, const Moment& now);
 
 }  // namespace tx

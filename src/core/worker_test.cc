@@ -15,14 +15,29 @@ Worker WithHeartbeat(Millis last, Millis interval = 1000) {
 }
 
 TEST(WorkerFreshness, AMissingHeartbeatIsStaleNeverFresh) {
-  EXPECT_TRUE(IsStale(WithHeartbeat(0), 1));
+  EXPECT_TRUE(IsStale(WithHeartbeat(0), Moment{1}));
 }
 
 TEST(WorkerFreshness, StaleOnceTwoPromisedIntervalsPass) {
   Worker w = WithHeartbeat(10'000, 1000);
-  EXPECT_FALSE(IsStale(w, 10'000));
-  EXPECT_FALSE(IsStale(w, 11'999));
-  EXPECT_TRUE(IsStale(w, 12'000));
+  EXPECT_FALSE(IsStale(w, Moment{10'000}));
+  EXPECT_FALSE(IsStale(w, Moment{11'999}));
+  EXPECT_TRUE(IsStale(w, Moment{12'000}));
+}
+
+TEST(WorkerFreshness, SilenceIsJudgedOnTheSteadyClockWhenBothSidesHaveIt) {
+  Worker w = WithHeartbeat(0, 1000);
+  RecordBeat(w, Moment{10'000, 500});
+  // The wall clock stepped two minutes ahead; 300 ms passed.
+  EXPECT_FALSE(IsStale(w, Moment{130'300, 800}));
+  EXPECT_EQ(SilentFor(w, Moment{130'300, 800}), 300);
+  EXPECT_TRUE(IsStale(w, Moment{130'300, 2'500}));
+  // Stepped back: still judged by what really passed.
+  EXPECT_TRUE(IsStale(w, Moment{1'000, 2'600}));
+  // No steady reading on one side: the wall clock.
+  EXPECT_TRUE(IsStale(w, Moment{12'000}));
+  w.beat_steady.reset();
+  EXPECT_FALSE(IsStale(w, Moment{11'000, 99'999}));
 }
 
 TEST(WorkerStatus, LiveStatesAreThoseThatMayHoldWork) {

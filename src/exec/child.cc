@@ -471,6 +471,8 @@ void Child::Reap() noexcept {
   } while (r < 0 && errno == EINTR);
   if (r == pid_) {
     outcome_ = ExitOutcome::FromWaitStatus(status);
+    int sig = outcome_->signal;
+    outcome_->sent_by_tx = sig > 0 && sig < 64 && (sent_.load() >> sig & 1) != 0;
   } else {
     // Someone else reaped it (SIGCHLD set to SIG_IGN): the status is gone.
     ExitOutcome lost;
@@ -513,6 +515,7 @@ ExitOutcome Child::Wait() {
 
 void Child::Signal(int sig) const {
   if (pid_ <= 0 || reaped_) return;
+  if (sig > 0 && sig < 64) sent_ |= std::uint64_t{1} << sig;
   ::kill(-pid_, sig);
 }
 

@@ -106,6 +106,8 @@ class Child {
   int pidfd_ = -1;
   // Atomic because Signal may run on another thread while the owner reaps.
   std::atomic<bool> reaped_{false};
+  // The signals Signal sent (bit N: signal N), so that an outcome says which deaths were ours.
+  mutable std::atomic<std::uint64_t> sent_{0};
   std::optional<ExitOutcome> outcome_;
   std::string limits_warning_;
   std::chrono::steady_clock::time_point last_output_at_{};

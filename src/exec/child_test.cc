@@ -249,8 +249,17 @@ TEST_F(ChildTest, KilledBySigkillIsKilled) {
   EXPECT_EQ(o.signal, SIGKILL);
   EXPECT_EQ(o.exit_code, 137);
   EXPECT_EQ(o.Classify(), Class::kKilled);
-  EXPECT_EQ(o.Describe(), "killed by SIGKILL (possibly out of memory)");
+  EXPECT_EQ(o.Describe(), "killed by SIGKILL (sent by tx)");  // not the OOM killer: we sent it
   EXPECT_TRUE(child.exited());
+}
+
+TEST_F(ChildTest, ASigkillFromElsewhereMayBeTheOutOfMemoryKiller) {
+  Child child = Start(Spec({"hang_silent.sh"}));
+  ::kill(child.pid(), SIGKILL);  // as the kernel's OOM killer or someone's kill -9 would
+  ExitOutcome o = child.Wait();
+  EXPECT_EQ(o.signal, SIGKILL);
+  EXPECT_FALSE(o.sent_by_tx);
+  EXPECT_EQ(o.Describe(), "killed by SIGKILL (possibly out of memory)");
 }
 
 TEST_F(ChildTest, KilledBySigtermIsTerminated) {

@@ -14,14 +14,14 @@ namespace {
 constexpr int kKilledCode = 128 + SIGKILL;
 constexpr int kTerminatedCode = 128 + SIGTERM;
 
+}  // namespace
+
 std::string SignalName(int sig) {
   // sigabbrev_np is thread-safe (unlike strsignal) and gives "KILL" for SIGKILL.
   const char* abbrev = sigabbrev_np(sig);
   if (abbrev == nullptr) return "signal " + std::to_string(sig);
   return std::string("SIG") + abbrev;
 }
-
-}  // namespace
 
 ExitOutcome ExitOutcome::FromWaitStatus(int wait_status) {
   ExitOutcome o;
@@ -97,7 +97,11 @@ std::string ExitOutcome::Describe() const {
       return text;
     }
     case Kind::kSignalled: {
-      if (signal == SIGKILL) return "killed by SIGKILL (possibly out of memory)";
+      // The OOM killer sends SIGKILL; one tx sent is said to be tx's.
+      if (signal == SIGKILL) {
+        return sent_by_tx ? "killed by SIGKILL (sent by tx)"
+                          : "killed by SIGKILL (possibly out of memory)";
+      }
       std::string text = (signal == SIGTERM ? "terminated by " : "killed by ") + SignalName(signal);
       if (!detail.empty()) text += " (" + detail + ")";
       return text;

@@ -6,6 +6,9 @@
 
 namespace tx::exec {
 
+// "SIGKILL", "SIGTERM", or "signal N".
+std::string SignalName(int sig);
+
 struct ExitOutcome {
   enum class Kind {
     kExited,       // exited by itself with exit_code
@@ -29,6 +32,9 @@ struct ExitOutcome {
   int exit_code = 0;  // kExited: the code; otherwise 128 + signal when a signal ended it, or -1
   int signal = 0;     // the signal that ended it, when one did
   std::string detail;
+  // kSignalled: the signal was one tx sent (Child::Signal) — a stop, a timeout, a shutdown — not
+  // the kernel's OOM killer or someone's kill -9.
+  bool sent_by_tx = false;
 
   // From a waitpid() status. A stop the worker caused (timeout, stall) is marked afterwards with
   // AsTimedOut / AsStalled, keeping the code and signal.

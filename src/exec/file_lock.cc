@@ -13,7 +13,8 @@ namespace {
 Result<UniqueFd> Open(const std::string& path) {
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));  // open names a failure
+  // Not through a symlink planted at its name; the owner's alone, as everything under .tx.
+  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd.valid()) return Error::Unavailable("cannot open " + path + ": " + std::strerror(errno));
   return fd;
 }

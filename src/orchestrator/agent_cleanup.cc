@@ -15,10 +15,10 @@ bool KillAgentOf(const Worker& w, const std::string& hostname) {
 }
 
 int KillAgentsOfStaleWorkers(const std::vector<Worker>& live, const std::string& hostname,
-                             Millis now) {
+                             const std::function<bool(const Worker&)>& doomed) {
   int killed = 0;
   for (const auto& w : live) {
-    if (w.hostname == hostname && IsLive(w.status) && IsStale(w, now) && KillAgentOf(w, hostname)) {
+    if (w.hostname == hostname && doomed(w) && KillAgentOf(w, hostname)) {
       ++killed;
     }
   }

@@ -4,6 +4,7 @@
 // when a worker dies (or is about to be declared dead) its agent's whole group is killed here,
 // before its task is requeued and runs again elsewhere.
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -17,9 +18,9 @@ namespace tx::orchestrator {
 // signalled a group. Logs nothing: the CLI's output is its caller's to shape.
 bool KillAgentOf(const Worker& w, const std::string& hostname);
 
-// Before a reconcile pass: kills the agents of the live workers of `hostname` whose heartbeats
-// have stopped (IsStale at `now`), which that pass is about to declare dead. Returns how many.
+// Before a reconcile pass: kills the agents of the live workers of `hostname` that the pass is
+// about to declare dead (`doomed`, the reconciler's WouldDeclareDead). Returns how many.
 int KillAgentsOfStaleWorkers(const std::vector<Worker>& live, const std::string& hostname,
-                             Millis now);
+                             const std::function<bool(const Worker&)>& doomed);
 
 }  // namespace tx::orchestrator

@@ -25,7 +25,11 @@ Status WriteFileAtomically(const std::string& path, const std::string& content) 
     return Error::Unavailable(what + " " + path + ": " + std::strerror(err));
   };
   {
-    exec::UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    // A new file, never one that was planted at its name (a symlink would be followed); rename
+    // then replaces `path` itself, a symlink there included, without following it.
+    ::unlink(tmp.c_str());
+    exec::UniqueFd fd(
+        ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (!fd.valid()) return fail("cannot write");
     const char* p = content.data();
     std::size_t left = content.size();

@@ -91,6 +91,18 @@ Status ApplySlots(const toml::table& slots, const std::string& origin, Orchestra
 
 }  // namespace
 
+std::vector<std::string> MergeWorkerArgs(const std::vector<std::string>& pool,
+                                         const std::vector<std::string>& own) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i + 1 < pool.size(); i += 2) {
+    bool replaced = false;
+    for (std::size_t j = 0; j < own.size(); j += 2) replaced = replaced || own[j] == pool[i];
+    if (!replaced) out.insert(out.end(), {pool[i], pool[i + 1]});
+  }
+  out.insert(out.end(), own.begin(), own.end());
+  return out;
+}
+
 Status ApplyOrchestratorToml(const std::string& toml_text, const std::string& origin,
                              OrchestratorConfig& config) {
   TX_ASSIGN_OR_RETURN(toml::table root, ParseTomlText(toml_text, origin));

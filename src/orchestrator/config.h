@@ -44,6 +44,12 @@ struct OrchestratorConfig {
   }
 };
 
+// The flags of a worker whose own settings (`own`, a slot's or a created worker's) replace the
+// pool's (`pool`) flag by flag: the worker's command line refuses a flag given twice. Both are
+// flag-value pairs.
+std::vector<std::string> MergeWorkerArgs(const std::vector<std::string>& pool,
+                                         const std::vector<std::string>& own);
+
 // Applies the [orchestrator] section of a TOML document (other sections are the worker's and are
 // not checked here). Keys: workers, max_workers, reconcile_interval, shutdown_timeout,
 // review_timeout ("0s": off),

@@ -64,5 +64,15 @@ TEST(OrchestratorConfigTest, UnknownKeysAndWrongTypesAreRefusedByNameAndChangeNo
   EXPECT_NE(syntax.error().message().find("config.toml:1:"), std::string::npos);
 }
 
+TEST(WorkerArgs, ASlotsOwnSettingsReplaceThePoolsFlagByFlag) {
+  std::vector<std::string> pool = {"--agent", "claude", "--lease", "5m", "--queues", "a"};
+  EXPECT_EQ(MergeWorkerArgs(pool, {"--agent", "codex", "--capabilities", "gpu"}),
+            (std::vector<std::string>{"--lease", "5m", "--queues", "a", "--agent", "codex",
+                                      "--capabilities", "gpu"}));
+  EXPECT_EQ(MergeWorkerArgs(pool, {}), pool);
+  EXPECT_EQ(MergeWorkerArgs({}, {"--agent", "codex"}),
+            (std::vector<std::string>{"--agent", "codex"}));
+}
+
 }  // namespace
 }  // namespace tx::orchestrator

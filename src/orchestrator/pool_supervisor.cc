@@ -52,6 +52,7 @@ Slot PoolSupervisor::NewSlot(int index, Millis now) const {
   s.name = SlotName(index);
   s.index = index;
   s.backoff_ms = policy_.backoff_initial_ms;
+  s.failed_retry_ms = policy_.failed_retry_initial_ms;
   s.pending_deadline = now + policy_.capacity_timeout_ms;
   return s;
 }
@@ -87,6 +88,7 @@ void PoolSupervisor::Retry(Slot& s) {
   s.state = SlotState::kPending;
   s.recent_exits.clear();
   s.backoff_ms = policy_.backoff_initial_ms;
+  s.failed_retry_ms = policy_.failed_retry_initial_ms;
   s.restarts = 0;
   s.failure.clear();
   unreported_failures_.erase(s.index);
@@ -176,9 +178,11 @@ void PoolSupervisor::Started(const std::string& slot, pid_t pid, Millis now) {
   s->state = SlotState::kRunning;
   s->pid = pid;
   s->started_at = now;
+  s->failure.clear();  // it runs again: what status shows now is its last exit
 }
 
-void PoolSupervisor::Exited(const std::string& slot, const std::string& how, Millis now) {
+void PoolSupervisor::Exited(const std::string& slot, const std::string& how, Reached reached,
+                            Millis now) {
   Slot* s = FindMutable(slot);
   if (s == nullptr || !HasProcessOrStart(s->state)) return;  // nothing of ours ran there
   SlotState was = s->state;
@@ -198,17 +202,23 @@ void PoolSupervisor::Exited(const std::string& slot, const std::string& how, Mil
 
   if (was == SlotState::kRunning && now - s->started_at >= policy_.stable_after_ms) {
     s->backoff_ms = policy_.backoff_initial_ms;
+    s->failed_retry_ms = policy_.failed_retry_initial_ms;
   }
-  s->recent_exits.push_back(now);
-  while (!s->recent_exits.empty() && now - s->recent_exits.front() >= policy_.restart_window_ms) {
-    s->recent_exits.pop_front();
-  }
-  if (static_cast<int>(s->recent_exits.size()) > policy_.max_restarts) {
-    s->state = SlotState::kFailed;
-    s->failure = std::to_string(s->recent_exits.size()) + " exits within " +
-                 FormatDuration(policy_.restart_window_ms) + "; last: " + how;
-    unreported_failures_.insert(s->index);
-    return;
+  if (reached == Reached::kNothing) {
+    s->recent_exits.push_back(now);
+    while (!s->recent_exits.empty() && now - s->recent_exits.front() >= policy_.restart_window_ms) {
+      s->recent_exits.pop_front();
+    }
+    if (static_cast<int>(s->recent_exits.size()) > policy_.max_restarts) {
+      s->state = SlotState::kFailed;
+      s->failure = std::to_string(s->recent_exits.size()) + " exits within " +
+                   FormatDuration(policy_.restart_window_ms) + " before registering; last: " + how;
+      s->recent_exits.clear();
+      s->next_start_at = now + s->failed_retry_ms;
+      s->failed_retry_ms = std::min(s->failed_retry_ms * 2, policy_.failed_retry_max_ms);
+      unreported_failures_.insert(s->index);
+      return;
+    }
   }
   s->state = SlotState::kBackoff;
   s->next_start_at = now + s->backoff_ms;
@@ -245,8 +255,15 @@ std::vector<Action> PoolSupervisor::Step(Millis now) {
   for (Slot& s : slots_) {
     if (free <= 0) break;
     bool due = s.state == SlotState::kPending ||
-               (s.state == SlotState::kBackoff && s.next_start_at <= now);
+               ((s.state == SlotState::kBackoff || s.state == SlotState::kFailed) &&
+                s.next_start_at <= now);
     if (!Wanted(s) || !due) continue;
+    // A failed slot's cool-down is over: it tries again, its failure kept for status until it
+    // runs; its next failure waits twice as long.
+    if (s.state == SlotState::kFailed) {
+      ++s.restarts;
+      s.backoff_ms = policy_.backoff_initial_ms;  // a fresh history, but for the cool-down
+    }
     s.state = SlotState::kStarting;
     --free;
     actions.push_back({Action::Kind::kStart, s.name, 0, ""});
@@ -293,7 +310,9 @@ std::optional<Millis> PoolSupervisor::NextDeadline() const {
     if (s.state == SlotState::kPending && s.pending_deadline != kNoDeadline) {
       consider(s.pending_deadline);
     }
-    if (s.state == SlotState::kBackoff && can_start) consider(s.next_start_at);
+    if ((s.state == SlotState::kBackoff || s.state == SlotState::kFailed) && can_start) {
+      consider(s.next_start_at);
+    }
   }
   return next;
 }

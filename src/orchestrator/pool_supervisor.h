@@ -11,10 +11,15 @@
 //     `now + backoff`. The backoff starts at backoff_initial_ms and doubles at each restart up to
 //     backoff_max_ms; a worker that ran for stable_after_ms or longer resets it (its exit is
 //     restarted after backoff_initial_ms).
-//   - Crash-loop protection: when a slot would be restarted for the (max_restarts + 1)-th time
-//     within restart_window_ms, it becomes `failed` instead (Action kFailed with the reason, e.g.
-//     "6 exits within 1m; last: exited 2"). A failed slot is left alone until Scale() or
-//     RetryFailed() is called, which restart it with a fresh history.
+//   - A worker that exits after it registered crashed: it is restarted after its backoff, however
+//     often (as a supervisor like Kubernetes' CrashLoopBackOff does), and never given up on.
+//   - Crash-loop protection, for workers that cannot start: when a slot whose worker exited
+//     before it registered (or could not be spawned) would be restarted for the
+//     (max_restarts + 1)-th time within restart_window_ms, it becomes `failed` instead (Action
+//     kFailed with the reason, e.g. "6 exits within 1m; last: exited 2"). A failed slot is tried
+//     again after a cool-down that starts at failed_retry_initial_ms and doubles to
+//     failed_retry_max_ms (a worker that then runs for stable_after_ms resets it), or at once
+//     when Scale() or RetryFailed() is called. So the pool never gives up on a slot for good.
 //   - Capacity: live processes (running + draining + orphans waited for) never exceed
 //     max_workers. A slot wanted beyond it waits (state kPending) until capacity frees or its
 //     deadline (the request's time + capacity_timeout_ms) passes; then it is dropped from the
@@ -61,6 +66,8 @@ struct PoolPolicy {
   Millis stable_after_ms = 60'000;
   int max_restarts = 5;
   Millis restart_window_ms = 60'000;
+  Millis failed_retry_initial_ms = 60'000;
+  Millis failed_retry_max_ms = 15 * 60'000;
   Millis capacity_timeout_ms = 30'000;
 };
 
@@ -71,7 +78,7 @@ enum class SlotState {
   kBackoff,   // exited; restarts at next_start_at
   kDraining,  // SIGTERM sent (scale down or shutdown); removed when it exits
   kOrphan,    // a previous orchestrator's worker still runs in it; starts when that exits
-  kFailed,    // crash-looping; left alone until Scale() or RetryFailed()
+  kFailed,    // could not start, again and again; tried again at next_start_at
 };
 const char* ToString(SlotState s);
 
@@ -81,8 +88,9 @@ struct Slot {
   SlotState state = SlotState::kPending;
   pid_t pid = 0;                    // the running, draining or orphan process; 0 otherwise
   Millis started_at = 0;            // when its current process started
-  Millis next_start_at = 0;         // kBackoff: when to start again
+  Millis next_start_at = 0;         // kBackoff, kFailed: when to start again
   Millis backoff_ms = 0;            // the delay the next restart will wait
+  Millis failed_retry_ms = 0;       // the cool-down the next failure will wait
   Millis pending_deadline = 0;      // kPending: when to give up for want of capacity
   int restarts = 0;                 // restarts since the slot was (re)created, for status
   std::deque<Millis> recent_exits;  // exits inside restart_window_ms
@@ -126,9 +134,14 @@ class PoolSupervisor {
 
   // The loop started slot's process (after a kStart).
   void Started(const std::string& slot, pid_t pid, Millis now);
+  // How far a slot's process got before it exited.
+  enum class Reached {
+    kNothing,     // it could not be spawned, or exited before it registered: a failure to start
+    kRegistered,  // it registered as a worker: a crash
+  };
   // Slot's process exited (or could not be started: pid 0), `how` describing it. Decides
   // restart (backoff) or failure; Step reports a failure.
-  void Exited(const std::string& slot, const std::string& how, Millis now);
+  void Exited(const std::string& slot, const std::string& how, Reached reached, Millis now);
 
   // Stop starting anything; drain everything that runs.
   void StopAll();

@@ -54,8 +54,13 @@ class PoolSupervisorTest : public ::testing::Test {
     return actions;
   }
   void Advance(Millis ms) { now_ += ms; }
+  // The slot's worker exits before it registered (a failure to start) ...
   void Exit(const std::string& slot, const std::string& how = "exited 2") {
-    pool_->Exited(slot, how, now_);
+    pool_->Exited(slot, how, PoolSupervisor::Reached::kNothing, now_);
+  }
+  // ... or after (a crash).
+  void Crash(const std::string& slot, const std::string& how = "killed by SIGKILL") {
+    pool_->Exited(slot, how, PoolSupervisor::Reached::kRegistered, now_);
   }
   // The slot's worker crashes after running `ran_ms`, then its restart is started when due.
   void CrashAndRestart(const std::string& slot, Millis ran_ms = 0) {
@@ -216,18 +221,65 @@ TEST_F(PoolSupervisorTest, ACrashLoopFailsTheSlotAfterMaxRestartsWithinTheWindow
   for (int i = 0; i < 5; ++i) CrashAndRestart("slot-1", 1'000);
   Advance(1'000);
   Exit("slot-1", "exited 2");  // the 6th exit within a minute
+  const std::string why = "6 exits within 1m before registering; last: exited 2";
   EXPECT_EQ(S("slot-1").state, SlotState::kFailed);
-  EXPECT_EQ(S("slot-1").failure, "6 exits within 1m; last: exited 2");
+  EXPECT_EQ(S("slot-1").failure, why);
   EXPECT_EQ(S("slot-1").restarts, 5);
 
-  EXPECT_EQ(Step(), Actions{Failed("slot-1", "6 exits within 1m; last: exited 2")});
+  EXPECT_EQ(Step(), Actions{Failed("slot-1", why)});
   EXPECT_TRUE(Step().empty());
-  Advance(3'600'000);
-  EXPECT_TRUE(Step().empty());  // left alone
-  EXPECT_EQ(pool().NextDeadline(), std::nullopt);
   EXPECT_EQ(S("slot-2").state, SlotState::kRunning);
   EXPECT_EQ(S("slot-2").restarts, 0);
   EXPECT_EQ(pool().live(), 1);
+}
+
+TEST_F(PoolSupervisorTest, AFailedSlotIsTriedAgainAfterACoolDownThatDoublesToFifteenMinutes) {
+  Make(1);
+  StepAndStart();
+  Millis expected = 60'000;
+  for (int round = 0; round < 6; ++round) {
+    for (int i = 0; i < 5; ++i) CrashAndRestart("slot-1", 1'000);
+    Advance(1'000);
+    Exit("slot-1");
+    ASSERT_EQ(S("slot-1").state, SlotState::kFailed) << round;
+    EXPECT_EQ(S("slot-1").next_start_at, now_ + expected) << round;
+    EXPECT_EQ(pool().NextDeadline(), now_ + expected);
+    EXPECT_EQ(Step(), Actions{Failed("slot-1", S("slot-1").failure)});
+    Advance(expected - 1);
+    EXPECT_TRUE(Step().empty()) << "still cooling down";
+    Advance(1);
+    EXPECT_EQ(StepAndStart(), Actions{Start("slot-1")}) << round;
+    EXPECT_EQ(S("slot-1").state, SlotState::kRunning);
+    EXPECT_TRUE(S("slot-1").failure.empty());
+    expected = std::min<Millis>(expected * 2, 15 * 60'000);  // 1m 2m 4m 8m 15m 15m
+  }
+  // A worker that then runs for a while resets the cool-down.
+  CrashAndRestart("slot-1", 60'000);
+  for (int i = 0; i < 4; ++i) CrashAndRestart("slot-1", 1'000);
+  Advance(1'000);
+  Exit("slot-1");
+  ASSERT_EQ(S("slot-1").state, SlotState::kFailed);
+  EXPECT_EQ(S("slot-1").next_start_at, now_ + 60'000);
+}
+
+TEST_F(PoolSupervisorTest, AWorkerKilledAfterItRegisteredIsACrashWithBackoffNeverAFailure) {
+  Make(1);
+  StepAndStart();
+  // Killed every 300 ms (chaos): it backs off, doubling to the cap, and is never given up on.
+  for (int i = 0; i < 40; ++i) {
+    Advance(300);
+    Crash("slot-1");
+    ASSERT_EQ(S("slot-1").state, SlotState::kBackoff) << i;
+    EXPECT_LE(S("slot-1").next_start_at - now_, 30'000);
+    now_ = S("slot-1").next_start_at;
+    ASSERT_EQ(StepAndStart(), Actions{Start("slot-1")});
+  }
+  EXPECT_EQ(S("slot-1").restarts, 40);
+  EXPECT_TRUE(S("slot-1").recent_exits.empty());
+  // Once it has run for a while, the next crash restarts it quickly again.
+  Advance(60'000);
+  Crash("slot-1");
+  EXPECT_EQ(S("slot-1").next_start_at, now_ + 100);
 }
 
 TEST_F(PoolSupervisorTest, ExitsSpreadBeyondTheWindowNeverFailTheSlot) {
@@ -249,7 +301,7 @@ TEST_F(PoolSupervisorTest, ExitsSpreadBeyondTheWindowNeverFailTheSlot) {
   Advance(3'000);
   Exit("slot-1");
   EXPECT_EQ(S("slot-1").state, SlotState::kFailed);
-  EXPECT_EQ(S("slot-1").failure, "3 exits within 10s; last: exited 2");
+  EXPECT_EQ(S("slot-1").failure, "3 exits within 10s before registering; last: exited 2");
 }
 
 TEST_F(PoolSupervisorTest, ScalingUpAddsPendingSlotsThatStart) {
@@ -290,9 +342,10 @@ TEST_F(PoolSupervisorTest, ScalingDownRemovesSurplusSlotsWithoutAProcessAtOnce) 
   StepAndStart();
   Exit("slot-1");  // failed at once (max_restarts 0)
   Exit("slot-2");
-  EXPECT_EQ(Step(), (Actions{Failed("slot-1", "1 exits within 1m; last: exited 2"),
-                             Failed("slot-2", "1 exits within 1m; last: exited 2"), Start("slot-3"),
-                             Start("slot-4")}));
+  EXPECT_EQ(Step(),
+            (Actions{Failed("slot-1", "1 exits within 1m before registering; last: exited 2"),
+                     Failed("slot-2", "1 exits within 1m before registering; last: exited 2"),
+                     Start("slot-3"), Start("slot-4")}));
   pool().Started("slot-3", 77, now_);
   Exit("slot-4");  // slot-4 failed, not yet reported
   pool().Scale(0, now_);
@@ -366,7 +419,8 @@ TEST_F(PoolSupervisorTest, RetryFailedRestartsEveryFailedSlot) {
   pool().RetryFailed(now_);
   EXPECT_EQ(StepAndStart(), (Actions{Start("slot-1"), Start("slot-3")}));
   Exit("slot-3");  // a fresh history: this exit fails it again, and it is told again
-  EXPECT_EQ(Step(), Actions{Failed("slot-3", "1 exits within 1m; last: exited 2")});
+  EXPECT_EQ(Step(),
+            Actions{Failed("slot-3", "1 exits within 1m before registering; last: exited 2")});
 }
 
 TEST_F(PoolSupervisorTest, AnAdoptedOrphanHoldsItsSlotUntilItExitsThenStartsWithoutBackoff) {
@@ -483,7 +537,8 @@ TEST_F(PoolSupervisorTest, ASlotThatFindsNoCapacityIsDroppedEvenBelowOneThatStay
   StepAndStart();
   Exit("slot-2");  // failed; slot-3 takes its capacity
   EXPECT_EQ(StepAndStart(),
-            (Actions{Failed("slot-2", "1 exits within 1m; last: exited 2"), Start("slot-3")}));
+            (Actions{Failed("slot-2", "1 exits within 1m before registering; last: exited 2"),
+                     Start("slot-3")}));
   pool().RetryFailed(now_);
   Advance(30'000);
   EXPECT_EQ(Step(), Actions{NoCapacity("no capacity: 2 of 3 workers running (max-workers 2)")});
@@ -496,7 +551,8 @@ TEST_F(PoolSupervisorTest, ASlotThatFindsNoCapacityIsDroppedEvenBelowOneThatStay
   Step();                        // no capacity yet
   Exit("slot-3", "terminated");  // with max_restarts 0 it fails, and frees its capacity
   EXPECT_EQ(StepAndStart(),
-            (Actions{Failed("slot-3", "1 exits within 1m; last: terminated"), Start("slot-2")}));
+            (Actions{Failed("slot-3", "1 exits within 1m before registering; last: terminated"),
+                     Start("slot-2")}));
 }
 
 TEST_F(PoolSupervisorTest, GrowTakesTheLowestFreeIndexAndRetireDrainsOneSlotForGood) {

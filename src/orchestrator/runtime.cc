@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 #include "orchestrator/alive.h"
 #include "orchestrator/atomic_file.h"
 #include "service/task_service.h"
+#include "store/location.h"
 
 extern char** environ;
 
@@ -35,6 +37,11 @@ constexpr Millis kMaxReconcileCheckGapMs = 1'000;
 constexpr Millis kLeadRetryMs = 1'000;
 // After the shutdown timeout, how long SIGKILLed workers get to be reaped before giving up.
 constexpr Millis kKillGraceMs = 5'000;
+// A pass that failed (the store unwritable, say) is tried again after 1 s, doubling to this.
+constexpr Millis kMaxReconcileBackoffMs = 30'000;
+// How long a pool may have no running worker (all of them restarting, say) while tasks wait
+// before it says so.
+constexpr Millis kEmptyPoolGraceMs = 10'000;
 
 void KillAgentAndSay(const Worker& w, const std::string& hostname) {
   if (KillAgentOf(w, hostname)) {
@@ -127,6 +134,10 @@ Status Orchestrator::Start() {
   pid_ = ::getpid();
 
   TX_ASSIGN_OR_RETURN(store_, store::Open({config_.db_path, false}));
+  if (struct stat st{};
+      !store::IsPostgresUrl(config_.db_path) && ::stat(config_.db_path.c_str(), &st) == 0) {
+    store_file_ = std::pair{st.st_dev, st.st_ino};
+  }
   TX_ASSIGN_OR_RETURN(watch_, store_->Watch());
   workers_ = std::make_unique<service::WorkerService>(*store_, store_->clock());
   row_ = std::make_unique<service::OrchestratorService>(*store_, store_->clock());
@@ -205,12 +216,16 @@ void Orchestrator::SpawnWorker(const std::string& slot) {
   if (!config_.config_path.empty()) {
     spec.argv.insert(spec.argv.end(), {"--config", config_.config_path});
   }
-  spec.argv.insert(spec.argv.end(), config_.worker_args.begin(), config_.worker_args.end());
+  // A slot's own settings (a created worker's, or its [orchestrator.slots.<slot>]) replace the
+  // pool's.
+  std::vector<std::string> own;
   if (auto it = created_args_.find(slot); it != created_args_.end()) {
-    spec.argv.insert(spec.argv.end(), it->second.begin(), it->second.end());
+    own = it->second;
   } else if (auto it = config_.slot_args.find(slot); it != config_.slot_args.end()) {
-    spec.argv.insert(spec.argv.end(), it->second.begin(), it->second.end());
+    own = it->second;
   }
+  std::vector<std::string> flags = MergeWorkerArgs(config_.worker_args, own);
+  spec.argv.insert(spec.argv.end(), flags.begin(), flags.end());
   spec.env = WorkerEnvironment(config_.db_path, config_.store_dir);
   spec.log_path = config_.worker_log_path(slot);
   spec.parent_death_signal = SIGTERM;
@@ -220,7 +235,7 @@ void Orchestrator::SpawnWorker(const std::string& slot) {
   Result<exec::Child> child = exec::Child::Spawn(spec);
   if (!child.ok()) {
     spdlog::error("{}: {}", slot, child.error().message());
-    pool_->Exited(slot, child.error().message(), now);
+    pool_->Exited(slot, child.error().message(), PoolSupervisor::Reached::kNothing, now);
     return;
   }
   spdlog::info("{}: worker started (pid {}), log {}", slot, child->pid(), spec.log_path);
@@ -245,8 +260,13 @@ void Orchestrator::Apply(const std::vector<Action>& actions) {
         }
         break;
       case Action::Kind::kFailed: {
-        spdlog::error("{}: crash-looping, given up: {}", a.slot, a.reason);
-        Status s = row_->RecordEvent("slot.failed", {{"slot", a.slot}, {"reason", a.reason}});
+        const Slot* slot = pool_->Find(a.slot);
+        Millis retry_in = slot != nullptr ? slot->next_start_at - Now() : 0;
+        spdlog::error("{}: its worker cannot start: {}; trying again in {}", a.slot, a.reason,
+                      FormatDuration(retry_in));
+        Status s = row_->RecordEvent(
+            "slot.failed",
+            {{"slot", a.slot}, {"reason", a.reason}, {"retry_in", FormatDuration(retry_in)}});
         if (!s.ok()) spdlog::warn("cannot record slot.failed: {}", s.error().message());
         break;
       }
@@ -417,8 +437,10 @@ void Orchestrator::WorkerExited(const std::string& slot, pid_t pid, const nlohma
   } else {
     spdlog::warn("cannot list workers: {}", live.error().message());
   }
-  if (!registered) spdlog::info("{}: worker (pid {}) {}", slot, pid, how);
-  pool_->Exited(slot, how, now);
+  if (!registered) spdlog::info("{}: worker (pid {}) {} before it registered", slot, pid, how);
+  pool_->Exited(
+      slot, how,
+      registered ? PoolSupervisor::Reached::kRegistered : PoolSupervisor::Reached::kNothing, now);
   pool_dirty_ = true;
   if (!stopping_) MaybeReconcile(true);
 }
@@ -448,7 +470,7 @@ void Orchestrator::MaybeLead() {
 
 void Orchestrator::HandOverTheLead() {
   if (lead_->Held()) {
-    Result<ReconcileReport> report = reconciler_->RunOnce(Now());
+    Result<ReconcileReport> report = reconciler_->RunOnce(store_->clock().Now());
     if (report.ok() && report->Total() > 0) {
       spdlog::info("last reconcile before handing over the lead repaired: {}",
                    ToJson(*report).dump());
@@ -460,26 +482,29 @@ void Orchestrator::HandOverTheLead() {
   spdlog::info("stopping: the reconciler's lead is free for another orchestrator");
 }
 
-void Orchestrator::KillStaleAgentsOfThisHost(Millis now) {
+void Orchestrator::KillStaleAgentsOfThisHost(const Moment& now) {
   Result<std::vector<Worker>> live = workers_->List(LiveWorkerStatuses());
   if (!live.ok()) return;
-  if (int killed = KillAgentsOfStaleWorkers(*live, hostname_, now); killed > 0) {
+  auto doomed = [&](const Worker& w) { return reconciler_->WouldDeclareDead(w, now); };
+  if (int killed = KillAgentsOfStaleWorkers(*live, hostname_, doomed); killed > 0) {
     spdlog::warn("killed the agents of {} stale workers of this host", killed);
   }
 }
 
 void Orchestrator::MaybeReconcile(bool now_please) {
-  Millis now = Now();
-  if (!now_please && now < next_reconcile_check_) return;
+  const Moment at = store_->clock().Now();
+  const Millis now = at.wall;
+  // After a failed pass nothing hurries the next one: the store must get its backoff.
+  if ((!now_please || reconcile_failures_ > 0) && now < next_reconcile_check_) return;
   if (!lead_) {
     // Not ours to reconcile: look after this host's stale agents, and ask for the lead again.
-    KillStaleAgentsOfThisHost(now);
+    KillStaleAgentsOfThisHost(at);
     next_reconcile_check_ = now + kMaxReconcileCheckGapMs;
     return;
   }
   bool run = now_please || now >= next_full_reconcile_;
   if (!run) {
-    Result<std::optional<Millis>> due = reconciler_->NextDueAt();
+    Result<std::optional<Millis>> due = reconciler_->NextDueAt(at);
     run = due.ok() && *due && **due <= now;
     if (!run) {
       Millis next = next_full_reconcile_;
@@ -497,33 +522,96 @@ void Orchestrator::MaybeReconcile(bool now_please) {
   // Workers of this host about to be declared dead by missed heartbeats (started by hand, or a
   // hung one): their agents' groups go first, so that no grandchild of a dead worker's agent is
   // still editing files when the requeued task runs again elsewhere.
-  KillStaleAgentsOfThisHost(now);
-  Result<ReconcileReport> report = reconciler_->RunOnce(now);
+  KillStaleAgentsOfThisHost(at);
+  Result<ReconcileReport> report = reconciler_->RunOnce(at);
   if (!report.ok()) {
-    spdlog::warn("reconcile: {}", report.error().message());
-  } else {
-    last_report_ = ToJson(*report);
-    if (report->Total() > 0) spdlog::info("reconcile repaired: {}", last_report_.dump());
+    ++reconcile_failures_;
+    Millis backoff = std::min<Millis>(kMaxReconcileBackoffMs,
+                                      Millis{1'000} << std::min(reconcile_failures_ - 1, 10));
+    spdlog::warn("reconcile: {} (failed {} times in a row; next try in {})",
+                 report.error().message(), reconcile_failures_, FormatDuration(backoff));
+    next_reconcile_check_ = next_full_reconcile_ = now + backoff;
+    return;
   }
+  if (reconcile_failures_ > 0) {
+    spdlog::info(
+        "reconcile: the store answers again after {} failed passes; workers' silence counts "
+        "from now",
+        reconcile_failures_);
+    reconcile_failures_ = 0;
+  }
+  last_report_ = ToJson(*report);
+  if (report->Total() > 0) spdlog::info("reconcile repaired: {}", last_report_.dump());
   next_full_reconcile_ = now + config_.reconcile_interval_ms;
   Millis next = next_full_reconcile_;
-  Result<std::optional<Millis>> due = reconciler_->NextDueAt();
+  Result<std::optional<Millis>> due = reconciler_->NextDueAt(at);
   if (due.ok() && *due) next = std::min(next, **due);
   next_reconcile_check_ = std::clamp(next, now + kMinReconcileGapMs, now + kMaxReconcileCheckGapMs);
+}
+
+void Orchestrator::WatchForAnEmptyPool(Millis now) {
+  bool running = std::any_of(pool_->slots().begin(), pool_->slots().end(),
+                             [](const Slot& s) { return s.state == SlotState::kRunning; });
+  if (running || pool_->desired() == 0) {
+    if (empty_announced_) spdlog::info("the pool has a running worker again");
+    empty_since_ = 0;
+    empty_announced_ = false;
+    return;
+  }
+  if (empty_since_ == 0) empty_since_ = now;
+  if (empty_announced_ || now - empty_since_ < kEmptyPoolGraceMs) return;
+  std::int64_t ready = 0;
+  Status read = store_->Read([&](store::Txn& txn) -> Status {
+    TX_ASSIGN_OR_RETURN(ready, txn.CountReadyTasks());
+    return Ok();
+  });
+  if (!read.ok() || ready == 0) return;
+  nlohmann::json slots = nlohmann::json::array();
+  std::string states;
+  for (const auto& s : pool_->slots()) {
+    slots.push_back({{"slot", s.name}, {"state", ToString(s.state)}, {"failure", s.failure}});
+    states += (states.empty() ? "" : ", ") + s.name + " " + ToString(s.state);
+  }
+  spdlog::warn("no worker of the pool has run for {} while {} tasks wait ({})",
+               FormatDuration(now - empty_since_), ready, states);
+  Status s = row_->RecordEvent(
+      "pool.no_workers",
+      {{"ready", ready}, {"for", FormatDuration(now - empty_since_)}, {"slots", slots}});
+  if (!s.ok()) spdlog::warn("cannot record pool.no_workers: {}", s.error().message());
+  empty_announced_ = true;
+}
+
+void Orchestrator::CheckTheStoreIsThere(Millis now) {
+  if (!store_file_ || now - store_file_checked_ < 1'000) return;
+  store_file_checked_ = now;
+  struct stat st {};
+  if (::stat(config_.db_path.c_str(), &st) == 0 &&
+      std::pair{st.st_dev, st.st_ino} == *store_file_) {
+    return;
+  }
+  // Its workers would go on writing to a file no command, server or new worker can open.
+  spdlog::error(
+      "the store {} was deleted or replaced under the running pool: stopping it "
+      "(its workers are killed; run tx init and start again)",
+      config_.db_path);
+  store_gone_ = true;
+  BeginShutdown(/*force=*/true);
 }
 
 void Orchestrator::Publish() {
   Millis now = Now();
   nlohmann::json slots = nlohmann::json::array();
   for (const auto& s : pool_->slots()) {
-    slots.push_back({{"slot", s.name},
-                     {"state", ToString(s.state)},
-                     {"pid", s.pid},
-                     {"started_at", s.started_at},
-                     {"restarts", s.restarts},
-                     {"next_start_at", s.state == SlotState::kBackoff ? s.next_start_at : 0},
-                     {"last_exit", s.last_exit},
-                     {"failure", s.failure}});
+    slots.push_back(
+        {{"slot", s.name},
+         {"state", ToString(s.state)},
+         {"pid", s.pid},
+         {"started_at", s.started_at},
+         {"restarts", s.restarts},
+         {"next_start_at",
+          s.state == SlotState::kBackoff || s.state == SlotState::kFailed ? s.next_start_at : 0},
+         {"last_exit", s.last_exit},
+         {"failure", s.failure}});
   }
   nlohmann::json pool = {{"desired", pool_->desired()},
                          {"max_workers", config_.policy.max_workers},
@@ -647,10 +735,12 @@ void Orchestrator::HandleSignals() {
   signalfd_siginfo si{};
   while (::read(signal_fd_.get(), &si, sizeof si) == sizeof si) {
     int sig = static_cast<int>(si.ssi_signo);
-    if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP) {
+    if (sig == SIGTERM || sig == SIGINT) {
       spdlog::info("{} received{}", strsignal(sig), stopping_ ? " again: not waiting" : "");
       BeginShutdown(stopping_);
     }
+    // logrotate and a closed terminal send it: the pool must outlive both.
+    if (sig == SIGHUP) spdlog::info("Hangup received: ignored (SIGTERM or SIGINT stops the pool)");
     // Exits are seen through the pidfds; SIGCHLD covers a kernel without them.
     if (sig == SIGCHLD) ReapChildren();
   }
@@ -748,12 +838,17 @@ void Orchestrator::Loop() {
     if (!stopping_) {
       MaybeLead();
       MaybeReconcile(false);
+      WatchForAnEmptyPool(now);
+      CheckTheStoreIsThere(now);
     }
     if (pool_dirty_ || now - last_publish_ >= config_.publish_interval_ms) Publish();
 
     now = Now();
     Millis wake = last_publish_ + config_.publish_interval_ms;
     if (!stopping_) wake = std::min({wake, next_reconcile_check_, lead_ ? wake : next_lead_try_});
+    if (!stopping_ && empty_since_ > 0 && !empty_announced_) {
+      wake = std::min(wake, std::max(now + 1'000, empty_since_ + kEmptyPoolGraceMs));
+    }
     if (std::optional<Millis> d = pool_->NextDeadline()) wake = std::min(wake, *d);
     if (stopping_) {
       wake = std::min(wake, forced_ ? shutdown_deadline_ + kKillGraceMs : shutdown_deadline_);
@@ -776,7 +871,7 @@ Result<int> Orchestrator::Run(const std::function<void(const std::string&)>& on_
   // Nothing of ours runs now; a leader leaves the store as clean as it can, then lets another
   // orchestrator lead.
   if (lead_ && lead_->Held()) {
-    Result<ReconcileReport> report = reconciler_->RunOnce(Now());
+    Result<ReconcileReport> report = reconciler_->RunOnce(store_->clock().Now());
     if (report.ok() && report->Total() > 0) {
       spdlog::info("final reconcile repaired: {}", ToJson(*report).dump());
     }
@@ -788,7 +883,7 @@ Result<int> Orchestrator::Run(const std::function<void(const std::string&)>& on_
   Status s = row_->SetStatus(id_, pid_, "stopped");
   if (!s.ok()) spdlog::warn("cannot record stopped: {}", s.error().message());
   spdlog::info("orchestrator stopped");
-  return 0;
+  return store_gone_ ? 1 : 0;
 }
 
 }  // namespace tx::orchestrator

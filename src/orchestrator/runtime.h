@@ -39,12 +39,15 @@
 // counted against the task); status `stopped`. A second signal, or stop --force, skips the wait.
 
 #include <signal.h>
+#include <sys/types.h>
 
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -107,8 +110,13 @@ class Orchestrator {
   // Kills the agent groups of this host's workers that have gone stale, so that none of a dead
   // worker's agents still edits files when its task runs again elsewhere. Every orchestrator
   // does this for its host; only the leader declares the workers dead.
-  void KillStaleAgentsOfThisHost(Millis now);
+  void KillStaleAgentsOfThisHost(const Moment& now);
   void MaybeReconcile(bool now_please);
+  // Says so (an event pool.no_workers and a warning) once the pool has had no running worker
+  // for a while although it wants some and tasks wait; and again when one runs.
+  void WatchForAnEmptyPool(Millis now);
+  // Whether the SQLite store's file is still the one opened at start; stops the pool when not.
+  void CheckTheStoreIsThere(Millis now);
   void Publish();
   // Answers the requests that waited on the pool (scale, create) once it has settled.
   void ResolveRequests(const std::vector<Action>& actions);
@@ -140,9 +148,17 @@ class Orchestrator {
 
   bool stopping_ = false;
   bool forced_ = false;
+  // The SQLite store's file as it was at start (device, inode); checked about once a second,
+  // since a store deleted or replaced under a running pool is reached by no one else.
+  std::optional<std::pair<dev_t, ino_t>> store_file_;
+  Millis store_file_checked_ = 0;
+  bool store_gone_ = false;
   Millis shutdown_deadline_ = 0;
   Millis next_full_reconcile_ = 0;
   Millis next_reconcile_check_ = 0;
+  int reconcile_failures_ = 0;  // passes failed in a row: they back off
+  Millis empty_since_ = 0;      // since when no slot has a running worker (0: one has)
+  bool empty_announced_ = false;
   Millis last_publish_ = 0;
   bool pool_dirty_ = true;
   std::vector<std::string> pending_scale_ids_;

@@ -45,4 +45,8 @@ std::optional<std::string> FreeAccount(const std::string& profile,
 // 1-based), at most an hour.
 Millis LimitBackoff(int strikes);
 
+// The longest a limit lasts, whatever reset a report names: a week and a day (Claude's weekly
+// limits reset within a week; anything later is a misreading, or a hostile report).
+inline constexpr Millis kMaxLimitMs = 8 * 24 * 3'600'000LL;
+
 }  // namespace tx::service

@@ -64,83 +64,11 @@ Status RequeueUncounted(store::Txn& txn, Task& task, EndReason why, Millis run_a
 
 }  // namespace
 
-nlohmann::json ToJson(const Budgets& b) {
-  nlohmann::json queues = nlohmann::json::object();
-  for (const auto& [q, usd] : b.queue_daily_usd) queues[q] = usd;
-  return {{"daily_usd", b.daily_usd}, {"queues", queues}};
-}
-
-Result<Budgets> BudgetsFromJson(const nlohmann::json& j) {
-  Budgets b;
-  if (!j.is_object()) return Error::InvalidArgument("budgets: not an object");
-  auto number = [](const nlohmann::json& v) { return v.is_number() && v.get<double>() >= 0; };
-  if (auto it = j.find("daily_usd"); it != j.end()) {
-    if (!number(*it)) return Error::InvalidArgument("budgets: 'daily_usd' must be a number >= 0");
-    b.daily_usd = it->get<double>();
-  }
-  if (auto it = j.find("queues"); it != j.end()) {
-    if (!it->is_object()) return Error::InvalidArgument("budgets: 'queues' must be an object");
-    for (const auto& [q, usd] : it->items()) {
-      if (!number(usd)) {
-        return Error::InvalidArgument("budgets: 'queues." + q + "' must be a number >= 0");
-      }
-      b.queue_daily_usd[q] = usd.get<double>();
-    }
-  }
-  return b;
-}
-
-nlohmann::json ToJson(const BudgetState& b) {
-  nlohmann::json queues = nlohmann::json::object();
-  for (const auto& [q, usd] : b.queue_spent) queues[q] = usd;
-  return {{"day", b.day},
-          {"spent_usd", b.spent_usd},
-          {"reached", b.reached},
-          {"reached_queues", b.reached_queues},
-          {"queue_spent_usd", queues},
-          {"next_day_at",
-           b.next_day_at > 0 ? nlohmann::json(FormatTime(b.next_day_at)) : nlohmann::json()}};
-}
-
-Result<BudgetState> BudgetStateFromJson(const nlohmann::json& j) {
-  BudgetState b;
-  if (!j.is_object()) return Error::InvalidArgument("budget: not an object");
-  b.day = j.value("day", "");
-  if (auto it = j.find("spent_usd"); it != j.end() && it->is_number()) b.spent_usd = *it;
-  b.reached = j.value("reached", false);
-  if (auto it = j.find("reached_queues"); it != j.end() && it->is_array()) {
-    for (const auto& q : *it) {
-      if (q.is_string()) b.reached_queues.push_back(q.get<std::string>());
-    }
-  }
-  if (auto it = j.find("queue_spent_usd"); it != j.end() && it->is_object()) {
-    for (const auto& [q, usd] : it->items()) {
-      if (usd.is_number()) b.queue_spent[q] = usd.get<double>();
-    }
-  }
-  if (auto it = j.find("next_day_at"); it != j.end() && it->is_string()) {
-    Result<Millis> t = ParseTime(it->get<std::string>());
-    if (t.ok()) b.next_day_at = *t;
-  }
-  return b;
-}
-
-std::string UtcDay(Millis t) {
-  std::time_t secs = static_cast<std::time_t>(t / 1000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02d", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday);
-  return buf;
-}
-
-Millis NextUtcDay(Millis t) { return (t / kDayMs + 1) * kDayMs; }
-
 AgentService::AgentService(store::Store& store, const Clock& clock, ServiceOptions options)
     : store_(store), clock_(clock), options_(WithDefaults(std::move(options))) {}
 
 Status AgentService::RecordUsage(AttemptUsage usage) {
-  Millis now = clock_.NowMs();
+  const Moment now = clock_.Now();
   usage.session_id = ValidUtf8(std::move(usage.session_id));
   usage.model = ValidUtf8(std::move(usage.model));
   if (!usage.denials.is_array()) usage.denials = nlohmann::json::array();
@@ -249,14 +177,14 @@ Result<Task> AgentService::EndLimited(std::string_view task_id, std::int64_t tok
                                       const LimitReport& report) {
   if (report.profile.empty()) return Error::InvalidArgument("a limit names its agent profile");
   std::optional<Task> out;
-  Millis now = clock_.NowMs();
+  const Moment now = clock_.Now();
   std::string reason = ValidUtf8(report.reason.substr(0, 2000));
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
     Claim claim;
     Task task;
     TX_RETURN_IF_ERROR(detail::CheckToken(txn, task_id, token, now, claim, task));
     TX_RETURN_IF_ERROR(detail::EndClaim(txn, claim, ClaimStatus::kReleased, EndReason::kRateLimited,
-                                        now, std::nullopt, {.heartbeat = true}));
+                                        now, std::nullopt, {.heartbeat = now}));
     TX_ASSIGN_OR_RETURN(std::vector<AgentLimit> limits, txn.ListAgentLimits());
     AgentLimit limit;
     limit.profile = report.profile;
@@ -265,24 +193,33 @@ Result<Task> AgentService::EndLimited(std::string_view task_id, std::int64_t tok
     for (const auto& l : limits) {
       if (l.profile == report.profile && l.account == report.account) before = &l;
     }
-    // Limits in a row (the last one ended less than an hour ago) back off further.
-    bool in_a_row = before != nullptr && before->until + 3'600'000 > now;
-    limit.strikes = in_a_row ? before->strikes + 1 : 1;
-    limit.until = report.reset_at > now ? report.reset_at : now + LimitBackoff(limit.strikes);
-    limit.since = before != nullptr && IsActive(*before, now) ? before->since : now;
+    // A reset later than this is a misreading (or a hostile report): capped, so that no report
+    // parks a profile for longer.
+    Millis reset_at = std::min<Millis>(report.reset_at, now + kMaxLimitMs);
+    bool active = before != nullptr && IsActive(*before, now);
+    if (active) {
+      // The same episode, told by another attempt (or a task given back while it lasts): it
+      // keeps its strikes, and a later reset, if one is told, extends it.
+      limit.strikes = before->strikes;
+      limit.until = std::max(before->until, reset_at);
+      limit.since = before->since;
+    } else {
+      // Episodes in a row (the last one ended less than an hour ago) back off further.
+      bool in_a_row = before != nullptr && before->until + 3'600'000 > now;
+      limit.strikes = in_a_row ? before->strikes + 1 : 1;
+      limit.until = reset_at > now ? reset_at : now + LimitBackoff(limit.strikes);
+      limit.since = now;
+    }
     limit.reason = reason;
     limit.task_id = task.id;
-    bool announce = before == nullptr || !IsActive(*before, now) || before->until < limit.until;
-    if (before != nullptr && IsActive(*before, now) && before->until > limit.until) {
-      limit.until = before->until;  // another attempt already knew of a later reset
-    }
+    bool announce = !active || before->until < limit.until;
     TX_RETURN_IF_ERROR(txn.PutAgentLimit(limit));
     if (announce) {
       TX_RETURN_IF_ERROR(Emit(txn, now, "agent.limited", task.id, claim.worker_id,
                               {{"agent", limit.profile},
                                {"account", limit.account},
                                {"until", FormatTime(limit.until)},
-                               {"reset_given", report.reset_at > now},
+                               {"reset_given", reset_at > now},
                                {"reason", reason}}));
     }
     // Back to the queue: at the reset, unless another account of the profile is free now.
@@ -317,14 +254,14 @@ Result<Task> AgentService::EndUnavailable(std::string_view task_id, std::int64_t
     return Error::InvalidArgument("an unavailable agent ends spawn_failed or agent_unavailable");
   }
   std::optional<Task> out;
-  Millis now = clock_.NowMs();
+  const Moment now = clock_.Now();
   std::string text = ValidUtf8(why.substr(0, 2000));
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
     Claim claim;
     Task task;
     TX_RETURN_IF_ERROR(detail::CheckToken(txn, task_id, token, now, claim, task));
     TX_RETURN_IF_ERROR(detail::EndClaim(txn, claim, ClaimStatus::kReleased, reason, now,
-                                        std::nullopt, {.heartbeat = true}));
+                                        std::nullopt, {.heartbeat = now}));
     TX_ASSIGN_OR_RETURN(std::optional<Worker> w, txn.GetWorker(claim.worker_id));
     if (w && IsLive(w->status) && !profile.empty()) {
       nlohmann::json& missing = w->metadata["unavailable_agents"];
@@ -346,13 +283,13 @@ Result<Task> AgentService::EndUnavailable(std::string_view task_id, std::int64_t
 Result<Task> AgentService::EndOverBudget(std::string_view task_id, std::int64_t token,
                                          const std::string& why) {
   std::optional<Task> out;
-  Millis now = clock_.NowMs();
+  const Moment now = clock_.Now();
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
     Claim claim;
     Task task;
     TX_RETURN_IF_ERROR(detail::CheckToken(txn, task_id, token, now, claim, task));
     TX_RETURN_IF_ERROR(detail::EndClaim(txn, claim, ClaimStatus::kCompleted, EndReason::kOverBudget,
-                                        now, std::nullopt, {.heartbeat = true}));
+                                        now, std::nullopt, {.heartbeat = now}));
     TX_ASSIGN_OR_RETURN(bool spent, detail::FailIfBudgetSpent(txn, task, now));
     if (!spent) {
       // The estimate passed the budget before the ledger did (the agent's own figure came in
@@ -389,6 +326,49 @@ Result<std::vector<AgentLimit>> AgentService::ResumeExpired() {
   return ResumeExpiredLimits(store_, clock_.NowMs());
 }
 
+Result<std::vector<AgentLimit>> AgentService::Lift(const std::string& profile,
+                                                   const std::optional<std::string>& account) {
+  std::vector<AgentLimit> out;
+  const Moment now = clock_.Now();
+  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+    out.clear();
+    TX_ASSIGN_OR_RETURN(std::vector<AgentLimit> limits, txn.ListAgentLimits());
+    for (auto& l : limits) {
+      if (l.profile != profile || (account && l.account != *account) || !IsActive(l, now)) {
+        continue;
+      }
+      l.until = now;
+      l.strikes = 0;
+      l.resumed = true;
+      TX_RETURN_IF_ERROR(txn.PutAgentLimit(l));
+      TX_RETURN_IF_ERROR(Emit(txn, now, "agent.resumed", "", "",
+                              {{"agent", l.profile},
+                               {"account", l.account},
+                               {"limited_since", FormatTime(l.since)},
+                               {"lifted", true}}));
+      out.push_back(l);
+    }
+    if (out.empty()) {
+      return Error::NotFound("agent " + profile +
+                             (account ? " (account " + *account + ")" : std::string()) +
+                             " is not limited");
+    }
+    store::TaskFilter f;
+    f.status = TaskStatus::kReady;
+    TX_ASSIGN_OR_RETURN(std::vector<Task> ready, txn.ListTasks(f));
+    for (auto& t : ready) {
+      bool held = t.command.empty() && (t.agent == profile || t.agent.empty()) && t.run_after > now;
+      if (!held) continue;
+      t.run_after = now;
+      t.updated_at = now;
+      TX_RETURN_IF_ERROR(txn.UpdateTask(t));
+    }
+    txn.WakeWatchersOnCommit();
+    return Ok();
+  }));
+  return out;
+}
+
 Result<std::vector<AgentLimit>> ResumeExpiredLimits(store::Store& store, Millis now) {
   std::vector<AgentLimit> out;
   // A read first: nearly always there is nothing to announce, and a read never waits on writers.
@@ -421,7 +401,7 @@ Result<std::vector<AgentLimit>> ResumeExpiredLimits(store::Store& store, Millis 
 
 Result<BudgetState> AgentService::Spending(const Budgets& budgets) {
   BudgetState st;
-  Millis now = clock_.NowMs();
+  const Moment now = clock_.Now();
   st.day = UtcDay(now);
   st.next_day_at = NextUtcDay(now);
   Millis day_start = st.next_day_at - kDayMs;
@@ -441,7 +421,7 @@ Result<BudgetState> AgentService::Spending(const Budgets& budgets) {
 }
 
 Result<nlohmann::json> AgentService::StatusOf(const Budgets& budgets) {
-  Millis now = clock_.NowMs();
+  const Moment now = clock_.Now();
   TX_ASSIGN_OR_RETURN(std::vector<AgentLimit> limits, Limits());
   nlohmann::json out = {{"limits", nlohmann::json::array()}, {"budget", nullptr}};
   for (const auto& l : limits) {
@@ -466,7 +446,7 @@ Result<BudgetState> AgentService::CheckBudgets(const Budgets& budgets) {
     reached.emplace_back("queue:" + q, budgets.queue_daily_usd.at(q));
   }
   if (reached.empty()) return st;
-  Millis now = clock_.NowMs();
+  const Moment now = clock_.Now();
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
     for (const auto& [scope, budget] : reached) {
       TX_ASSIGN_OR_RETURN(bool first, txn.NoteOnce("budget.reached:" + scope + ":" + st.day, now));

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/budgets.h"
 #include "core/clock.h"
 #include "core/task.h"
 #include "core/usage.h"
@@ -18,24 +19,6 @@
 #include "store/store.h"
 
 namespace tx::service {
-
-// Daily budgets ([budgets] in config.toml): once the day's (UTC) agent costs reach one, no agent
-// attempt starts until the next day or a higher budget. 0 = none.
-struct Budgets {
-  double daily_usd = 0;
-  std::map<std::string, double> queue_daily_usd;  // [budgets.queues.NAME] daily_usd
-  bool any() const { return daily_usd > 0 || !queue_daily_usd.empty(); }
-};
-
-// Where the day's spending stands against the budgets.
-struct BudgetState {
-  std::string day;  // YYYY-MM-DD, UTC
-  double spent_usd = 0;
-  bool reached = false;                       // the fleet's daily budget
-  std::vector<std::string> reached_queues;    // queues whose own budget is reached
-  std::map<std::string, double> queue_spent;  // for the queues with a budget
-  Millis next_day_at = 0;                     // when the day (and the budgets) start afresh
-};
 
 // A usage limit an attempt met (the worker's reading of its agent's words).
 struct LimitReport {
@@ -74,11 +57,12 @@ class AgentService {
   Result<nlohmann::json> UsageDocument(const std::string& by, Millis since);
 
   // The attempt holding `token` met a usage limit: in one transaction its claim ends
-  // `rate_limited` (not counted), the profile's account is limited until the reset (when none
-  // was given: LimitBackoff of the limits in a row) and agent.limited recorded when it was not
-  // limited that long already, and the task goes back to `ready` — with run_after at the reset,
-  // unless another account of the profile is free — or fails if its budget is spent. Same token
-  // checks as ClaimService::Report.
+  // `rate_limited` (not counted), the profile's account is limited until the reset (at most
+  // kMaxLimitMs away; when none was given: LimitBackoff of the episodes in a row — a report
+  // during a limit that is still on is the same episode and extends it only to a later reset it
+  // names) and agent.limited recorded when it was not limited that long already, and the task goes
+  // back to `ready` — with run_after at the reset, unless another account of the profile is free —
+  // or fails if its budget is spent. Same token checks as ClaimService::Report.
   Result<Task> EndLimited(std::string_view task_id, std::int64_t token, const LimitReport& limit);
 
   // The attempt's agent could not be started (spawn_failed: its program is missing or not
@@ -98,6 +82,12 @@ class AgentService {
   // Records agent.resumed for each limit whose reset has passed and that has not been announced,
   // and returns those.
   Result<std::vector<AgentLimit>> ResumeExpired();
+  // An operator lifts a profile's limit before its reset (every account's, or `account`'s): it
+  // ends now with agent.resumed, its strikes are forgotten, and the agent tasks it held back
+  // (ready, naming the profile or none, waiting past now) may be claimed at once. Returns the
+  // limits lifted; not_found when none of them is on.
+  Result<std::vector<AgentLimit>> Lift(const std::string& profile,
+                                       const std::optional<std::string>& account);
 
   // The day's spending against `budgets`; the first call to find a budget reached on a day
   // records budget.reached for it (once per budget and day, whoever finds it).
@@ -118,15 +108,5 @@ class AgentService {
 
 // ResumeExpired for a caller that has its own `now` (the reconciler's pass).
 Result<std::vector<AgentLimit>> ResumeExpiredLimits(store::Store& store, Millis now);
-
-// The wire forms (GET /api/usage, the remote workers' agent state, tx orchestrator status).
-nlohmann::json ToJson(const Budgets& b);
-Result<Budgets> BudgetsFromJson(const nlohmann::json& j);
-nlohmann::json ToJson(const BudgetState& b);
-Result<BudgetState> BudgetStateFromJson(const nlohmann::json& j);
-
-// The UTC day of a time, YYYY-MM-DD, and the start of the next one.
-std::string UtcDay(Millis t);
-Millis NextUtcDay(Millis t);
 
 }  // namespace tx::service

@@ -133,6 +133,51 @@ TEST_F(AgentServiceTest, WithoutAResetALimitBacksOffFiveMinutesDoublingToAnHour)
   EXPECT_EQ(limits[0].until - clock_.NowMs(), 300'000);
 }
 
+// Ten slots on one key all meet the same limit within seconds: one episode, not ten strikes.
+TEST_F(AgentServiceTest, ReportsOfALimitThatIsStillOnAreOneEpisodeAndDoNotEscalate) {
+  Worker w = Register();
+  for (int i = 0; i < 6; ++i) AddAgentTask(std::string("t").append(std::to_string(i)), "codex");
+  for (int i = 0; i < 6; ++i) {
+    ClaimResult c = ClaimNextFor(w);
+    ASSERT_OK(agents_.EndLimited(c.task.id, c.claim.token, {"codex", "", {}, 0, "limit"}));
+    clock_.Advance(2s);  // the next slot's report, while the limit is on
+    Beat(w);
+  }
+  ASSERT_OK_AND_ASSIGN(std::vector<AgentLimit> limits, agents_.Limits());
+  ASSERT_EQ(limits.size(), 1u);
+  EXPECT_EQ(limits[0].strikes, 1);
+  EXPECT_EQ(limits[0].until - limits[0].since, 300'000);  // five minutes from the first report
+  std::vector<std::string> types = EventTypes();
+  EXPECT_EQ(std::count(types.begin(), types.end(), "agent.limited"), 1);
+}
+
+TEST_F(AgentServiceTest, AResetPastAWeekIsCappedAndAnOperatorMayLiftALimit) {
+  Worker w = Register();
+  Task held = AddAgentTask("held", "claude");
+  Task other = AddAgentTask("other", "codex");
+  ClaimResult c = ClaimNextFor(w);
+  ASSERT_EQ(c.task.id, held.id);
+  Millis far = clock_.NowMs() + 400LL * 24 * 3'600'000;  // "try again in 400 days"
+  ASSERT_OK(agents_.EndLimited(c.task.id, c.claim.token, {"claude", "", {}, far, "x"}));
+  ASSERT_OK_AND_ASSIGN(std::vector<AgentLimit> limits, agents_.Limits());
+  EXPECT_EQ(limits[0].until, clock_.NowMs() + kMaxLimitMs);
+  EXPECT_EQ(Get(held.id).run_after, limits[0].until);
+
+  EXPECT_ERROR_CODE(agents_.Lift("codex", std::nullopt), ErrorCode::kNotFound);
+  Millis other_run_after = Get(other.id).run_after;
+  clock_.Advance(1s);
+  ASSERT_OK_AND_ASSIGN(std::vector<AgentLimit> lifted, agents_.Lift("claude", std::nullopt));
+  ASSERT_EQ(lifted.size(), 1u);
+  ASSERT_OK_AND_ASSIGN(limits, agents_.Limits());
+  EXPECT_FALSE(IsActive(limits[0], clock_.NowMs()));
+  EXPECT_EQ(limits[0].strikes, 0);
+  EXPECT_EQ(Get(held.id).run_after, clock_.NowMs());    // it may run now
+  EXPECT_EQ(Get(other.id).run_after, other_run_after);  // another profile's: untouched
+  std::vector<std::string> types = EventTypes();
+  EXPECT_EQ(std::count(types.begin(), types.end(), "agent.resumed"), 1);
+  EXPECT_ERROR_CODE(agents_.Lift("claude", std::nullopt), ErrorCode::kNotFound);
+}
+
 TEST_F(AgentServiceTest, AnotherFreeAccountTakesTheTaskAtOnce) {
   Worker w = Register();
   Task t = AddAgentTask("a", "claude");
@@ -249,6 +294,13 @@ TEST_F(AgentServiceTest, ATaskWhoseAttemptsSpentItsBudgetFailsForGoodWithTheReas
     budget = budget || (e.type == "task.failed" && e.data.value("reason", "") == "budget");
   }
   EXPECT_TRUE(budget);
+  // A retry would fail again at once: refused, until the budget is raised.
+  EXPECT_ERROR_CODE(tasks_.Retry(t.id, "", false), ErrorCode::kConflict);
+  TaskPatch raise;
+  raise.metadata_merge = nlohmann::json{{"budget_usd", 5.0}};
+  ASSERT_OK(tasks_.Update(t.id, raise));
+  ASSERT_OK_AND_ASSIGN(Task retried, tasks_.Retry(t.id, "", false));
+  EXPECT_EQ(retried.status, TaskStatus::kReady);
 }
 
 TEST_F(AgentServiceTest, NoAttemptStartsOnceTheBudgetIsSpent) {
@@ -259,13 +311,24 @@ TEST_F(AgentServiceTest, NoAttemptStartsOnceTheBudgetIsSpent) {
   // Released uncounted (a shutdown): nothing spends more, the task fails for its budget.
   ASSERT_OK_AND_ASSIGN(Task after, claims_.Release(t.id, c.claim.token, EndReason::kShutdown));
   EXPECT_EQ(after.status, TaskStatus::kFailed);
-  // And a task retried by hand over its budget fails at the pick, not in an agent.
-  ASSERT_OK(tasks_.Retry(t.id));
+  // A retry by hand is refused; a ready task whose budget was lowered under what it spent fails
+  // at the pick, not in an agent.
+  EXPECT_ERROR_CODE(tasks_.Retry(t.id), ErrorCode::kConflict);
+  Task lowered = AddAgentTask("lowered", "claude", 1.0);
+  ClaimResult l = ClaimNextFor(w);
+  ASSERT_OK(Spend(l, 0.6));
+  ASSERT_OK_AND_ASSIGN(Task waiting,
+                       claims_.Report(lowered.id, l.claim.token, Outcome::kFail, "try again"));
+  ASSERT_EQ(waiting.status, TaskStatus::kReady);
+  TaskPatch lower;
+  lower.metadata_merge = nlohmann::json{{"budget_usd", 0.5}};
+  ASSERT_OK(tasks_.Update(lowered.id, lower));
+  clock_.Advance(std::chrono::seconds(10));  // past its backoff
   AddAgentTask("next", "claude");
   ClaimResult next = ClaimNextFor(w);
   EXPECT_EQ(next.task.title, "next");
-  EXPECT_EQ(Get(t.id).status, TaskStatus::kFailed);
-  EXPECT_ERROR_CODE(claims_.ClaimTask(t.id, w.id), ErrorCode::kConflict);
+  EXPECT_EQ(Get(lowered.id).status, TaskStatus::kFailed);
+  EXPECT_ERROR_CODE(claims_.ClaimTask(lowered.id, w.id), ErrorCode::kConflict);
 }
 
 TEST_F(AgentServiceTest, AnAgentStoppedOverBudgetFailsItsTask) {

@@ -27,7 +27,7 @@ std::string_view ToString(Outcome o) {
 
 namespace {
 
-Status CheckCanClaim(const Worker& w, Millis now) {
+Status CheckCanClaim(const Worker& w, const Moment& now) {
   if (!IsLive(w.status)) {
     return Error::Conflict("worker " + w.id + " is " + std::string(ToString(w.status)) +
                            "; register again");
@@ -38,11 +38,18 @@ Status CheckCanClaim(const Worker& w, Millis now) {
   }
   if (IsStale(w, now)) {
     std::string age =
-        w.last_heartbeat_at > 0 ? FormatDuration(now - w.last_heartbeat_at) + " ago" : "never";
+        w.last_heartbeat_at > 0 ? FormatDuration(SilentFor(w, now)) + " ago" : "never";
     return Error::Conflict("worker " + w.id + " is stale (last heartbeat " + age +
                            "); heartbeat before claiming");
   }
   return Ok();
+}
+
+// 0 asks for the default lease.
+Status CheckLease(Millis lease_ms) {
+  if (lease_ms == 0 || lease_ms >= kMinLeaseMs) return Ok();
+  return Error::InvalidArgument("a lease must be at least " + FormatDuration(kMinLeaseMs) +
+                                ", not " + FormatDuration(lease_ms));
 }
 
 bool HasCapabilities(const Worker& w, const Task& t) {
@@ -57,7 +64,7 @@ ClaimService::ClaimService(store::Store& store, const Clock& clock, ServiceOptio
     : store_(store), clock_(clock), options_(WithDefaults(std::move(options))) {}
 
 Status ClaimService::ClaimLocked(store::Txn& txn, ClaimResult& out, Worker& worker, Millis lease_ms,
-                                 Millis now, bool write_worker) {
+                                 const Moment& now, bool write_worker) {
   Task& task = out.task;
   TX_RETURN_IF_ERROR(
       CheckTransition(task.id, task.status, TaskEvent::kClaim, TaskStatus::kRunning));
@@ -75,12 +82,12 @@ Status ClaimService::ClaimLocked(store::Txn& txn, ClaimResult& out, Worker& work
   claim.attempt = previous + 1;
   claim.claimed_at = now;
   claim.lease_ms = lease_ms > 0 ? lease_ms : options_.default_lease_ms;
-  claim.lease_expires_at = now + claim.lease_ms;
+  RenewLease(claim, now);
   TX_RETURN_IF_ERROR(txn.InsertClaim(claim));
 
   worker.status = WorkerStatus::kBusy;
   worker.current_task_id = task.id;
-  worker.last_heartbeat_at = now;  // a claim is proof of life
+  RecordBeat(worker, now);  // a claim is proof of life
   if (write_worker) TX_RETURN_IF_ERROR(txn.UpdateWorker(worker));
   // {"attempt":..,"lease":..,"token":..}: a duration is digits and unit letters, no escapes.
   return detail::EmitData(txn, now, "task.claimed", task.id, worker.id,
@@ -89,8 +96,9 @@ Status ClaimService::ClaimLocked(store::Txn& txn, ClaimResult& out, Worker& work
                               "\",\"token\":" + std::to_string(claim.token) + "}");
 }
 
-Status ClaimService::ClaimNextLocked(store::Txn& txn, Worker& worker, Millis lease_ms, Millis now,
-                                     std::optional<ClaimResult>& out, const AgentGate* gate) {
+Status ClaimService::ClaimNextLocked(store::Txn& txn, Worker& worker, Millis lease_ms,
+                                     const Moment& now, std::optional<ClaimResult>& out,
+                                     const AgentGate* gate) {
   out.reset();
   TX_RETURN_IF_ERROR(CheckCanClaim(worker, now));
   // A worker that claims while the store says it holds a claim lost the answer to that claim (a
@@ -102,7 +110,7 @@ Status ClaimService::ClaimNextLocked(store::Txn& txn, Worker& worker, Millis lea
                         txn.GetActiveClaimForTask(worker.current_task_id));
     if (held && held->worker_id == worker.id) {
       TX_ASSIGN_OR_RETURN(Task task, LoadTask(txn, held->task_id));
-      held->lease_expires_at = std::max(held->lease_expires_at, now + held->lease_ms);
+      if (LeaseLeft(*held, now) < held->lease_ms) RenewLease(*held, now);
       TX_RETURN_IF_ERROR(txn.UpdateClaim(*held));
       TX_RETURN_IF_ERROR(
           Emit(txn, now, "claim.adopted", task.id, worker.id, {{"token", held->token}}));
@@ -132,7 +140,7 @@ Status ClaimService::ClaimNextLocked(store::Txn& txn, Worker& worker, Millis lea
 }
 
 Status ClaimService::ClaimTaskLocked(store::Txn& txn, std::string_view task_id, Worker& worker,
-                                     Millis lease_ms, Millis now, ClaimResult& out) {
+                                     Millis lease_ms, const Moment& now, ClaimResult& out) {
   TX_ASSIGN_OR_RETURN(out.task, LoadTask(txn, task_id));
   const Task& task = out.task;
   TX_RETURN_IF_ERROR(CheckCanClaim(worker, now));
@@ -165,8 +173,9 @@ Status ClaimService::ClaimTaskLocked(store::Txn& txn, std::string_view task_id, 
 
 Result<std::optional<ClaimResult>> ClaimService::ClaimNext(std::string_view worker_id,
                                                            Millis lease_ms, const AgentGate* gate) {
+  TX_RETURN_IF_ERROR(CheckLease(lease_ms));
   Result<std::optional<ClaimResult>> result(std::in_place);
-  Millis now = clock_.NowMs();
+  const Moment now = clock_.Now();
   Status s = store_.Write([&](store::Txn& txn) -> Status {
     TX_ASSIGN_OR_RETURN(Worker worker, LoadWorker(txn, worker_id));
     return ClaimNextLocked(txn, worker, lease_ms, now, *result, gate);
@@ -177,8 +186,9 @@ Result<std::optional<ClaimResult>> ClaimService::ClaimNext(std::string_view work
 
 Result<ClaimResult> ClaimService::ClaimTask(std::string_view task_id, std::string_view worker_id,
                                             Millis lease_ms) {
+  TX_RETURN_IF_ERROR(CheckLease(lease_ms));
   Result<ClaimResult> result(std::in_place);
-  Millis now = clock_.NowMs();
+  const Moment now = clock_.Now();
   Status s = store_.Write([&](store::Txn& txn) -> Status {
     TX_ASSIGN_OR_RETURN(Worker worker, LoadWorker(txn, worker_id));
     return ClaimTaskLocked(txn, task_id, worker, lease_ms, now, *result);
@@ -188,9 +198,10 @@ Result<ClaimResult> ClaimService::ClaimTask(std::string_view task_id, std::strin
 }
 
 Result<ClaimResult> ClaimService::ClaimNextAs(const ManualWorker& who, Millis lease_ms) {
+  TX_RETURN_IF_ERROR(CheckLease(lease_ms));
   TX_RETURN_IF_ERROR(ValidateName("worker name", who.name));
   std::optional<ClaimResult> out;
-  Millis now = clock_.NowMs();
+  const Moment now = clock_.Now();
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
     TX_ASSIGN_OR_RETURN(Worker worker, detail::EnsureWorkerByName(txn, who, now));
     std::string queues;
@@ -206,9 +217,10 @@ Result<ClaimResult> ClaimService::ClaimNextAs(const ManualWorker& who, Millis le
 
 Result<ClaimResult> ClaimService::ClaimTaskAs(std::string_view task_id, const ManualWorker& who,
                                               Millis lease_ms) {
+  TX_RETURN_IF_ERROR(CheckLease(lease_ms));
   TX_RETURN_IF_ERROR(ValidateName("worker name", who.name));
   std::optional<ClaimResult> out;
-  Millis now = clock_.NowMs();
+  const Moment now = clock_.Now();
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
     TX_ASSIGN_OR_RETURN(Worker worker, detail::EnsureWorkerByName(txn, who, now));
     return ClaimTaskLocked(txn, task_id, worker, lease_ms, now, out.emplace());
@@ -218,7 +230,7 @@ Result<ClaimResult> ClaimService::ClaimTaskAs(std::string_view task_id, const Ma
 
 Result<Claim> ClaimService::Renew(std::string_view task_id, std::int64_t token) {
   std::optional<Claim> out;
-  Millis now = clock_.NowMs();
+  const Moment now = clock_.Now();
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
     Claim claim;
     Task task;
@@ -229,11 +241,11 @@ Result<Claim> ClaimService::Renew(std::string_view task_id, std::int64_t token) 
                              ")");
     }
     ++claim.renewed_count;
-    claim.lease_expires_at = now + claim.lease_ms;
+    RenewLease(claim, now);
     TX_RETURN_IF_ERROR(txn.UpdateClaim(claim));
     TX_ASSIGN_OR_RETURN(std::optional<Worker> w, txn.GetWorker(claim.worker_id));
     if (w && IsLive(w->status)) {
-      w->last_heartbeat_at = now;  // a renewal is proof of life
+      RecordBeat(*w, now);  // a renewal is proof of life
       TX_RETURN_IF_ERROR(txn.UpdateWorker(*w));
     }
     TX_RETURN_IF_ERROR(Emit(txn, now, "lease.renewed", claim.task_id, claim.worker_id,
@@ -246,13 +258,13 @@ Result<Claim> ClaimService::Renew(std::string_view task_id, std::int64_t token) 
 
 Result<Task> ClaimService::Release(std::string_view task_id, std::int64_t token, EndReason reason) {
   std::optional<Task> out;
-  Millis now = clock_.NowMs();
+  const Moment now = clock_.Now();
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
     Claim claim;
     Task task;
     TX_RETURN_IF_ERROR(CheckToken(txn, task_id, token, now, claim, task));
     TX_RETURN_IF_ERROR(detail::EndClaim(txn, claim, ClaimStatus::kReleased, reason, now,
-                                        std::nullopt, {.heartbeat = true}));
+                                        std::nullopt, {.heartbeat = now}));
     TX_RETURN_IF_ERROR(Emit(txn, now, "task.released", task.id, claim.worker_id,
                             {{"token", token}, {"reason", ToString(reason)}}));
     TX_RETURN_IF_ERROR(detail::RequeueTask(txn, task, reason, /*counts=*/false, now));
@@ -264,16 +276,19 @@ Result<Task> ClaimService::Release(std::string_view task_id, std::int64_t token,
 
 Status ClaimService::ReportLocked(store::Txn& txn, std::string_view task_id, std::int64_t token,
                                   Outcome outcome, const std::string& text,
-                                  std::optional<int> exit_code, Millis now, Task& task,
+                                  std::optional<int> exit_code, const Moment& now, Task& task,
                                   Worker* deferred, const nlohmann::json* branch) {
   Claim claim;
   TX_RETURN_IF_ERROR(CheckToken(txn, task_id, token, now, claim, task));
   EndReason reason = outcome == Outcome::kFail ? EndReason::kFailed : EndReason::kExited;
   TX_RETURN_IF_ERROR(detail::EndClaim(txn, claim, ClaimStatus::kCompleted, reason, now, exit_code,
-                                      {.heartbeat = true, .completed = outcome != Outcome::kFail},
+                                      {.heartbeat = now, .completed = outcome != Outcome::kFail},
                                       deferred));
   if (outcome == Outcome::kFail) {
-    TX_RETURN_IF_ERROR(detail::FailAttempt(txn, task, text, now, options_));
+    // An agent that reported its own failure may still be running for a moment (its worker
+    // stops it within a few seconds): its retry waits that long, so that it never runs beside it.
+    Millis min_delay = task.agent.empty() ? 0 : kReportedFailureRetryMs;
+    TX_RETURN_IF_ERROR(detail::FailAttempt(txn, task, text, now, options_, min_delay));
   } else if (outcome == Outcome::kReview || task.review) {
     TX_RETURN_IF_ERROR(
         CheckTransition(task.id, task.status, TaskEvent::kSubmitReview, TaskStatus::kReview));
@@ -303,7 +318,7 @@ Result<Task> ClaimService::Report(std::string_view task_id, std::int64_t token, 
                                   const std::string& text, std::optional<int> exit_code,
                                   const nlohmann::json* branch) {
   Result<Task> result(std::in_place);
-  Millis now = clock_.NowMs();
+  const Moment now = clock_.Now();
   Status s = store_.Write([&](store::Txn& txn) -> Status {
     return ReportLocked(txn, task_id, token, outcome, text, exit_code, now, *result,
                         /*deferred=*/nullptr, branch);
@@ -315,8 +330,9 @@ Result<Task> ClaimService::Report(std::string_view task_id, std::int64_t token, 
 Result<ClaimService::ReportResult> ClaimService::ReportAndClaimNext(
     std::string_view task_id, std::int64_t token, Outcome outcome, const std::string& text,
     std::optional<int> exit_code, Millis lease_ms) {
+  TX_RETURN_IF_ERROR(CheckLease(lease_ms));
   Result<ReportResult> result(std::in_place);
-  Millis now = clock_.NowMs();
+  const Moment now = clock_.Now();
   Status s = store_.Write([&](store::Txn& txn) -> Status {
     ReportResult& out = *result;
     out.next.reset();
@@ -336,6 +352,7 @@ Result<ClaimService::ReportResult> ClaimService::ReportAndClaimNext(
 
 Result<ClaimService::BatchResult> ClaimService::ReportAndClaimBatch(
     std::string_view worker_id, const std::vector<Finished>& finished, int want, Millis lease_ms) {
+  TX_RETURN_IF_ERROR(CheckLease(lease_ms));
   if (want < 0 || want > kMaxBatch) {
     return Error::InvalidArgument("a batch claims 0 to " + std::to_string(kMaxBatch) +
                                   " tasks, not " + std::to_string(want));
@@ -351,7 +368,7 @@ Result<ClaimService::BatchResult> ClaimService::ReportAndClaimBatch(
     return Error::InvalidArgument("token " + std::to_string(*dup) + " is reported twice");
   }
   Result<BatchResult> result(std::in_place);
-  Millis now = clock_.NowMs();
+  const Moment now = clock_.Now();
   // Where the store claims at the commit (PostgreSQL), the claims arrive here once committed.
   std::vector<store::ClaimedTask> claimed_at_commit;
   Status s = store_.Write([&](store::Txn& txn) -> Status {
@@ -413,13 +430,13 @@ Result<ClaimService::BatchResult> ClaimService::ReportAndClaimBatch(
 Result<Task> ClaimService::Fail(std::string_view task_id, std::int64_t token, EndReason reason,
                                 const std::string& error, std::optional<int> exit_code) {
   std::optional<Task> out;
-  Millis now = clock_.NowMs();
+  const Moment now = clock_.Now();
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
     Claim claim;
     Task task;
     TX_RETURN_IF_ERROR(CheckToken(txn, task_id, token, now, claim, task));
     TX_RETURN_IF_ERROR(detail::EndClaim(txn, claim, ClaimStatus::kCompleted, reason, now, exit_code,
-                                        {.heartbeat = true}));
+                                        {.heartbeat = now}));
     TX_RETURN_IF_ERROR(detail::FailAttempt(txn, task, error, now, options_));
     out = std::move(task);
     return Ok();
@@ -429,7 +446,7 @@ Result<Task> ClaimService::Fail(std::string_view task_id, std::int64_t token, En
 
 Result<Claim> ClaimService::GiveUp(std::string_view task_id, std::int64_t token, EndReason reason) {
   std::optional<Claim> out;
-  Millis now = clock_.NowMs();
+  const Moment now = clock_.Now();
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
     TX_ASSIGN_OR_RETURN(std::optional<Claim> claim, txn.GetClaim(token));
     if (!claim) return Error::NotFound("no claim has token " + std::to_string(token));
@@ -456,7 +473,7 @@ Result<Claim> ClaimService::GiveUp(std::string_view task_id, std::int64_t token,
 Result<std::optional<Millis>> ClaimService::NextEligibleAt(std::string_view worker_id,
                                                            const AgentGate* gate) {
   std::optional<Millis> out;
-  Millis now = clock_.NowMs();
+  const Moment now = clock_.Now();
   TX_RETURN_IF_ERROR(store_.Read([&](store::Txn& txn) -> Status {
     TX_ASSIGN_OR_RETURN(Worker worker, LoadWorker(txn, worker_id));
     store::PickCriteria criteria{worker.queues, worker.capabilities, worker.name, worker.slot, now};
@@ -508,7 +525,7 @@ Result<std::vector<Session>> ClaimService::ListSessions() {
 
 Result<Task> ClaimService::EndSession(std::int64_t token, const std::string& note) {
   std::optional<Task> out;
-  Millis now = clock_.NowMs();
+  const Moment now = clock_.Now();
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
     TX_ASSIGN_OR_RETURN(std::optional<Claim> claim, txn.GetClaim(token));
     if (!claim) return Error::NotFound("no session " + std::to_string(token));

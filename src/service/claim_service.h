@@ -44,6 +44,11 @@ std::string_view ToString(Outcome o);
 
 class ClaimService {
  public:
+  // The shortest wait before the retry of an agent task's failure reported with the token
+  // (Report kFail, as its agent's `tx task fail` does): its worker stops an agent that lingers
+  // within this.
+  static constexpr Millis kReportedFailureRetryMs = 5'000;
+
   ClaimService(store::Store& store, const Clock& clock, ServiceOptions options = {});
 
   // Claims the best eligible ready task for a live, fresh worker: its queues, capabilities ⊇
@@ -167,17 +172,17 @@ class ClaimService {
   // ClaimLocked claims out.task (read by the caller) and fills out.claim.
   // With write_worker false, the worker is changed in memory only, for a caller that writes it
   // once after several claims.
-  Status ClaimLocked(store::Txn& txn, ClaimResult& out, Worker& worker, Millis lease_ms, Millis now,
-                     bool write_worker = true);
+  Status ClaimLocked(store::Txn& txn, ClaimResult& out, Worker& worker, Millis lease_ms,
+                     const Moment& now, bool write_worker = true);
   // `out` is nullopt when no task is eligible.
-  Status ClaimNextLocked(store::Txn& txn, Worker& worker, Millis lease_ms, Millis now,
+  Status ClaimNextLocked(store::Txn& txn, Worker& worker, Millis lease_ms, const Moment& now,
                          std::optional<ClaimResult>& out, const AgentGate* gate = nullptr);
   Status ClaimTaskLocked(store::Txn& txn, std::string_view task_id, Worker& worker, Millis lease_ms,
-                         Millis now, ClaimResult& out);
+                         const Moment& now, ClaimResult& out);
   // Fills `task` with the reported task as it now stands.
   Status ReportLocked(store::Txn& txn, std::string_view task_id, std::int64_t token,
                       Outcome outcome, const std::string& text, std::optional<int> exit_code,
-                      Millis now, Task& task, Worker* deferred,
+                      const Moment& now, Task& task, Worker* deferred,
                       const nlohmann::json* branch = nullptr);
 
   store::Store& store_;

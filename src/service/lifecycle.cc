@@ -31,8 +31,8 @@ Result<Worker> LoadWorker(Txn& txn, std::string_view id) {
   return std::move(*w);
 }
 
-Status CheckToken(Txn& txn, std::string_view task_id, std::int64_t token, Millis now, Claim& held,
-                  Task& task_out) {
+Status CheckToken(Txn& txn, std::string_view task_id, std::int64_t token, const Moment& now,
+                  Claim& held, Task& task_out) {
   TX_ASSIGN_OR_RETURN(std::optional<Claim> claim, txn.GetClaim(token));
   std::optional<Task> task;
   if (!task_id.empty()) {
@@ -54,8 +54,8 @@ Status CheckToken(Txn& txn, std::string_view task_id, std::int64_t token, Millis
   }
   if (IsExpired(*claim, now)) {
     return Error::Conflict("the lease of token " + std::to_string(token) + " on task " +
-                           claim->task_id + " expired " +
-                           FormatDuration(now - claim->lease_expires_at) + " ago");
+                           claim->task_id + " expired " + FormatDuration(-LeaseLeft(*claim, now)) +
+                           " ago");
   }
   if (!task) {
     TX_ASSIGN_OR_RETURN(task, txn.GetTask(claim->task_id));
@@ -90,7 +90,7 @@ Status EndClaim(Txn& txn, Claim& claim, ClaimStatus status, EndReason reason, Mi
     changed = true;
   }
   if (IsLive(w->status) && touch.heartbeat) {
-    w->last_heartbeat_at = now;
+    RecordBeat(*w, *touch.heartbeat);
     changed = true;
   }
   if (IsLive(w->status) && touch.completed) {
@@ -154,7 +154,7 @@ Status RequeueTask(Txn& txn, Task& task, EndReason why, bool counts, Millis now)
 }
 
 Status FailAttempt(Txn& txn, Task& task, const std::string& error, Millis now,
-                   const ServiceOptions& options) {
+                   const ServiceOptions& options, Millis min_delay) {
   task.error = error;
   task.updated_at = now;
   TX_ASSIGN_OR_RETURN(bool spent, FailIfBudgetSpent(txn, task, now));
@@ -170,7 +170,8 @@ Status FailAttempt(Txn& txn, Task& task, const std::string& error, Millis now,
   }
   TX_RETURN_IF_ERROR(
       CheckTransition(task.id, task.status, TaskEvent::kAttemptFailed, TaskStatus::kReady));
-  Millis delay = RetryDelay(options.backoff, task.attempt, options.unit_random());
+  Millis delay =
+      std::max(min_delay, RetryDelay(options.backoff, task.attempt, options.unit_random()));
   task.status = TaskStatus::kReady;
   task.run_after = now + delay;
   TX_RETURN_IF_ERROR(txn.UpdateTaskState(task));
@@ -211,7 +212,8 @@ Status FinishDone(Txn& txn, Task& task, const std::string& result, Millis now,
   return Ok();
 }
 
-Result<Worker> InsertWorker(Txn& txn, const Registration& r, Millis now, Millis default_interval) {
+Result<Worker> InsertWorker(Txn& txn, const Registration& r, const Moment& now,
+                            Millis default_interval) {
   Worker w;
   for (int tries = 0;; ++tries) {
     w.id = NewWorkerId();
@@ -229,7 +231,8 @@ Result<Worker> InsertWorker(Txn& txn, const Registration& r, Millis now, Millis 
   w.status = WorkerStatus::kIdle;
   w.heartbeat_interval_ms =
       r.heartbeat_interval_ms > 0 ? r.heartbeat_interval_ms : default_interval;
-  w.registered_at = w.last_heartbeat_at = now;
+  w.registered_at = now;
+  RecordBeat(w, now);
   w.metadata = r.metadata.is_object() ? r.metadata : nlohmann::json::object();
   TX_RETURN_IF_ERROR(txn.InsertWorker(w));
   TX_RETURN_IF_ERROR(Emit(txn, now, "worker.registered", "", w.id,
@@ -242,12 +245,12 @@ Result<Worker> InsertWorker(Txn& txn, const Registration& r, Millis now, Millis 
   return w;
 }
 
-Result<Worker> EnsureWorkerByName(Txn& txn, const ManualWorker& who, Millis now) {
+Result<Worker> EnsureWorkerByName(Txn& txn, const ManualWorker& who, const Moment& now) {
   TX_ASSIGN_OR_RETURN(std::vector<Worker> live,
                       txn.ListWorkers({WorkerStatus::kIdle, WorkerStatus::kBusy}));
   for (auto& w : live) {  // newest first
     if (w.name == who.name && !IsStale(w, now)) {
-      w.last_heartbeat_at = now;
+      RecordBeat(w, now);
       TX_RETURN_IF_ERROR(txn.UpdateWorker(w));
       return std::move(w);
     }
@@ -283,14 +286,16 @@ Result<Worker> LoadLiveWorker(Txn& txn, std::string_view id) {
   return w;
 }
 
-Status MarkDead(Txn& txn, Worker& worker, const std::string& reason, Millis now) {
+Status MarkDead(Txn& txn, Worker& worker, const std::string& reason, Millis now,
+                nlohmann::json detail) {
   TX_RETURN_IF_ERROR(ReleaseClaimsOf(txn, worker.id, EndReason::kWorkerDied, /*counts=*/true, now));
   TX_ASSIGN_OR_RETURN(worker, LoadWorker(txn, worker.id));
   worker.status = WorkerStatus::kDead;
   worker.reason = reason;
   worker.current_task_id.clear();
   TX_RETURN_IF_ERROR(txn.UpdateWorker(worker));
-  return Emit(txn, now, "worker.dead", "", worker.id, {{"reason", reason}});
+  detail["reason"] = reason;
+  return Emit(txn, now, "worker.dead", "", worker.id, std::move(detail));
 }
 
 }  // namespace tx::service::detail

@@ -31,12 +31,13 @@ Result<Worker> LoadWorker(Txn& txn, std::string_view id);
 // them and its task; writes nothing. conflict for an unknown, stale, expired or foreign token;
 // not_found for an unknown task. (Out-parameters: every move of a Task on the claim path costs
 // about as much as reading a column.)
-Status CheckToken(Txn& txn, std::string_view task_id, std::int64_t token, Millis now, Claim& held,
-                  Task& task);
+Status CheckToken(Txn& txn, std::string_view task_id, std::int64_t token, const Moment& now,
+                  Claim& held, Task& task);
 
 // What ending a claim also records on its worker, when that worker is live.
 struct WorkerTouch {
-  bool heartbeat = false;  // the call came from the worker itself: proof of life
+  // The call came from the worker itself at this moment: proof of life.
+  std::optional<Moment> heartbeat;
   bool completed = false;  // count a completed task in its metadata
 };
 
@@ -55,10 +56,10 @@ Status EndClaim(Txn& txn, Claim& claim, ClaimStatus status, EndReason reason, Mi
 // release, a graceful shutdown). A counted attempt that exhausts max_attempts fails the task.
 Status RequeueTask(Txn& txn, Task& task, EndReason why, bool counts, Millis now);
 
-// After a failed attempt: back to `ready` with exponential backoff and jitter, or `failed` once
-// max_attempts is reached.
+// After a failed attempt: back to `ready` with exponential backoff and jitter (at least
+// `min_delay`), or `failed` once max_attempts is reached.
 Status FailAttempt(Txn& txn, Task& task, const std::string& error, Millis now,
-                   const ServiceOptions& options);
+                   const ServiceOptions& options, Millis min_delay = 0);
 
 // Marks a task done and moves every blocked dependent whose after[] is now all done to `ready`.
 Status FinishDone(Txn& txn, Task& task, const std::string& result, Millis now,
@@ -75,11 +76,12 @@ Result<bool> DependenciesDone(Txn& txn, const std::vector<std::string>& after);
 
 // Inserts a registered worker (fresh id, `idle`, registration counts as its first heartbeat)
 // and appends worker.registered.
-Result<Worker> InsertWorker(Txn& txn, const Registration& r, Millis now, Millis default_interval);
+Result<Worker> InsertWorker(Txn& txn, const Registration& r, const Moment& now,
+                            Millis default_interval);
 
 // The worker a hand-run command acts as: the newest live, fresh worker with this name (its
 // heartbeat refreshed), or a new one registered with `heartbeat_interval_ms`.
-Result<Worker> EnsureWorkerByName(Txn& txn, const ManualWorker& who, Millis now);
+Result<Worker> EnsureWorkerByName(Txn& txn, const ManualWorker& who, const Moment& now);
 
 // Ends every active claim the worker holds with `reason` and requeues each running task; the
 // attempts count only when `counts` (a death does, a graceful exit does not).
@@ -90,7 +92,8 @@ Status ReleaseClaimsOf(Txn& txn, const std::string& worker_id, EndReason reason,
 Result<Worker> LoadLiveWorker(Txn& txn, std::string_view id);
 
 // Marks a live worker dead: every active claim it holds ends `worker_died` and its task is
-// requeued (the attempt counts).
-Status MarkDead(Txn& txn, Worker& worker, const std::string& reason, Millis now);
+// requeued (the attempt counts). `detail` adds to the worker.dead event.
+Status MarkDead(Txn& txn, Worker& worker, const std::string& reason, Millis now,
+                nlohmann::json detail = nlohmann::json::object());
 
 }  // namespace tx::service::detail

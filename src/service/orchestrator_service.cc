@@ -49,7 +49,7 @@ Result<std::string> ChooseOrchestrator(const std::vector<OrchestratorState>& row
   return last_seen != nullptr ? last_seen->id : std::string();
 }
 
-Status CheckNothingRuns(store::Store& store, const ServiceOptions& given, Millis now) {
+Status CheckNothingRuns(store::Store& store, const ServiceOptions& given, const Moment& now) {
   ServiceOptions options = WithDefaults(given);
   std::vector<OrchestratorState> rows;
   std::vector<Worker> live;

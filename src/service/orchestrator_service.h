@@ -42,7 +42,7 @@ Result<std::string> ChooseOrchestrator(const std::vector<OrchestratorState>& row
 // Whether anything still works on the store (tx migrate copies only a quiet one): conflict naming
 // a running orchestrator, or the worker processes still live (not stale; a name that a hand
 // claim registered, tx claim --worker NAME, is no process and does not count).
-Status CheckNothingRuns(store::Store& store, const ServiceOptions& options, Millis now);
+Status CheckNothingRuns(store::Store& store, const ServiceOptions& options, const Moment& now);
 
 class OrchestratorService {
  public:

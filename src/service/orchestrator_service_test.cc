@@ -293,14 +293,14 @@ TEST_F(OrchestratorServiceTest, ACrashedWorkerIsDeadItsTaskRequeuedAndTheExitRec
 }
 
 TEST_F(OrchestratorServiceTest, TheReconcilerIsNextDueWhenAWorkerGoesStaleOrALeaseExpires) {
-  EXPECT_FALSE(reconciler_.NextDueAt()->has_value());
+  EXPECT_FALSE(reconciler_.NextDueAt(clock_.Now())->has_value());
   Millis t0 = clock_.NowMs();
   Worker w = Register();  // heartbeat interval 10 s: stale at t0 + 20 s
-  EXPECT_EQ(**reconciler_.NextDueAt(), t0 + 20'000);
+  EXPECT_EQ(**reconciler_.NextDueAt(clock_.Now()), t0 + 20'000);
   AddTask("t");
   auto claimed = claims_.ClaimNext(w.id, 5'000);  // a 5 s lease expires first
   ASSERT_TRUE(claimed.ok() && claimed->has_value());
-  EXPECT_EQ(**reconciler_.NextDueAt(), t0 + 5'000);
+  EXPECT_EQ(**reconciler_.NextDueAt(clock_.Now()), t0 + 5'000);
 }
 
 }  // namespace

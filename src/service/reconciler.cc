@@ -1,6 +1,7 @@
 #include "service/reconciler.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "core/duration.h"
 #include "core/json.h"
@@ -16,26 +17,39 @@ Reconciler::Reconciler(store::Store& store, ServiceOptions options)
 
 // Each pass counts into its own field of the report, from zero at the top of its transaction:
 // a transaction that the store runs again (a deadlock, a dropped connection) must not count twice.
-Status Reconciler::DeclareDeadWorkers(Millis now, ReconcileReport& report) {
+Millis Reconciler::Observable(const Moment& now) const {
+  if (!last_failure_) return std::numeric_limits<Millis>::max();
+  if (last_failure_->steady && now.steady) return *now.steady - *last_failure_->steady;
+  return now.wall - last_failure_->wall;
+}
+
+bool Reconciler::WouldDeclareDead(const Worker& w, const Moment& now) const {
+  return IsLive(w.status) && IsStale(w, now) && Observable(now) >= 2 * w.heartbeat_interval_ms;
+}
+
+Status Reconciler::DeclareDeadWorkers(const Moment& now, ReconcileReport& report) {
   return store_.Write([&](store::Txn& txn) -> Status {
     report.dead_workers = 0;
     TX_ASSIGN_OR_RETURN(std::vector<Worker> workers, txn.ListWorkers(LiveWorkerStatuses()));
     for (auto& w : workers) {
-      if (!IsLive(w.status) || !IsStale(w, now)) continue;
-      std::string age =
-          w.last_heartbeat_at > 0 ? FormatDuration(now - w.last_heartbeat_at) : std::string("ever");
-      TX_RETURN_IF_ERROR(detail::MarkDead(txn, w, "no heartbeat for " + age, now));
+      if (!WouldDeclareDead(w, now)) continue;
+      TX_RETURN_IF_ERROR(detail::MarkDead(
+          txn, w, std::string(kStaleHeartbeat), now,
+          {{"silent_ms",
+            w.last_heartbeat_at > 0 ? nlohmann::json(SilentFor(w, now)) : nlohmann::json()}}));
       ++report.dead_workers;
     }
     return Ok();
   });
 }
 
-Status Reconciler::ReleaseExpiredLeases(Millis now, ReconcileReport& report) {
+Status Reconciler::ReleaseExpiredLeases(const Moment& now, ReconcileReport& report) {
+  Millis observable = Observable(now);
   return store_.Write([&](store::Txn& txn) -> Status {
     report.expired_leases = 0;
     TX_ASSIGN_OR_RETURN(std::vector<Claim> expired, txn.ListActiveClaimsExpiredAt(now));
     for (auto& claim : expired) {
+      if (observable < claim.lease_ms) continue;
       TX_RETURN_IF_ERROR(
           detail::EndClaim(txn, claim, ClaimStatus::kExpired, EndReason::kLeaseLost, now));
       TX_RETURN_IF_ERROR(Emit(txn, now, "lease.expired", claim.task_id, claim.worker_id,
@@ -161,22 +175,34 @@ Status Reconciler::MarkOverdueReviews(Millis now, ReconcileReport& report) {
   });
 }
 
-Result<std::optional<Millis>> Reconciler::NextDueAt() {
+Result<std::optional<Millis>> Reconciler::NextDueAt(const Moment& now) {
   std::optional<Millis> due;
-  auto earliest = [&](Millis t) { due = due ? std::min(*due, t) : t; };
+  Millis observable = Observable(now);
+  // `left`: how long until it is due by its own clock; `needs`: how much observable silence.
+  auto earliest = [&](Millis left, Millis needs) {
+    Millis t = now.wall + std::max(left, needs - std::min(observable, needs));
+    due = due ? std::min(*due, t) : t;
+  };
   TX_RETURN_IF_ERROR(store_.Read([&](store::Txn& txn) -> Status {
     TX_ASSIGN_OR_RETURN(std::vector<Worker> workers, txn.ListWorkers(LiveWorkerStatuses()));
     for (const auto& w : workers) {
-      if (IsLive(w.status)) earliest(w.last_heartbeat_at + 2 * w.heartbeat_interval_ms);
+      Millis needs = 2 * w.heartbeat_interval_ms;
+      if (IsLive(w.status)) earliest(needs - SilentFor(w, now), needs);
     }
     TX_ASSIGN_OR_RETURN(std::vector<Claim> active, txn.ListActiveClaims());
-    for (const auto& c : active) earliest(c.lease_expires_at);
+    for (const auto& c : active) earliest(LeaseLeft(c, now), c.lease_ms);
     return Ok();
   }));
   return due;
 }
 
-Result<ReconcileReport> Reconciler::RunOnce(Millis now) {
+Result<ReconcileReport> Reconciler::RunOnce(const Moment& now) {
+  Result<ReconcileReport> report = RunPasses(now);
+  if (!report.ok()) last_failure_ = now;
+  return report;
+}
+
+Result<ReconcileReport> Reconciler::RunPasses(const Moment& now) {
   ReconcileReport report;
   report.at = now;
   TX_RETURN_IF_ERROR(DeclareDeadWorkers(now, report));

@@ -17,8 +17,15 @@
 // it twice in a row finds nothing the second time; running it from two processes at once (a
 // leader that lost its lead a moment ago, or `tx orchestrator reconcile` by hand) is safe, as
 // each repair re-checks its rows inside its own write. The loop around it lives in orchestrator/.
+//
+// Silence (steps 1 and 2) is judged on the steady clock where the store keeps steady readings
+// (core/clock.h), so a step of the wall clock kills no healthy worker. And it is counted only
+// from this reconciler's last failed pass: while the store could not be written, no worker could
+// heartbeat either, so a worker is declared dead, and a lease expired, only once the store has
+// been writable for the whole interval it is given.
 
 #include <optional>
+#include <string_view>
 
 #include "core/clock.h"
 #include "core/orchestrator.h"
@@ -27,28 +34,41 @@
 
 namespace tx::service {
 
+// Why the reconciler declared a worker dead (its offlineReason in the heartbeat document).
+inline constexpr std::string_view kStaleHeartbeat = "stale-heartbeat";
+
 class Reconciler {
  public:
   explicit Reconciler(store::Store& store, ServiceOptions options = {});
 
-  Result<ReconcileReport> RunOnce(Millis now);
+  // A failed pass (the store unavailable, say) is remembered as the point from which silence
+  // counts again.
+  Result<ReconcileReport> RunOnce(const Moment& now);
 
-  // The earliest time after which RunOnce would find something without anything else changing:
-  // a live worker going stale (last heartbeat + 2 intervals) or an active lease expiring; nullopt
-  // when neither can happen. The orchestrator reconciles then, instead of waiting for its next
-  // interval, so detection is bounded by the heartbeat interval and not by the reconcile tick.
-  // One read.
-  Result<std::optional<Millis>> NextDueAt();
+  // The earliest wall time after which RunOnce would find something without anything else
+  // changing: a live worker going stale (last heartbeat + 2 intervals) or an active lease
+  // expiring; nullopt when neither can happen. The orchestrator reconciles then, instead of
+  // waiting for its next interval, so detection is bounded by the heartbeat interval and not by
+  // the reconcile tick. One read.
+  Result<std::optional<Millis>> NextDueAt(const Moment& now);
+
+  // Whether RunOnce at `now` would declare `w` dead: live, stale and silent for as long as this
+  // reconciler could observe (the agents of such workers are killed before the pass).
+  bool WouldDeclareDead(const Worker& w, const Moment& now) const;
 
  private:
-  Status DeclareDeadWorkers(Millis now, ReconcileReport& report);
-  Status ReleaseExpiredLeases(Millis now, ReconcileReport& report);
+  // How long, at `now`, silence has been observable: since the last failed pass, or forever.
+  Millis Observable(const Moment& now) const;
+  Result<ReconcileReport> RunPasses(const Moment& now);
+  Status DeclareDeadWorkers(const Moment& now, ReconcileReport& report);
+  Status ReleaseExpiredLeases(const Moment& now, ReconcileReport& report);
   Status RequeueOrphanedTasks(Millis now, ReconcileReport& report);
   Status FixInconsistencies(Millis now, ReconcileReport& report);
   Status MarkOverdueReviews(Millis now, ReconcileReport& report);
 
   store::Store& store_;
   ServiceOptions options_;
+  std::optional<Moment> last_failure_;
 };
 
 }  // namespace tx::service

@@ -1,5 +1,11 @@
 #include "service/reconciler.h"
 
+#include <stdlib.h>
+
+#include <filesystem>
+#include <future>
+#include <thread>
+
 #include "service/service_test_util.h"
 
 namespace tx::service {
@@ -8,7 +14,7 @@ namespace {
 class ReconcilerTest : public ServiceTest {
  protected:
   ReconcileReport Reconcile() {
-    auto r = reconciler_.RunOnce(clock_.NowMs());
+    auto r = reconciler_.RunOnce(clock_.Now());
     EXPECT_TRUE(r.ok()) << r.error().message();
     return r.ok() ? *r : ReconcileReport{};
   }
@@ -42,6 +48,22 @@ TEST_F(ReconcilerTest, DeclaresAWorkerDeadAfterTwoMissedHeartbeatsAndRequeuesIts
   EXPECT_EQ(Attempts(t.id)[0].end_reason, EndReason::kWorkerDied);
   EXPECT_ERROR_CODE(claims_.Report(t.id, claim.claim.token, Outcome::kDone, ""),
                     ErrorCode::kConflict);
+}
+
+TEST_F(ReconcilerTest, AStepOfTheWallClockKillsNoHealthyWorkerAndExpiresNoLease) {
+  Task t = AddTask("t");
+  Worker w = Register();  // heartbeat interval 10 s, lease 60 s
+  ClaimNextFor(w);
+  clock_.StepWall(2min);  // NTP, `date -s`: the wall clock jumps, the steady one does not
+  ReconcileReport r = Reconcile();
+  EXPECT_EQ(r.dead_workers, 0);
+  EXPECT_EQ(r.expired_leases, 0);
+  EXPECT_EQ(GetWorker(w.id).status, WorkerStatus::kBusy);
+  EXPECT_EQ(Get(t.id).status, TaskStatus::kRunning);
+  // Real silence is still found, counted on the steady clock.
+  clock_.Advance(20s);
+  EXPECT_EQ(Reconcile().dead_workers, 1);
+  EXPECT_EQ(GetWorker(w.id).reason, "stale-heartbeat");
 }
 
 TEST_F(ReconcilerTest, ReleasesAnExpiredLeaseAndTheOldHolderIsRefused) {
@@ -230,9 +252,72 @@ TEST_F(ReconcilerTest, AReviewTimeoutOfZeroNeverMarks) {
   ClaimResult c = ClaimNextFor(w);
   ASSERT_OK(claims_.Report(t.id, c.claim.token, Outcome::kDone, ""));
   clock_.Advance(48h);
-  ASSERT_OK_AND_ASSIGN(ReconcileReport r, never.RunOnce(clock_.NowMs()));
+  ASSERT_OK_AND_ASSIGN(ReconcileReport r, never.RunOnce(clock_.Now()));
   EXPECT_EQ(r.overdue_reviews, 0);
   EXPECT_FALSE(Get(t.id).metadata.contains("review_overdue_at"));
+}
+
+// While another connection holds the store's write lock, every write fails (busy): as with a full
+// disk, no worker can heartbeat then, so its silence must count only from the first pass after.
+TEST(ReconcilerOutage, SilenceCountsFromTheLastFailedPassNotFromTheLastHeartbeat) {
+  std::string dir = "/tmp/tx-reconciler-XXXXXX";
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  std::string path = dir + "/tx.db";
+  store::OpenOptions o{path, true};
+  o.busy_timeout_ms = 50;
+  auto store = std::move(store::Open(o).value());
+  auto holder = std::move(store::Open(o).value());
+  FakeClock clock;
+  WorkerService workers(*store, clock, TestOptions());
+  TaskService tasks(*store, clock, TestOptions());
+  ClaimService claims(*store, clock, TestOptions());
+  Reconciler reconciler(*store, TestOptions());
+
+  Task t;
+  t.title = "t";
+  ASSERT_OK(tasks.Add(t));
+  Registration r;
+  r.name = "w1";
+  ASSERT_OK_AND_ASSIGN(Worker w, workers.Register(r));  // beats every 10 s; lease 60 s
+  ASSERT_OK_AND_ASSIGN(std::optional<ClaimResult> c, claims.ClaimNext(w.id));
+  ASSERT_TRUE(c.has_value());
+
+  std::promise<void> locked, release;
+  std::thread lock([&] {
+    (void)holder->Write([&](store::Txn&) -> Status {
+      locked.set_value();
+      release.get_future().wait();
+      return Ok();
+    });
+  });
+  locked.get_future().wait();
+  clock.Advance(90s);  // the outage: nobody could beat or renew
+  EXPECT_FALSE(reconciler.RunOnce(clock.Now()).ok());
+  release.set_value();
+  lock.join();
+
+  // The store answers again: the worker has not been silent for two intervals since.
+  clock.Advance(1s);
+  ASSERT_OK_AND_ASSIGN(ReconcileReport first, reconciler.RunOnce(clock.Now()));
+  EXPECT_EQ(first.dead_workers, 0);
+  EXPECT_EQ(first.expired_leases, 0);
+  EXPECT_FALSE(reconciler.WouldDeclareDead(workers.Get(w.id).value(), clock.Now()));
+  ASSERT_OK_AND_ASSIGN(std::optional<Millis> due, reconciler.NextDueAt(clock.Now()));
+  ASSERT_TRUE(due.has_value());
+  EXPECT_EQ(*due, clock.NowMs() + 19'000);  // 20 s after the failed pass
+
+  // A worker that beats again is fine; one that stays silent is dead 20 s after the outage.
+  ASSERT_OK(workers.Heartbeat(w.id, {}));
+  clock.Advance(19s);
+  ASSERT_OK_AND_ASSIGN(ReconcileReport second, reconciler.RunOnce(clock.Now()));
+  EXPECT_EQ(second.dead_workers, 0);
+  EXPECT_EQ(second.expired_leases, 0);
+  clock.Advance(20s);
+  ASSERT_OK_AND_ASSIGN(ReconcileReport third, reconciler.RunOnce(clock.Now()));
+  EXPECT_EQ(third.dead_workers, 1);
+  store.reset();
+  holder.reset();
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

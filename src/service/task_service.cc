@@ -1,9 +1,11 @@
 #include "service/task_service.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <functional>
 #include <set>
 
+#include "core/claimable.h"
 #include "core/ids.h"
 #include "core/validation.h"
 #include "service/lifecycle.h"
@@ -136,6 +138,26 @@ Result<std::map<std::string, std::string>> TaskService::CurrentTitles(
     return Ok();
   }));
   return titles;
+}
+
+Result<std::map<std::string, std::string>> TaskService::Unclaimable(
+    const std::vector<Task>& tasks) {
+  std::map<std::string, std::string> out;
+  bool waiting = std::any_of(tasks.begin(), tasks.end(), [](const Task& t) {
+    return t.status == TaskStatus::kReady || t.status == TaskStatus::kBlocked;
+  });
+  if (!waiting) return out;
+  std::vector<Worker> live;
+  TX_RETURN_IF_ERROR(store_.Read([&](store::Txn& txn) -> Status {
+    TX_ASSIGN_OR_RETURN(live, txn.ListWorkers(LiveWorkerStatuses()));
+    return Ok();
+  }));
+  const Moment now = clock_.Now();
+  for (const auto& t : tasks) {
+    if (t.status != TaskStatus::kReady && t.status != TaskStatus::kBlocked) continue;
+    if (std::optional<std::string> why = WhyNoWorkerCanClaim(t, live, now)) out[t.id] = *why;
+  }
+  return out;
 }
 
 Result<std::vector<store::StatusCount>> TaskService::Counts() {
@@ -272,6 +294,18 @@ Result<Task> TaskService::Retry(std::string_view id, const std::string& note, bo
     TX_ASSIGN_OR_RETURN(bool done, detail::DependenciesDone(txn, task.after));
     TaskStatus to = done ? TaskStatus::kReady : TaskStatus::kBlocked;
     TX_RETURN_IF_ERROR(CheckTransition(task.id, task.status, TaskEvent::kRetry, to));
+    // A task whose attempts spent its budget would fail again at its next claim.
+    if (double budget = BudgetUsd(task); budget > 0) {
+      TX_ASSIGN_OR_RETURN(double spent, txn.TaskCost(task.id));
+      if (spent >= budget) {
+        char why[200];
+        std::snprintf(why, sizeof why,
+                      "task %s has spent its budget ($%.2f of $%.2f): raise metadata.budget_usd "
+                      "first (tx task update %s --metadata '{\"budget_usd\": N}')",
+                      task.id.c_str(), spent, budget, task.id.c_str());
+        return Error::Conflict(why);
+      }
+    }
     std::string error = task.error;
     task.status = to;
     task.attempt = 0;

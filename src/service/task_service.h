@@ -49,6 +49,9 @@ class TaskService {
   // The titles of the tasks these workers are running, by task id, read in one transaction (the
   // heartbeat document shows them). A task that has gone is left out.
   Result<std::map<std::string, std::string>> CurrentTitles(const std::vector<Worker>& workers);
+  // Of these tasks, the waiting ones (ready or blocked) that no running worker could claim, by
+  // id, with the reason (core/claimable.h). One read of the live workers.
+  Result<std::map<std::string, std::string>> Unclaimable(const std::vector<Task>& tasks);
 
   // Changes title, priority, after[] (refusing unknown ids and cycles) or merges metadata. A
   // task whose after[] changes moves between `ready` and `blocked` accordingly.

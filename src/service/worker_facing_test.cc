@@ -58,7 +58,7 @@ TEST_F(WorkerFacingTest, GivingUpAClaimThatAlreadyEndedChangesNothing) {
   ClaimResult first = ClaimNextFor(w);
   clock_.Advance(61s);
   ASSERT_OK(workers_.Heartbeat(w.id, {}));
-  ASSERT_OK(reconciler_.RunOnce(clock_.NowMs()));  // expires the lease, requeues the task
+  ASSERT_OK(reconciler_.RunOnce(clock_.Now()));  // expires the lease, requeues the task
   ClaimResult second = ClaimNextFor(w);
   std::int64_t events = EventCount();
   ASSERT_OK_AND_ASSIGN(Claim c, claims_.GiveUp(t.id, first.claim.token, EndReason::kLeaseLost));

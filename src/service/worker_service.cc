@@ -22,7 +22,14 @@ Status ValidateRegistration(const Registration& r) {
   if (!r.slot.empty()) TX_RETURN_IF_ERROR(ValidateName("slot", r.slot));
   for (const auto& c : r.capabilities) TX_RETURN_IF_ERROR(ValidateName("capability", c));
   for (const auto& q : r.queues) TX_RETURN_IF_ERROR(ValidateName("queue", q));
-  if (r.heartbeat_interval_ms < 0) return Error::InvalidArgument("negative heartbeat interval");
+  // 0: the default.
+  if (r.heartbeat_interval_ms != 0 && (r.heartbeat_interval_ms < kMinHeartbeatIntervalMs ||
+                                       r.heartbeat_interval_ms > kMaxHeartbeatIntervalMs)) {
+    return Error::InvalidArgument("the heartbeat interval must be between " +
+                                  FormatDuration(kMinHeartbeatIntervalMs) + " and " +
+                                  FormatDuration(kMaxHeartbeatIntervalMs) + ", not " +
+                                  FormatDuration(r.heartbeat_interval_ms));
+  }
   return Ok();
 }
 
@@ -48,12 +55,20 @@ Status WorkerService::CheckNotStopping(store::Txn& txn, const std::string& pool,
 Result<Worker> WorkerService::Register(Registration r, std::vector<Worker>* replaced) {
   TX_RETURN_IF_ERROR(ValidateRegistration(r));
   std::optional<Worker> out;
-  Millis now = clock_.NowMs();
+  const Moment now = clock_.Now();
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
     if (replaced != nullptr) replaced->clear();  // a retried transaction starts over
     TX_RETURN_IF_ERROR(CheckNotStopping(txn, r.pool, now));
     if (!r.slot.empty()) {
       TX_ASSIGN_OR_RETURN(std::vector<Worker> live, txn.ListLiveWorkersInSlot(r.pool, r.slot));
+      for (auto& old : live) {
+        if (IsLive(old.status) && !r.replace_fresh && !IsStale(old, now)) {
+          return Error::Conflict("slot " + r.slot + " is held by live worker " + old.id +
+                                 " (heartbeat " + FormatDuration(SilentFor(old, now)) +
+                                 " ago): it is replaced only once silent for two of its "
+                                 "heartbeat intervals");
+        }
+      }
       for (auto& old : live) {
         if (IsLive(old.status)) {
           TX_RETURN_IF_ERROR(detail::MarkDead(txn, old, "replaced by a new registration", now));
@@ -74,12 +89,13 @@ namespace {
 // Checks a heartbeat of `w` and applies it to `w`: conflict, writing nothing, when the worker is
 // no longer live; else its heartbeat time, status (with a worker.status event), metadata and
 // request as `update` says. The caller writes the row.
-Status ApplyHeartbeat(store::Txn& txn, Worker& w, const HeartbeatUpdate& update, Millis now) {
+Status ApplyHeartbeat(store::Txn& txn, Worker& w, const HeartbeatUpdate& update,
+                      const Moment& now) {
   if (!IsLive(w.status)) {
     return Error::Conflict("worker " + w.id + " is " + std::string(ToString(w.status)) +
                            "; register again");
   }
-  w.last_heartbeat_at = now;
+  RecordBeat(w, now);
   if (update.status && *update.status != w.status) {
     TX_RETURN_IF_ERROR(Emit(txn, now, "worker.status", "", w.id,
                             {{"from", ToString(w.status)}, {"to", ToString(*update.status)}}));
@@ -96,7 +112,7 @@ Status ApplyHeartbeat(store::Txn& txn, Worker& w, const HeartbeatUpdate& update,
 
 Result<Worker> WorkerService::Heartbeat(std::string_view id, const HeartbeatUpdate& update) {
   std::optional<Worker> out;
-  Millis now = clock_.NowMs();
+  const Moment now = clock_.Now();
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
     TX_ASSIGN_OR_RETURN(Worker w, LoadWorker(txn, id));
     TX_RETURN_IF_ERROR(ApplyHeartbeat(txn, w, update, now));
@@ -109,7 +125,7 @@ Result<Worker> WorkerService::Heartbeat(std::string_view id, const HeartbeatUpda
 
 std::vector<Result<Worker>> WorkerService::HeartbeatMany(const std::vector<Beat>& beats) {
   std::vector<Result<Worker>> out;
-  Millis now = clock_.NowMs();
+  const Moment now = clock_.Now();
   Status s = store_.Write([&](store::Txn& txn) -> Status {
     out.clear();  // a transaction run again starts over
     std::vector<std::string> ids;
@@ -150,7 +166,7 @@ std::vector<Result<Worker>> WorkerService::HeartbeatMany(const std::vector<Beat>
 Result<Worker> WorkerService::Request(std::string_view id_or_name, WorkerRequest request) {
   TX_ASSIGN_OR_RETURN(Worker found, Get(id_or_name));
   std::optional<Worker> out;
-  Millis now = clock_.NowMs();
+  const Moment now = clock_.Now();
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
     TX_ASSIGN_OR_RETURN(Worker w, detail::LoadLiveWorker(txn, found.id));
     bool paused = w.status == WorkerStatus::kPaused || w.request == WorkerRequest::kPause;
@@ -176,7 +192,7 @@ Result<Worker> WorkerService::Request(std::string_view id_or_name, WorkerRequest
 
 Result<Worker> WorkerService::Deregister(std::string_view id, const std::string& reason) {
   std::optional<Worker> out;
-  Millis now = clock_.NowMs();
+  const Moment now = clock_.Now();
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
     TX_RETURN_IF_ERROR(detail::LoadLiveWorker(txn, id));
     TX_RETURN_IF_ERROR(
@@ -195,7 +211,7 @@ Result<Worker> WorkerService::Deregister(std::string_view id, const std::string&
 
 Result<Worker> WorkerService::MarkDead(std::string_view id, const std::string& reason) {
   std::optional<Worker> out;
-  Millis now = clock_.NowMs();
+  const Moment now = clock_.Now();
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
     TX_ASSIGN_OR_RETURN(Worker w, detail::LoadLiveWorker(txn, id));
     TX_RETURN_IF_ERROR(detail::MarkDead(txn, w, reason, now));
@@ -207,7 +223,7 @@ Result<Worker> WorkerService::MarkDead(std::string_view id, const std::string& r
 
 Result<Worker> WorkerService::MarkCrashed(std::string_view id, const nlohmann::json& exit) {
   std::optional<Worker> out;
-  Millis now = clock_.NowMs();
+  const Moment now = clock_.Now();
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
     TX_ASSIGN_OR_RETURN(Worker w, detail::LoadLiveWorker(txn, id));
     std::string task = w.current_task_id;
@@ -256,7 +272,7 @@ Result<Worker> WorkerService::Get(std::string_view id_or_name) {
 Result<Worker> WorkerService::EnsureByName(const ManualWorker& who) {
   TX_RETURN_IF_ERROR(ValidateName("worker name", who.name));
   std::optional<Worker> out;
-  Millis now = clock_.NowMs();
+  const Moment now = clock_.Now();
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
     TX_ASSIGN_OR_RETURN(Worker w, detail::EnsureWorkerByName(txn, who, now));
     out = std::move(w);

@@ -26,6 +26,9 @@ struct Registration {
   std::vector<std::string> queues = {"default"};
   Millis heartbeat_interval_ms = 0;  // 0 = the default
   nlohmann::json metadata = nlohmann::json::object();
+  // Whether it may replace a live worker of its slot that still heartbeats (a worker's restart on
+  // its own machine may; a registration over HTTP may not: conflict, until that one is stale).
+  bool replace_fresh = true;
 };
 
 // A hand-run claimer (tx claim): a worker name registered on first use, with a heartbeat interval

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <string_view>
 
+#include "core/usage.h"
+
 namespace tx::store {
 
 namespace {
@@ -84,7 +86,8 @@ nlohmann::json JsonArray(const std::string& text) {
   return j.is_array() ? j : nlohmann::json::array();
 }
 
-std::int64_t UsdToMicro(double usd) { return std::llround(usd * 1e6); }
+// Bounded as the ledger takes costs (core/usage.h), so that a sum of rows never overflows.
+std::int64_t UsdToMicro(double usd) { return std::llround(BoundCost(usd) * 1e6); }
 double MicroToUsd(std::int64_t micro) { return static_cast<double>(micro) / 1e6; }
 
 }  // namespace tx::store

@@ -53,7 +53,7 @@ struct PickCriteria {
   // `blocked_agents` ("" stands for a task naming none, which runs the worker's default profile,
   // and "*" for every agent task), and every agent task of a queue in `blocked_agent_queues`.
   // What limits, budgets and missing programs rule out (service/agent_gate.h). Names are
-  // validated profile names or argv templates; both backends quote them as SQL literals.
+  // validated profile names or argv templates, bound as parameters on both backends.
   std::vector<std::string> blocked_agents;
   std::vector<std::string> blocked_agent_queues;
   bool gated() const { return !blocked_agents.empty() || !blocked_agent_queues.empty(); }
@@ -147,7 +147,8 @@ class Txn {
   virtual Result<std::optional<Claim>> GetActiveClaimForTask(std::string_view task_id) = 0;
   virtual Result<std::vector<Claim>> ListClaimsForTask(std::string_view task_id) = 0;
   virtual Result<std::vector<Claim>> ListActiveClaims() = 0;
-  virtual Result<std::vector<Claim>> ListActiveClaimsExpiredAt(Millis now) = 0;
+  // Active claims whose lease has run out at `now`, as IsExpired (core/claim.h) judges.
+  virtual Result<std::vector<Claim>> ListActiveClaimsExpiredAt(const Moment& now) = 0;
   virtual Result<int> CountClaimsForTask(std::string_view task_id) = 0;
 
   // Workers.

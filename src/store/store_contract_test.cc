@@ -395,13 +395,15 @@ TEST_P(StoreContract, UsageRowsRoundTripAndSumByTaskQueueAndTime) {
                   })
                   .ok());
   std::optional<AttemptUsage> got;
-  std::vector<AttemptUsage> of_task, since;
+  std::vector<AttemptUsage> of_task, since, window;
   double cost = 0, day = 0, queue = 0;
   ASSERT_TRUE(store_
                   ->Read([&](Txn& txn) -> Status {
                     TX_ASSIGN_OR_RETURN(got, txn.GetUsage(7));
                     TX_ASSIGN_OR_RETURN(of_task, txn.ListUsageForTask("task-00000001"));
                     TX_ASSIGN_OR_RETURN(since, txn.ListUsage(1500, 0));
+                    // An epoch-milliseconds end, past what a 32-bit integer holds.
+                    TX_ASSIGN_OR_RETURN(window, txn.ListUsage(0, 1'795'567'504'981));
                     TX_ASSIGN_OR_RETURN(cost, txn.TaskCost("task-00000001"));
                     TX_ASSIGN_OR_RETURN(day, txn.SumCostSince(1500, ""));
                     TX_ASSIGN_OR_RETURN(queue, txn.SumCostSince(0, "p"));
@@ -412,6 +414,7 @@ TEST_P(StoreContract, UsageRowsRoundTripAndSumByTaskQueueAndTime) {
   EXPECT_EQ(*got, u);
   EXPECT_EQ(of_task.size(), 1u);
   EXPECT_EQ(since.size(), 2u);
+  EXPECT_EQ(window.size(), 2u);
   EXPECT_DOUBLE_EQ(cost, 0.123456);
   EXPECT_DOUBLE_EQ(day, 0.123456 + 1.5);
   EXPECT_DOUBLE_EQ(queue, 1.5);
@@ -446,6 +449,39 @@ TEST_P(StoreContract, AgentLimitsAndNoticesRoundTrip) {
   EXPECT_EQ(limits[1], m);
 }
 
+// SQLite keeps the steady readings of heartbeats and leases (core/clock.h); PostgreSQL judges on
+// its server's clock and keeps none.
+TEST_P(StoreContract, SteadyReadingsAreKeptWhereTheStoreJudgesOnThem) {
+  bool kept = GetParam().kind != Kind::kPostgres;
+  Insert(NewTask("task-aaaaaaa1"));
+  Worker w;
+  w.id = "worker-aaaaaaaa";
+  w.name = "w";
+  RecordBeat(w, Moment{5'000, 700});
+  ASSERT_TRUE(store_->Write([&](Txn& txn) { return txn.InsertWorker(w); }).ok());
+  Claim c{0, "task-aaaaaaa1", w.id, 1, 1, 100, 0};
+  RenewLease(c, Moment{5'000, 700});  // expires at 5'100 wall, 800 steady
+  ASSERT_TRUE(store_->Write([&](Txn& txn) { return txn.InsertClaim(c); }).ok());
+  ASSERT_TRUE(store_
+                  ->Read([&](Txn& txn) -> Status {
+                    auto got = txn.GetWorker(w.id);
+                    EXPECT_TRUE(got.ok() && *got);
+                    EXPECT_EQ((*got)->beat_steady,
+                              kept ? std::optional<Millis>(700) : std::nullopt);
+                    auto claim = txn.GetClaim(c.token);
+                    EXPECT_TRUE(claim.ok() && *claim);
+                    EXPECT_EQ((*claim)->lease_expires_steady,
+                              kept ? std::optional<Millis>(800) : std::nullopt);
+                    // The wall clock stepped ahead a minute; 50 ms passed on the steady one.
+                    auto stepped = txn.ListActiveClaimsExpiredAt(Moment{65'000, 750});
+                    EXPECT_TRUE(stepped.ok() && stepped->size() == (kept ? 0u : 1u));
+                    auto later = txn.ListActiveClaimsExpiredAt(Moment{65'000, 800});
+                    EXPECT_TRUE(later.ok() && later->size() == 1u);
+                    return Ok();
+                  })
+                  .ok());
+}
+
 TEST_P(StoreContract, TokensIncreaseAndOnlyOneClaimPerTaskIsActive) {
   Insert(NewTask("task-aaaaaaa1"));
   Worker w;
@@ -466,9 +502,9 @@ TEST_P(StoreContract, TokensIncreaseAndOnlyOneClaimPerTaskIsActive) {
                   ->Read([&](Txn& txn) -> Status {
                     auto active = txn.GetActiveClaimForTask("task-aaaaaaa1");
                     EXPECT_TRUE(active.ok() && *active && (*active)->token == b.token);
-                    auto expired = txn.ListActiveClaimsExpiredAt(101);
+                    auto expired = txn.ListActiveClaimsExpiredAt(Moment{101});
                     EXPECT_TRUE(expired.ok() && expired->size() == 1);
-                    auto not_yet = txn.ListActiveClaimsExpiredAt(100);
+                    auto not_yet = txn.ListActiveClaimsExpiredAt(Moment{100});
                     EXPECT_TRUE(not_yet.ok() && not_yet->empty());
                     auto all = txn.ListClaimsForTask("task-aaaaaaa1");
                     EXPECT_TRUE(all.ok() && all->size() == 2);

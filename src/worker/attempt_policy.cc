@@ -27,7 +27,7 @@ AttemptDecision AttemptPolicy::Step(const AttemptObservation& seen) {
   if (seen.exited) return AttemptDecision{AttemptAction::kFinish, EndReason::kNone, 0};
   if (seen.reported) {
     if (reported_at_ < 0) reported_at_ = now;
-    Millis stop_at = reported_at_ + kReportGraceMs;
+    Millis stop_at = reported_at_ + (seen.reported_failure ? kRetryGraceMs : kReportGraceMs);
     if (now >= stop_at) return end(AttemptAction::kTerminate, EndReason::kExited);
     return AttemptDecision{AttemptAction::kWait, EndReason::kNone,
                            std::min(stop_at, now + kLookAgainMs)};

@@ -5,18 +5,20 @@
 // Step, and does what Step decides. Pure: times are a monotonic clock's milliseconds passed in,
 // so tests drive it with a fake clock and no process.
 //
-// In order of precedence, an attempt ends because:
+// In order of precedence (the order Step checks them), an attempt ends because:
 //   its claim was revoked (a cancel, an operator's --force, an ended session): kill now;
-//   it reported its outcome itself and has not exited within kReportGraceMs: stop it (the
-//   outcome stands; it is left that long to finish writing its session, its last output);
 //   its lease was lost (a refused renewal, the worker evicted): kill now (lease_lost);
 //   the agent exited: finish (the worker reads how);
+//   it reported its outcome itself and has not exited within kReportGraceMs — kRetryGraceMs
+//   when it reported a failure, which may be retried elsewhere soon: stop it (the outcome
+//   stands; it is left that long to finish writing its session, its last output);
+//   a second stop signal, or a first one while paused: stop it now (shutdown); a first: let it
+//   run up to the shutdown timeout, then stop it (shutdown);
+//   (while paused, nothing below applies)
 //   the agent cannot log in: stop it (agent_unavailable);
 //   the agent reported a usage limit: stop it (rate_limited);
 //   the task's budget is spent (earlier attempts plus this one's running cost): stop it
 //   (over_budget);
-//   a second stop signal, or a first one while paused: stop it now (shutdown); a first: let it
-//   run up to the shutdown timeout, then stop it (shutdown);
 //   the task timeout passed (timed_out), or no output for the stall timeout (stalled).
 // Time spent paused counts against neither the timeout nor the stall timer; nothing but a
 // revoke, a lost lease or a stop ends a paused attempt.
@@ -43,6 +45,7 @@ struct AttemptObservation {
   bool revoked = false;
   // The agent reported its outcome itself (its claim is completed) and has not exited yet.
   bool reported = false;
+  bool reported_failure = false;  // what it reported was a failure: a retry may start soon
   bool lease_lost = false;
   bool auth_failed = false;
   bool limit_seen = false;
@@ -66,6 +69,8 @@ struct AttemptDecision {
 class AttemptPolicy {
  public:
   static constexpr Millis kReportGraceMs = 30'000;
+  // Shorter than the first retry's backoff, so that a retry never runs beside it.
+  static constexpr Millis kRetryGraceMs = 500;
 
   AttemptPolicy(const AttemptLimits& limits, Millis started_at);
 

@@ -117,6 +117,16 @@ TEST_F(AttemptPolicyTest, AnAgentThatReportedItselfIsLeftToExitThenStopped) {
   EXPECT_EQ(p.Step(gone).action, AttemptAction::kFinish);
 }
 
+TEST_F(AttemptPolicyTest, AnAgentThatReportedAFailureIsStoppedBeforeItsRetryCanStart) {
+  AttemptObservation o = At(2'000);
+  o.reported = o.reported_failure = true;
+  EXPECT_EQ(Step(o), WaitUntil(2'000 + AttemptPolicy::kRetryGraceMs));
+  o.now = 2'000 + AttemptPolicy::kRetryGraceMs;
+  EXPECT_EQ(Step(o), Ends(AttemptAction::kTerminate, EndReason::kExited));
+  // The first retry waits at least 800 ms (a 1 s backoff less its jitter).
+  EXPECT_LT(AttemptPolicy::kRetryGraceMs, 800);
+}
+
 TEST_F(AttemptPolicyTest, AnExitIsReportedBeforeAnyTimerFires) {
   AttemptObservation o = At(kStart + 120'000);
   o.exited = true;

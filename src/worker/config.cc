@@ -10,6 +10,7 @@
 #include "core/duration.h"
 #include "core/toml_text.h"
 #include "core/validation.h"
+#include "worker/git.h"
 
 namespace tx::worker {
 namespace {
@@ -440,6 +441,19 @@ Status PrepareGitTask(const WorkerConfig& config, bool auto_merge, Task& task) {
   if (task.repo.empty() && AsksForAutoMerge(task)) {
     return Error::InvalidArgument(std::string("auto-merge needs a repository") + where);
   }
+  // Checked where the repository is on this machine (a remote worker's may be elsewhere): a base
+  // that does not exist would fail every attempt.
+  std::error_code ec;
+  if (!task.repo.empty() && std::filesystem::is_directory(task.repo, ec)) {
+    TX_ASSIGN_OR_RETURN(std::string top, git::TopLevel(task.repo));
+    std::string base =
+        task.base_branch.empty() ? GitSettingsFor(config, task.repo).base : task.base_branch;
+    TX_ASSIGN_OR_RETURN(bool exists,
+                        base.empty() ? Result<bool>(true) : git::CommitExists(top, base));
+    if (!exists) {
+      return Error::InvalidArgument("base '" + base + "' is not a branch or commit of " + top);
+    }
+  }
   return Ok();
 }
 
@@ -471,8 +485,12 @@ Status ApplyConfigToml(const std::string& toml_text, const std::string& origin,
       TX_RETURN_IF_ERROR(ApplyPrices(*t, origin, c));
     } else if (k == "budgets" && t != nullptr) {
       TX_RETURN_IF_ERROR(ApplyBudgets(*t, origin, c));
-    } else if (k == "orchestrator" || k == "api") {
-      // Read by the orchestrator and the HTTP server.
+    } else if (k == "api" && t != nullptr) {
+      Table api(*t, "api.", origin);
+      TX_RETURN_IF_ERROR(api.Strings("allowed_hosts", c.api_allowed_hosts));
+      TX_RETURN_IF_ERROR(api.RefuseUnknown());
+    } else if (k == "orchestrator") {
+      // Read by the orchestrator.
     } else {
       return Error::InvalidArgument(origin + ": unknown section '" + k + "'");
     }

@@ -52,7 +52,8 @@ struct WorkerConfig {
   // agents as TX_SERVER and TX_API_TOKEN.
   std::string server_url;
   std::string server_token;
-  std::string name;  // defaults to the slot, else the worker id
+  std::string server_credential;  // what the registration over HTTP returned (set at start)
+  std::string name;               // defaults to the slot, else the worker id
   std::string slot;
   // This machine's directory for the store (store::LocalDir): with the host, the worker's pool
   // (PoolId), which its slot belongs to.
@@ -72,7 +73,11 @@ struct WorkerConfig {
   std::string agent = "claude";  // the default profile name, or an argv template
   std::map<std::string, agent::AgentProfile> profiles = agent::BuiltInProfiles();
   agent::PriceTable prices = agent::PriceTable::Defaults();  // [prices."MODEL"]
-  service::Budgets budgets;                                  // [budgets]
+  Budgets budgets;                                           // [budgets]
+  // [api] allowed_hosts: Host names a loopback HTTP server answers besides the loopback ones
+  // (api/auth.h HostAllowedOnLoopback). Read by the server only.
+  std::vector<std::string> api_allowed_hosts;
+  std::string config_file;  // the config.toml read, read again for [budgets] (budgets_source.h)
   std::string allowed_commands;  // TX_ALLOWED_COMMANDS for agents; empty = no restriction
   std::string workdir;  // where agents run when their task names no workdir; empty = inherited
   exec::ResourceLimits limits;

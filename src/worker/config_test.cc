@@ -298,6 +298,7 @@ TEST(SpawnPlan, TheSpecCarriesTheAgentArgvEnvironmentLogAndLimits) {
   claim.token = 77;
   claim.worker_id = "worker-12345678";
   claim.attempt = 2;
+  t.attempt = 2;
   auto plan =
       PlanSpawn(c, t, claim, {"HOME=/root", "PATH=/usr/bin:/bin", "TX_CLAIM_TOKEN=1", "TX_DB=/x"});
   ASSERT_TRUE(plan.ok()) << plan.error().message();
@@ -324,6 +325,15 @@ TEST(SpawnPlan, TheSpecCarriesTheAgentArgvEnvironmentLogAndLimits) {
   EXPECT_EQ(spec.limits.open_files, 100u);
   EXPECT_EQ(plan->profile.name, "claude");
   EXPECT_FALSE(plan->resumed);
+
+  // Two claims given back uncounted (a limit) later: the logs follow the claims, the prompt's
+  // count the attempts that count.
+  Claim later = claim;
+  later.attempt = 4;
+  plan = PlanSpawn(c, t, later, {});
+  ASSERT_TRUE(plan.ok());
+  EXPECT_NE(plan->spec.argv[2].find("This is attempt 2 of "), std::string::npos);
+  EXPECT_EQ(plan->log_path, "/data/.tx/logs/task-abcdefgh/4.log");
 
   t.metadata = {{"limits", {{"open_files", 50}, {"memory_mb", 256}}}};
   plan = PlanSpawn(c, t, claim, {});

@@ -35,6 +35,13 @@ class Coordinator {
   // (estimated from its replies, so a worker whose own clock is off still renews in time).
   virtual Millis NowMs() = 0;
 
+  // The credential a registration over HTTP returned, which every later call carries (and the
+  // worker hands to its agents); "" for a local store.
+  virtual std::string credential() const { return ""; }
+  // Makes this coordinator act with `credential` (the heartbeat thread's, after the main loop's
+  // registration). Before any call that uses it.
+  virtual void set_credential(const std::string& /*credential*/) {}
+
   // As WorkerService::Register: `replaced` receives the slot's previous live incarnations.
   virtual Result<Worker> Register(const service::Registration& r,
                                   std::vector<Worker>* replaced) = 0;
@@ -100,9 +107,9 @@ class Coordinator {
   // when `budgets` has any, the day's spending against them.
   struct AgentState {
     std::vector<AgentLimit> limits;
-    service::BudgetState budget;
+    BudgetState budget;
   };
-  virtual Result<AgentState> GetAgentState(const service::Budgets& budgets) = 0;
+  virtual Result<AgentState> GetAgentState(const Budgets& budgets) = 0;
   // The cost of a task's attempts so far.
   virtual Result<double> TaskCost(std::string_view task_id) = 0;
 

@@ -21,12 +21,15 @@ Result<WorkerConfig> BuildWorkerConfig(const std::string& db_path, const std::st
   c.local_dir = dir.string();
   c.logs_dir = (dir / "logs").string();
   c.tx_binary = tx_binary;
-  TX_RETURN_IF_ERROR(
-      ApplyConfigFile(a.config.empty() ? (dir / "config.toml").string() : a.config, c));
+  c.config_file = a.config.empty() ? (dir / "config.toml").string() : a.config;
+  TX_RETURN_IF_ERROR(ApplyConfigFile(c.config_file, c));
   if (!a.config.empty() && !fs::exists(a.config)) {
     return Error::InvalidArgument("no config file at " + a.config);
   }
-  if (!a.name.empty()) c.name = a.name;
+  if (!a.name.empty()) {
+    TX_RETURN_IF_ERROR(ValidateName("worker name", a.name));
+    c.name = a.name;
+  }
   if (!a.slot.empty()) c.slot = a.slot;
   if (!a.capabilities.empty()) c.capabilities = SplitCommas({a.capabilities});
   if (!a.queues.empty()) c.queues = SplitCommas({a.queues});
@@ -64,8 +67,24 @@ Result<WorkerConfig> BuildWorkerConfig(const std::string& db_path, const std::st
   if (!c.workdir.empty() && !fs::is_directory(c.workdir)) {
     return Error::InvalidArgument("the worker's workdir is not a directory: " + c.workdir);
   }
-  if (c.heartbeat_idle_ms < 1 || c.lease_ms < 1 || c.poll_ms < 1) {
-    return Error::InvalidArgument("heartbeat interval, lease and poll interval must be > 0");
+  if (c.heartbeat_idle_ms < kMinHeartbeatIntervalMs ||
+      c.heartbeat_idle_ms > kMaxHeartbeatIntervalMs) {
+    return Error::InvalidArgument("the heartbeat interval must be between " +
+                                  FormatDuration(kMinHeartbeatIntervalMs) + " and " +
+                                  FormatDuration(kMaxHeartbeatIntervalMs) + ", not " +
+                                  FormatDuration(c.heartbeat_idle_ms));
+  }
+  // A running worker renews its lease every half interval: a lease shorter than the interval
+  // would expire between renewals.
+  if (c.lease_ms < std::max(kMinLeaseMs, c.heartbeat_idle_ms)) {
+    return Error::InvalidArgument("the lease (" + FormatDuration(c.lease_ms) +
+                                  ") must be at least the heartbeat interval (" +
+                                  FormatDuration(c.heartbeat_idle_ms) + ")");
+  }
+  if (c.poll_ms < kMinPollIntervalMs) {
+    return Error::InvalidArgument("the poll interval must be at least " +
+                                  FormatDuration(kMinPollIntervalMs) + ", not " +
+                                  FormatDuration(c.poll_ms));
   }
   // Refuse a bad default agent now rather than at the first task.
   TX_RETURN_IF_ERROR(ResolveAgent(c, c.agent));

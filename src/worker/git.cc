@@ -46,6 +46,19 @@ Result<std::string> TopLevel(const std::string& repo) {
   return Trimmed(r.out);
 }
 
+Result<bool> CommitExists(const std::string& top, const std::string& rev) {
+  // "--end-of-options" keeps a revision that starts with "-" from being read as an option.
+  TX_ASSIGN_OR_RETURN(exec::CommandResult r, Run(top, {"rev-parse", "--verify", "--quiet",
+                                                       "--end-of-options", rev + "^{commit}"}));
+  return r.ok();
+}
+
+Result<bool> IsAncestor(const std::string& top, const std::string& commit, const std::string& rev) {
+  TX_ASSIGN_OR_RETURN(exec::CommandResult r,
+                      Run(top, {"merge-base", "--is-ancestor", "--end-of-options", commit, rev}));
+  return r.ok();
+}
+
 Result<bool> BranchExists(const std::string& top, const std::string& branch) {
   TX_ASSIGN_OR_RETURN(exec::CommandResult r,
                       Run(top, {"rev-parse", "--verify", "--quiet", "refs/heads/" + branch}));

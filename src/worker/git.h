@@ -26,7 +26,15 @@ Error Failed(const std::string& what, const exec::CommandResult& r);
 // git repository.
 Result<std::string> TopLevel(const std::string& repo);
 
+// Whether `rev` (a branch, a tag, a remote branch, a commit) names a commit in the repository at
+// `top`.
+Result<bool> CommitExists(const std::string& top, const std::string& rev);
+
 // Whether refs/heads/<branch> exists in the repository at `top`.
 Result<bool> BranchExists(const std::string& top, const std::string& branch);
+
+// Whether the commit `commit` is `rev` or one of its ancestors, in the repository at `top`
+// (false when either names no commit there).
+Result<bool> IsAncestor(const std::string& top, const std::string& commit, const std::string& rev);
 
 }  // namespace tx::worker::git

@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "core/json.h"
+#include "core/validation.h"
 
 namespace tx::worker {
 namespace {
@@ -35,6 +36,15 @@ HttpCoordinator::HttpCoordinator(const std::string& url, const std::string& toke
   // body waits for the server's delayed ACK (40 ms) on every request of a kept-alive connection.
   client_.set_tcp_nodelay(true);
   if (!token.empty()) client_.set_bearer_token_auth(token);
+  // An agent's `tx task done` acts for its worker, with the credential the worker handed it.
+  if (const char* c = std::getenv(kWorkerCredentialEnv); c != nullptr && *c != '\0') {
+    set_credential(c);
+  }
+}
+
+void HttpCoordinator::set_credential(const std::string& credential) {
+  credential_ = credential;
+  client_.set_default_headers({{kWorkerCredentialHeader, credential}});
 }
 
 std::unique_ptr<RemoteCoordinator> ConnectHttp(const std::string& url, const std::string& token,
@@ -51,7 +61,8 @@ Result<json> HttpCoordinator::Decode(const httplib::Result& r, const std::string
     return Error::Unavailable("cannot reach " + url_ + " (" + what +
                               "): " + httplib::to_string(r.error()));
   }
-  json body = r->body.empty() ? json() : json::parse(r->body, nullptr, false);
+  json body =
+      r->body.empty() || NestsDeeperThan(r->body) ? json() : json::parse(r->body, nullptr, false);
   if (r->status >= 200 && r->status < 300) {
     if (body.is_object() && body.contains("server_time") && body["server_time"].is_number()) {
       clock_offset_ms_ = body["server_time"].get<Millis>() - LocalNowMs();
@@ -86,6 +97,9 @@ Result<Worker> HttpCoordinator::Register(const service::Registration& r,
                                                 {"queues", r.queues},
                                                 {"heartbeat_interval_ms", r.heartbeat_interval_ms},
                                                 {"metadata", r.metadata}}));
+  if (auto c = reply.find("credential"); c != reply.end() && c->is_string()) {
+    set_credential(c->get<std::string>());
+  }
   if (replaced != nullptr && reply.contains("replaced") && reply["replaced"].is_array()) {
     for (const auto& w : reply["replaced"]) {
       TX_ASSIGN_OR_RETURN(Worker old, WorkerFromJson(w));
@@ -273,9 +287,9 @@ Result<Task> HttpCoordinator::EndOverBudget(std::string_view task_id, std::int64
   return TaskFromJson(reply["task"]);
 }
 
-Result<Coordinator::AgentState> HttpCoordinator::GetAgentState(const service::Budgets& budgets) {
+Result<Coordinator::AgentState> HttpCoordinator::GetAgentState(const Budgets& budgets) {
   json body = json::object();
-  if (budgets.any()) body["budgets"] = service::ToJson(budgets);
+  if (budgets.any()) body["budgets"] = ToJson(budgets);
   TX_ASSIGN_OR_RETURN(json reply, Post("/api/worker/agent-state", body));
   AgentState out;
   for (const auto& l : reply.value("limits", json::array())) {
@@ -283,7 +297,7 @@ Result<Coordinator::AgentState> HttpCoordinator::GetAgentState(const service::Bu
     out.limits.push_back(std::move(limit));
   }
   if (auto b = reply.find("budget"); b != reply.end() && b->is_object()) {
-    TX_ASSIGN_OR_RETURN(out.budget, service::BudgetStateFromJson(*b));
+    TX_ASSIGN_OR_RETURN(out.budget, BudgetStateFromJson(*b));
   }
   return out;
 }

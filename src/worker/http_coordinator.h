@@ -29,6 +29,8 @@ class HttpCoordinator : public RemoteCoordinator {
   HttpCoordinator(const std::string& url, const std::string& token, bool keep_alive = true);
 
   Millis NowMs() override;
+  std::string credential() const override { return credential_; }
+  void set_credential(const std::string& credential) override;
   Result<Worker> Register(const service::Registration& r, std::vector<Worker>* replaced) override;
   Result<Worker> Heartbeat(std::string_view worker_id,
                            const service::HeartbeatUpdate& update) override;
@@ -65,7 +67,7 @@ class HttpCoordinator : public RemoteCoordinator {
                               const std::string& profile, const std::string& why) override;
   Result<Task> EndOverBudget(std::string_view task_id, std::int64_t token,
                              const std::string& why) override;
-  Result<AgentState> GetAgentState(const service::Budgets& budgets) override;
+  Result<AgentState> GetAgentState(const Budgets& budgets) override;
   Result<double> TaskCost(std::string_view task_id) override;
   Status ShipLog(std::string_view task_id, int attempt, std::int64_t token, std::int64_t offset,
                  std::string_view data, bool raw) override;
@@ -81,6 +83,7 @@ class HttpCoordinator : public RemoteCoordinator {
 
   std::string url_;
   httplib::Client client_;
+  std::string credential_;  // set before the calls that act for the worker, not changed during
   std::atomic<Millis> clock_offset_ms_{0};  // server's clock minus ours
   Millis claim_backoff_ms_ = 0;             // the last empty claim's Retry-After
 };

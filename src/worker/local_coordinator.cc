@@ -22,7 +22,7 @@ LocalCoordinator::LocalCoordinator(std::unique_ptr<store::Store> store,
       tasks_(*store_, store_->clock(), options),
       agents_(*store_, store_->clock(), options) {}
 
-Result<Coordinator::AgentState> LocalCoordinator::GetAgentState(const service::Budgets& budgets) {
+Result<Coordinator::AgentState> LocalCoordinator::GetAgentState(const Budgets& budgets) {
   AgentState out;
   TX_RETURN_IF_ERROR(agents_.ResumeExpired());
   TX_ASSIGN_OR_RETURN(out.limits, agents_.Limits());

@@ -83,7 +83,7 @@ class LocalCoordinator : public Coordinator {
                              const std::string& why) override {
     return agents_.EndOverBudget(task_id, token, why);
   }
-  Result<AgentState> GetAgentState(const service::Budgets& budgets) override;
+  Result<AgentState> GetAgentState(const Budgets& budgets) override;
   Result<double> TaskCost(std::string_view task_id) override;
   Status ShipLog(std::string_view, int, std::int64_t, std::int64_t, std::string_view,
                  bool) override {

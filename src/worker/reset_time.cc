@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
 #include "exec/command.h"
@@ -17,10 +18,13 @@ bool ValidZone(const std::string& zone) {
       zone.front() == '/') {
     return false;
   }
-  return std::all_of(zone.begin(), zone.end(), [](char c) {
+  bool plain = std::all_of(zone.begin(), zone.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || c == '/' || c == '_' || c == '-' ||
            c == '+';
   });
+  // A zone the system does not know ("PST") would silently be read as UTC: hours off.
+  std::error_code ec;
+  return plain && std::filesystem::is_regular_file("/usr/share/zoneinfo/" + zone, ec);
 }
 
 // date(1) in `zone` ("" = local): the output of `date -d SPEC +FORMAT`, or "" on failure.

@@ -22,6 +22,7 @@
 #include "agent/resume.h"
 #include "core/duration.h"
 #include "core/orchestrator.h"
+#include "core/validation.h"
 #include "exec/capped_log.h"
 #include "exec/process_info.h"
 #include "exec/program.h"
@@ -39,7 +40,9 @@ namespace {
 
 using SteadyClock = std::chrono::steady_clock;
 
-constexpr Millis kMaxStoreBackoffMs = 5 * 60'000;
+// A worker that cannot reach the store tries again after 1 s, doubling to this: once it answers
+// again (a full disk freed, a server back) work resumes within half a minute.
+constexpr Millis kMaxStoreBackoffMs = 30'000;
 
 sigset_t WorkerSignals() {
   sigset_t set;
@@ -47,6 +50,7 @@ sigset_t WorkerSignals() {
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGCHLD);
+  sigaddset(&set, SIGHUP);  // read and ignored: logrotate and a closed terminal must not stop it
   return set;
 }
 
@@ -73,7 +77,8 @@ double Jitter() {
 
 }  // namespace
 
-WorkerRuntime::WorkerRuntime(WorkerConfig config) : config_(std::move(config)) {}
+WorkerRuntime::WorkerRuntime(WorkerConfig config)
+    : config_(std::move(config)), budgets_(config_.config_file, config_.budgets) {}
 
 WorkerRuntime::~WorkerRuntime() {
   heartbeat_.reset();
@@ -110,9 +115,12 @@ Status WorkerRuntime::Start() {
   if (!config_.workdir.empty()) r.metadata["workdir"] = config_.workdir;
   CheckPrograms(/*force=*/true);
   if (!unavailable_.empty()) r.metadata["unavailable_agents"] = unavailable_;
+  unavailable_published_ = unavailable_;
   std::vector<Worker> replaced;
   TX_ASSIGN_OR_RETURN(Worker me, fleet_->Register(r, &replaced));
   worker_id_ = me.id;
+  beat->set_credential(fleet_->credential());
+  config_.server_credential = fleet_->credential();
   for (const auto& old : replaced) KillLeftoverAgent(old);
   spdlog::info("worker {} registered (name {}, slot {}, queues {}, pid {})", me.id, me.name,
                me.slot.empty() ? "-" : me.slot, nlohmann::json(me.queues).dump(), getpid());
@@ -161,6 +169,7 @@ std::vector<int> WorkerRuntime::ReadStopSignals() {
     if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
       stops.push_back(static_cast<int>(si.ssi_signo));
     }
+    if (si.ssi_signo == SIGHUP) spdlog::info("Hangup received: ignored (SIGTERM stops the worker)");
     // SIGCHLD only interrupts the wait; the agent's exit is seen through its pidfd or TryWait.
   }
   return stops;
@@ -256,8 +265,15 @@ Millis WorkerRuntime::IdleWait() {
   Result<std::optional<Millis>> next = fleet_->NextEligibleAt(worker_id_, &gate_);
   Millis now = fleet_->NowMs();
   if (next.ok() && *next) wait = std::min(wait, std::max<Millis>(0, **next - now));
-  // A limit that ends, or the next day of a reached budget, may let its tasks run.
-  if (gate_opens_at_ > 0) wait = std::min(wait, std::max<Millis>(0, gate_opens_at_ - now));
+  // A limit that ends, or the next day of a reached budget, may let its tasks run. Once that
+  // moment has passed, the gate is made again before the next claim (RefreshAgentState): not
+  // waiting at all until then would spin on claims.
+  if (gate_opens_at_ > now) {
+    wait = std::min(wait, gate_opens_at_ - now);
+  } else if (gate_opens_at_ > 0) {
+    gate_opens_at_ = 0;
+    agent_state_at_ = {};
+  }
   return wait;
 }
 
@@ -348,38 +364,64 @@ Result<int> WorkerRuntime::Run() {
   return code;
 }
 
+namespace {
+
+// Whether a profile's program can be looked for before a task names a workdir and an account:
+// not when its argv[0] is a template ("{workdir}/bin/agent"), a path relative to the task's
+// workdir, or found through an account's own PATH.
+bool CheckableAhead(const agent::AgentProfile& profile) {
+  const std::string& program = profile.argv[0];
+  if (program.find('{') != std::string::npos) return false;
+  if (program.find('/') != std::string::npos && program.front() != '/') return false;
+  for (const auto& account : profile.accounts) {
+    for (const auto& e : account.env) {
+      if (e.starts_with("PATH=")) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 void WorkerRuntime::CheckPrograms(bool force) {
   auto now = SteadyClock::now();
   if (!force && now - programs_checked_at_ < std::chrono::seconds(30)) return;
   programs_checked_at_ = now;
   std::vector<std::string> env = CurrentEnvironment();
-  std::string tx_dir = std::filesystem::path(config_.tx_binary).parent_path().string();
-  bool changed = false;
   for (const auto& [name, profile] : config_.profiles) {
     if (profile.argv.empty()) continue;
-    // A login refused is tried again after a quarter of an hour (someone may have logged in).
-    if (auto refused = login_refused_at_.find(name); refused != login_refused_at_.end()) {
-      if (now - refused->second < std::chrono::minutes(15)) continue;
-      login_refused_at_.erase(refused);
-      changed = unavailable_.erase(name) > 0 || changed;
+    // A login refused, or a program found that then failed to start (its interpreter missing,
+    // say), is tried again after a quarter of an hour, not at the next look.
+    if (auto held = held_off_at_.find(name); held != held_off_at_.end()) {
+      if (now - held->second < std::chrono::minutes(15)) continue;
+      held_off_at_.erase(held);
+      unavailable_.erase(name);
       continue;
     }
+    if (!CheckableAhead(profile)) continue;
     Result<std::string> found = exec::FindProgram(profile.argv[0], env, config_.workdir);
     if (!found.ok()) {
-      std::string why =
+      unavailable_[name] =
           "spawn '" + profile.argv[0] + "': " + found.error().message() + " (not on PATH)";
-      changed = unavailable_[name] != why || changed;
-      unavailable_[name] = why;
     } else if (unavailable_.erase(name) > 0) {
       spdlog::info("agent profile {} can run here again ({})", name, *found);
-      changed = true;
     }
   }
-  if (changed && !worker_id_.empty()) {
+  if (unavailable_ != unavailable_published_ && !worker_id_.empty()) {
+    // A merge patch: a profile that can run again is removed with a null.
+    nlohmann::json patch = nlohmann::json::object();
+    for (const auto& [name, why] : unavailable_published_) {
+      if (!unavailable_.contains(name)) patch[name] = nullptr;
+    }
+    for (const auto& [name, why] : unavailable_) patch[name] = why;
     service::HeartbeatUpdate update;
-    update.metadata = {{"unavailable_agents", unavailable_}};
+    update.metadata = {{"unavailable_agents", patch}};
     Result<Worker> w = fleet_->Heartbeat(worker_id_, update);
-    if (!w.ok()) spdlog::warn("could not record the unavailable agents: {}", w.error().message());
+    if (!w.ok()) {
+      spdlog::warn("could not record the unavailable agents: {}", w.error().message());
+    } else {
+      unavailable_published_ = unavailable_;
+    }
     agent_state_at_ = {};  // the gate changes with them
   }
 }
@@ -398,7 +440,8 @@ void WorkerRuntime::RefreshAgentState(bool force) {
       now - agent_state_at_ < std::chrono::seconds(1)) {
     return;
   }
-  Result<Coordinator::AgentState> st = fleet_->GetAgentState(config_.budgets);
+  // The fleet's budgets as the config file says them now: a raised budget lets work go on.
+  Result<Coordinator::AgentState> st = fleet_->GetAgentState(budgets_.Current());
   if (!st.ok()) {
     spdlog::warn("could not read the agents' limits and budgets: {}", st.error().message());
     return;
@@ -467,6 +510,7 @@ void WorkerRuntime::RunAttempt(service::ClaimResult claimed) {
   const Task& task = claimed.task;
   const Claim& claim = claimed.claim;
   state_.Hold({task.id, claim.token, claim.lease_ms, claim.lease_expires_at, 0});
+  ended_as_.reset();
   if (task.repo.empty()) {
     RunAgent(claimed, nullptr);
     return;
@@ -496,7 +540,11 @@ void WorkerRuntime::RunAttempt(service::ClaimResult claimed) {
   // it as it is.
   Result<Claim> ended = fleet_->Inspect(claim.token);
   if (!ended.ok()) return;
-  bool last_attempt = claim.attempt >= task.max_attempts;
+  // Failed for good, as the store said when this worker recorded the outcome; else (the agent
+  // reported it, or the lease was lost) as the counted attempts say — not claim.attempt, which
+  // counts the claims given back uncounted too.
+  bool failed_for_good =
+      ended_as_ ? *ended_as_ == TaskStatus::kFailed : task.attempt >= task.max_attempts;
   bool finished = false;
   bool auto_merge = false;
   switch (ended->end_reason) {
@@ -514,7 +562,8 @@ void WorkerRuntime::RunAttempt(service::ClaimResult claimed) {
     case EndReason::kTimedOut:
     case EndReason::kStalled:
     case EndReason::kLeaseLost:
-      finished = last_attempt;
+    case EndReason::kOverBudget:
+      finished = failed_for_good;
       break;
     default:  // released (shutdown, by hand): the attempt does not count; still running
       break;
@@ -575,6 +624,21 @@ void WorkerRuntime::RunAgent(const service::ClaimResult& claimed, const Worktree
     state_.Drop();
   };
   Result<AttemptPlan> base = ProfileFor(config_, task);
+  if (!base.ok() && !task.agent.empty() && ValidateName("agent", task.agent).ok()) {
+    // A profile this worker's config does not define (another worker's may): not the task's
+    // fault. Given back uncounted, and this worker takes no more of that profile's tasks.
+    std::string why = "no agent profile '" + task.agent + "' in this worker's config";
+    spdlog::warn("{} attempt {}: {}", task.id, claim.attempt, why);
+    MarkUnavailable(task.agent, why);
+    held_off_at_[task.agent] = SteadyClock::now();
+    std::optional<Result<Task>> r = Record(claim.token, task.id + ": " + why, [&] {
+      return fleet_->EndUnavailable(task.id, claim.token, EndReason::kAgentUnavailable, task.agent,
+                                    why);
+    });
+    if (r && !r->ok()) spdlog::warn("{}: {}", task.id, r->error().message());
+    state_.Drop();
+    return;
+  }
   if (!base.ok()) {
     fail_counted(base.error().message());
     return;
@@ -612,12 +676,14 @@ void WorkerRuntime::RunAgent(const service::ClaimResult& claimed, const Worktree
     RunEnd end;
     // A profile's program missing (or not executable) here is this machine's fault, not the
     // task's: the attempt is not counted and this worker stops taking that profile's tasks.
-    if (!plan->is_command && !plan->profile.argv.empty()) {
+    // (The program as this attempt runs it: its template expanded, in its workdir, with its
+    // account's environment.)
+    if (!plan->is_command && !plan->spec.argv.empty()) {
       Result<std::string> program =
-          exec::FindProgram(plan->profile.argv[0], plan->spec.env, plan->spec.cwd);
+          exec::FindProgram(plan->spec.argv[0], plan->spec.env, plan->spec.cwd);
       if (!program.ok()) {
         end.how = RunEnd::How::kSpawnFailed;
-        end.spawn_error = "spawn '" + plan->profile.argv[0] + "': " + program.error().message();
+        end.spawn_error = "spawn '" + plan->spec.argv[0] + "': " + program.error().message();
       }
     }
     if (end.how != RunEnd::How::kSpawnFailed) end = FollowRun(claimed, *plan);
@@ -666,14 +732,16 @@ bool WorkerRuntime::HoldBack(const service::ClaimResult& claimed,
       service::FreeAccount(profile.name, accounts, agent_state_.limits, now);
   if (free) {
     account = *free;
-    const service::BudgetState& b = agent_state_.budget;
+    const BudgetState& b = agent_state_.budget;
     bool budget = b.reached || std::find(b.reached_queues.begin(), b.reached_queues.end(),
                                          task.queue) != b.reached_queues.end();
     if (!budget) return false;
     spdlog::info("{}: the day's agent budget is reached: given back until {}", task.id,
                  FormatTime(b.next_day_at));
-    Result<Task> r = fleet_->Release(task.id, claim.token, EndReason::kReleased);
-    if (!r.ok()) spdlog::warn("{}: release: {}", task.id, r.error().message());
+    std::optional<Result<Task>> r = Record(claim.token, task.id + ": release", [&] {
+      return fleet_->Release(task.id, claim.token, EndReason::kReleased);
+    });
+    if (r && !r->ok()) spdlog::warn("{}: release: {}", task.id, r->error().message());
     state_.Drop();
     return true;
   }
@@ -694,8 +762,10 @@ bool WorkerRuntime::HoldBack(const service::ClaimResult& claimed,
   report.reason = first != nullptr ? first->reason : "limited";
   spdlog::info("{}: agent {} is limited until {}: given back", task.id, profile.name,
                FormatTime(report.reset_at));
-  Result<Task> r = fleet_->EndLimited(task.id, claim.token, report);
-  if (!r.ok()) spdlog::warn("{}: {}", task.id, r.error().message());
+  std::optional<Result<Task>> r = Record(claim.token, task.id + ": given back", [&] {
+    return fleet_->EndLimited(task.id, claim.token, report);
+  });
+  if (r && !r->ok()) spdlog::warn("{}: {}", task.id, r->error().message());
   state_.Drop();
   return true;
 }
@@ -782,6 +852,11 @@ WorkerRuntime::RunEnd WorkerRuntime::FollowRun(const service::ClaimResult& claim
   SteadyClock::time_point ledger_at = SteadyClock::now();
   Millis wake_at = mono_ms();
   bool reported = false;
+  bool reported_failure = false;
+  // Without a watch of the store (a remote worker), the claim is looked at this often instead, so
+  // that an agent's own report or a cancel is seen while the agent still runs.
+  constexpr Millis kInspectEveryMs = 1'000;
+  Millis inspected_at = mono_ms();
   for (;;) {
     std::vector<pollfd> fds = {
         {signal_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}, {fleet_->watch_fd(), POLLIN, 0}};
@@ -801,6 +876,8 @@ WorkerRuntime::RunEnd WorkerRuntime::FollowRun(const service::ClaimResult& claim
       check = true;
     }
     if ((fds[2].revents & POLLIN) != 0 && fleet_->DrainWatch()) check = true;
+    if (fleet_->watch_fd() < 0 && mono_ms() - inspected_at >= kInspectEveryMs) check = true;
+    if (check) inspected_at = mono_ms();
     AttemptObservation seen;
     if (check && !exited) {
       CheckRequests(&child);
@@ -810,10 +887,13 @@ WorkerRuntime::RunEnd WorkerRuntime::FollowRun(const service::ClaimResult& claim
       // Completed: the agent's own report (it is left to exit). Anything else ended it under
       // the agent: a cancel, an operator's --force, an ended session, a lease given up.
       reported = reported || (held.ok() && held->status == ClaimStatus::kCompleted);
+      reported_failure =
+          reported_failure || (reported && held.ok() && held->end_reason == EndReason::kFailed);
       seen.revoked = held.ok() && held->status != ClaimStatus::kActive &&
                      held->status != ClaimStatus::kCompleted;
     }
     seen.reported = reported;
+    seen.reported_failure = reported_failure;
     seen.now = mono_ms();
     seen.exited = exited.has_value();
     seen.last_output_at = ms_of(child.last_output_at());
@@ -889,11 +969,13 @@ void WorkerRuntime::FinishRun(const service::ClaimResult& claimed, const Attempt
   const Task& task = claimed.task;
   const Claim& claim = claimed.claim;
   std::string head = task.id + " attempt " + std::to_string(claim.attempt);
-  auto done_with = [&](Result<Task> r, const std::string& what) {
-    if (r.ok()) {
-      spdlog::info("{}: {} → {}", head, what, ToString(r->status));
-    } else {
-      spdlog::warn("{}: {}; could not record it: {}", head, what, r.error().message());
+  // Records how the attempt ended; while the store is out of reach, again (Record).
+  auto done_with = [&](const std::function<Result<Task>()>& call, const std::string& what) {
+    std::optional<Result<Task>> r = Record(claim.token, head + ": " + what, call);
+    if (r && r->ok()) {
+      spdlog::info("{}: {} → {}", head, what, ToString((*r)->status));
+    } else if (r) {
+      spdlog::warn("{}: {}; could not record it: {}", head, what, r->error().message());
     }
     state_.Drop();
     heartbeat_->Kick();
@@ -906,25 +988,30 @@ void WorkerRuntime::FinishRun(const service::ClaimResult& claimed, const Attempt
     report.accounts = AccountNames(plan.profile);
     report.reason = said.limit ? said.limit->text : "usage limit";
     if (said.limit) report.reset_at = ResolveReset(said.limit->reset, fleet_->NowMs());
-    Result<Task> r = fleet_->EndLimited(task.id, claim.token, report);
+    done_with([&] { return fleet_->EndLimited(task.id, claim.token, report); },
+              how + ": usage limit of " + plan.profile.name +
+                  (report.reset_at > 0 ? " until " + FormatTime(report.reset_at) : ""));
     // The gate closes at once for this worker; the others read the limit from the store.
     RefreshAgentState(/*force=*/true);
-    done_with(r, how + ": usage limit of " + plan.profile.name +
-                     (report.reset_at > 0 ? " until " + FormatTime(report.reset_at) : ""));
   };
   auto unavailable = [&](EndReason reason, const std::string& why) {
     if (!plan.is_command && !plan.profile.name.empty()) {
       MarkUnavailable(plan.profile.name, why);
-      if (reason == EndReason::kAgentUnavailable) {
-        login_refused_at_[plan.profile.name] = SteadyClock::now();
-      }
-      done_with(fleet_->EndUnavailable(task.id, claim.token, reason, plan.profile.name, why),
-                std::string(ToString(reason)) + ": " + why);
+      held_off_at_[plan.profile.name] = SteadyClock::now();
+      done_with(
+          [&] {
+            return fleet_->EndUnavailable(task.id, claim.token, reason, plan.profile.name, why);
+          },
+          std::string(ToString(reason)) + ": " + why);
       return;
     }
     // A task's own command (or a template) that cannot start is the task's failure.
-    done_with(fleet_->Fail(task.id, claim.token, EndReason::kFailed, "spawn failed: " + why, 127),
-              "spawn failed: " + why);
+    done_with(
+        [&] {
+          return fleet_->Fail(task.id, claim.token, EndReason::kFailed, "spawn failed: " + why,
+                              127);
+        },
+        "spawn failed: " + why);
   };
   switch (end.how) {
     case RunEnd::How::kSpawnFailed: {
@@ -938,9 +1025,12 @@ void WorkerRuntime::FinishRun(const service::ClaimResult& claimed, const Attempt
           end.spawn_error.find("log '") == std::string::npos) {
         unavailable(EndReason::kSpawnFailed, end.spawn_error);
       } else {
-        done_with(fleet_->Fail(task.id, claim.token, EndReason::kFailed,
-                               "spawn failed: " + end.spawn_error, 127),
-                  "spawn failed: " + end.spawn_error);
+        done_with(
+            [&] {
+              return fleet_->Fail(task.id, claim.token, EndReason::kFailed,
+                                  "spawn failed: " + end.spawn_error, 127);
+            },
+            "spawn failed: " + end.spawn_error);
       }
       return;
     }
@@ -966,7 +1056,7 @@ void WorkerRuntime::FinishRun(const service::ClaimResult& claimed, const Attempt
         case EndReason::kExited:
           break;  // it reported, then lingered: what it reported stands (below)
         case EndReason::kShutdown:
-          done_with(fleet_->Release(task.id, claim.token, EndReason::kShutdown),
+          done_with([&] { return fleet_->Release(task.id, claim.token, EndReason::kShutdown); },
                     "stopped for shutdown (" + end.outcome.Describe() + ")");
           return;
         case EndReason::kRateLimited:
@@ -979,7 +1069,7 @@ void WorkerRuntime::FinishRun(const service::ClaimResult& claimed, const Attempt
           char why[96];
           std::snprintf(why, sizeof why, "stopped with $%.4f spent, over its budget of $%.4f",
                         end.cost_usd, BudgetUsd(task));
-          done_with(fleet_->EndOverBudget(task.id, claim.token, why), why);
+          done_with([&] { return fleet_->EndOverBudget(task.id, claim.token, why); }, why);
           return;
         }
         default:
@@ -1063,10 +1153,18 @@ void WorkerRuntime::Finish(const service::ClaimResult& claimed, const exec::Exit
                            bool succeeded, const std::string& failure) {
   const Task& task = claimed.task;
   const Claim& claim = claimed.claim;
-  std::string head =
-      task.id + " attempt " + std::to_string(claim.attempt) + ": agent " + outcome.Describe();
   Result<Claim> now = fleet_->Inspect(claim.token);
-  if (now.ok() && now->status != ClaimStatus::kActive) {
+  bool ended = now.ok() && now->status != ClaimStatus::kActive;
+  // A signal this worker did not send, once the claim has ended elsewhere, came from tx too: the
+  // reconciler or an orchestrator kills the agents of a worker it declares dead.
+  std::string how =
+      outcome.kind == exec::ExitOutcome::Kind::kSignalled && !outcome.sent_by_tx && ended &&
+              now->end_reason != EndReason::kExited && now->end_reason != EndReason::kFailed
+          ? "killed by " + exec::SignalName(outcome.signal) + " (sent by tx: its claim ended " +
+                std::string(ToString(now->end_reason)) + ")"
+          : outcome.Describe();
+  std::string head = task.id + " attempt " + std::to_string(claim.attempt) + ": agent " + how;
+  if (ended) {
     // The agent reported its own outcome (or the claim was revoked meanwhile): it stands.
     spdlog::info("{}; claim already {} ({})", head, ToString(now->status),
                  ToString(now->end_reason));
@@ -1103,10 +1201,25 @@ void WorkerRuntime::Finish(const service::ClaimResult& claimed, const exec::Exit
         return fleet_->Fail(task.id, claim.token, EndReason::kFailed, outcome.Describe(), code);
     }
   };
+  std::optional<Result<Task>> r = Record(claim.token, head, report);
+  if (!r) return;  // recorded after all
+  if (r->ok() && succeeded) state_.CountCompleted();
+  if (r->ok()) {
+    spdlog::info("{} → {}{}", head, ToString((*r)->status), failure.empty() ? "" : ": " + failure);
+  } else {
+    spdlog::warn("{}; could not record it: {}", head, r->error().message());
+  }
+  state_.Drop();
+  heartbeat_->Kick();
+}
+
+std::optional<Result<Task>> WorkerRuntime::Record(std::int64_t token, const std::string& head,
+                                                  const std::function<Result<Task>()>& call) {
   // The store out of reach (a connection dropped, maybe during the commit, so the outcome may or
-  // may not be recorded): ask again, a few times over some seconds, unless the claim shows it was.
-  // Never reporting would leave the claim to its lease, and the task to run a second time.
-  Result<Task> r = report();
+  // may not be recorded): ask again, a few times over some seconds, unless the claim shows it
+  // was. Never recording would leave the claim to its lease, and the task to run a second time
+  // (or a limit unknown to the other workers).
+  Result<Task> r = call();
   auto wait = std::chrono::milliseconds(100);
   for (int tries = 1; !r.ok() && r.error().code() == ErrorCode::kUnavailable && tries < 8;
        ++tries) {
@@ -1114,25 +1227,19 @@ void WorkerRuntime::Finish(const service::ClaimResult& claimed, const exec::Exit
                  r.error().message());
     std::this_thread::sleep_for(wait);
     wait = std::min(wait * 2, std::chrono::milliseconds(5'000));
-    Result<Claim> held = fleet_->Inspect(claim.token);
+    Result<Claim> held = fleet_->Inspect(token);
     if (held.ok() && held->status != ClaimStatus::kActive) {
       spdlog::info("{}; recorded after all: claim {} ({})", head, ToString(held->status),
                    ToString(held->end_reason));
       if (held->status == ClaimStatus::kCompleted) state_.CountCompleted();
       state_.Drop();
       heartbeat_->Kick();
-      return;
+      return std::nullopt;
     }
-    r = report();
+    r = call();
   }
-  if (r.ok() && succeeded) state_.CountCompleted();
-  if (r.ok()) {
-    spdlog::info("{} → {}{}", head, ToString(r->status), failure.empty() ? "" : ": " + failure);
-  } else {
-    spdlog::warn("{}; could not record it: {}", head, r.error().message());
-  }
-  state_.Drop();
-  heartbeat_->Kick();
+  if (r.ok()) ended_as_ = r->status;
+  return r;
 }
 
 }  // namespace tx::worker

@@ -30,6 +30,7 @@
 // service/agent_gate.h), and a task claimed as a limit or budget came in is given back.
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -41,6 +42,7 @@
 #include "core/error.h"
 #include "exec/child.h"
 #include "service/claim_service.h"
+#include "worker/budgets_source.h"
 #include "worker/config.h"
 #include "worker/coordinator.h"
 #include "worker/heartbeat.h"
@@ -120,6 +122,11 @@ class WorkerRuntime {
   // A claimed task whose profile is limited on every account, or whose daily budget is reached,
   // as the store has it now, is given back uncounted: true when it was. Otherwise fills
   // `account` with the account to run under.
+  // Calls `call`, which records how the attempt holding `token` ended, and again a few times
+  // over some seconds while the store is out of reach; nullopt when the claim shows meanwhile
+  // that it was recorded after all (the worker's state is then let go here).
+  std::optional<Result<Task>> Record(std::int64_t token, const std::string& head,
+                                     const std::function<Result<Task>()>& call);
   bool HoldBack(const service::ClaimResult& claimed, const agent::AgentProfile& profile,
                 std::string& account);
   // The account names of a profile, for the gate.
@@ -138,6 +145,7 @@ class WorkerRuntime {
               const std::string& failure);
 
   WorkerConfig config_;
+  BudgetsSource budgets_;  // config_.budgets, read again when the file changes
   std::unique_ptr<Coordinator> fleet_;
   SharedState state_;
   std::unique_ptr<HeartbeatLoop> heartbeat_;
@@ -157,7 +165,11 @@ class WorkerRuntime {
 
   // Profiles this worker cannot run (a missing program, a refused login), with why.
   std::map<std::string, std::string> unavailable_;
-  std::map<std::string, std::chrono::steady_clock::time_point> login_refused_at_;
+  std::map<std::string, std::string> unavailable_published_;  // as the store has it
+  // The task's status once this attempt's outcome was recorded (Record), if it was.
+  std::optional<TaskStatus> ended_as_;
+  // Profiles that failed to start or log in, and since when: not looked at again for a while.
+  std::map<std::string, std::chrono::steady_clock::time_point> held_off_at_;
   std::chrono::steady_clock::time_point programs_checked_at_{};
   Coordinator::AgentState agent_state_;
   service::AgentGate gate_;

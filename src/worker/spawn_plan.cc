@@ -5,6 +5,8 @@
 
 #include "core/agent.h"
 #include "core/validation.h"
+#include "core/worker.h"
+#include "store/location.h"
 
 extern char** environ;
 
@@ -73,8 +75,11 @@ Result<AttemptPlan> PlanSpawn(const WorkerConfig& config, const Task& task, cons
   exec::SpawnSpec& spec = plan.spec;
   spec.argv = ExpandTemplate(argv_template, context);
   // Codex's workspace-write sandbox lets it write its working directory alone: the agent's
-  // `tx task done` writes the store, whose directory is added (before any `resume`).
-  if (!plan.is_command && plan.profile.family == agent::Family::kCodex && !config.db_path.empty()) {
+  // `tx task done` writes a SQLite store, whose directory is added (before any `resume`). (That
+  // directory holds the store's config and token too: docs/security.md.) A PostgreSQL store is
+  // reached over the network, which the profile's sandbox settings allow.
+  if (!plan.is_command && plan.profile.family == agent::Family::kCodex && !config.db_path.empty() &&
+      !store::IsPostgresUrl(config.db_path)) {
     auto exec = std::find(spec.argv.begin(), spec.argv.end(), "exec");
     if (exec != spec.argv.end()) {
       std::string dir = std::filesystem::path(config.db_path).parent_path().string();
@@ -129,6 +134,9 @@ Result<AttemptPlan> PlanSpawn(const WorkerConfig& config, const Task& task, cons
     // A remote worker's agents reach the fleet as it does: over HTTP (tx reads these).
     spec.env.push_back("TX_SERVER=" + config.server_url);
     spec.env.push_back("TX_API_TOKEN=" + config.server_token);
+    if (!config.server_credential.empty()) {
+      spec.env.push_back(std::string(kWorkerCredentialEnv) + "=" + config.server_credential);
+    }
   }
   if (!config.allowed_commands.empty()) {
     spec.env.push_back("TX_ALLOWED_COMMANDS=" + config.allowed_commands);

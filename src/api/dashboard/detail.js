@@ -71,6 +71,7 @@ export function createDetail({changed, onSelect}) {
     $('#detail-fields').replaceChildren(
         ...field('', facts),
         ...field('', times),
+        ...field('waits', t.unclaimable ? 'no worker can claim it now: ' + t.unclaimable : '', 'unclaimable'),
         ...field('cost', cost),
         ...field('result', t.result),
         ...field('error', t.error, 'error'),

@@ -80,11 +80,12 @@ export function createTasks({selectTask, changed}) {
     $('#tasks-empty').hidden = list.length > 0;
     patchList(tbody, list, (t) => ({
       key: t.id,
-      view: [t.status, t.title, t.attempt, t.max_attempts, t.updated_at, t.id === selected, reviewOverdue(t)],
+      view: [t.status, t.title, t.attempt, t.max_attempts, t.updated_at, t.id === selected, reviewOverdue(t), t.unclaimable || ''],
       attrs: () => el('tr', {class: t.id === selected ? 'selected' : '', tabindex: 0, dataset: {key: t.id, taskId: t.id, status: t.status}}),
       build: () => [
         el('td', {title: t.title}, el('span', {class: 'task-title'}, t.title || '(untitled)'), el('span', {class: 'task-id'}, t.id)),
-        el('td', {}, pill(t.status), reviewOverdue(t) ? el('span', {class: 'pill overdue task-overdue', title: 'waiting in review longer than the review timeout'}, 'overdue') : null),
+        el('td', {}, pill(t.status), reviewOverdue(t) ? el('span', {class: 'pill overdue task-overdue', title: 'waiting in review longer than the review timeout'}, 'overdue') : null,
+           t.unclaimable ? el('span', {class: 'pill unclaimable task-unclaimable', title: 'no worker can claim it now: ' + t.unclaimable}, 'no worker') : null),
         el('td', {class: 'hide-sm'}, t.attempt + '/' + t.max_attempts),
         el('td', {class: 'hide-sm muted', title: t.updated_at}, ago(t.updated_at)),
       ],

@@ -764,7 +764,8 @@ class PgTxn final : public Txn {
     return ReadAll<Claim>(r, ReadClaim);
   }
 
-  Result<std::vector<Claim>> ListActiveClaimsExpiredAt(Millis now) override {
+  Result<std::vector<Claim>> ListActiveClaimsExpiredAt(const Moment& at) override {
+    Millis now = at.wall;  // the server's clock: PostgreSQL rows have no steady readings
 #define EXPIRED_CLAIMS                                               \
   "SELECT " CLAIM_COLS                                               \
   " FROM claims WHERE status = 'active' AND lease_expires_at <= $1 " \
@@ -1028,7 +1029,7 @@ class PgTxn final : public Txn {
 
   Result<std::vector<AttemptUsage>> ListUsage(Millis since, Millis until) override {
     TX_ASSIGN_OR_RETURN(Rows r, Exec("SELECT " USAGE_COLS " FROM attempt_usage WHERE updated_at "
-                                     ">= $1 AND ($2 = 0 OR updated_at < $2) "
+                                     ">= $1 AND ($2::bigint = 0 OR updated_at < $2::bigint) "
                                      "ORDER BY updated_at, token",
                                      Params().Add(since).Add(until)));
     return ReadAll<AttemptUsage>(r, ReadUsage);

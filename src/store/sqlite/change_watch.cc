@@ -17,7 +17,7 @@ Status WatchWakeFile(int inotify_fd, const std::string& wake_path) {
   if (inotify_add_watch(inotify_fd, wake_path.c_str(), IN_MODIFY) >= 0) return Ok();
   if (errno != ENOENT)
     return Error::Unavailable("watch " + wake_path + ": " + std::strerror(errno));
-  int f = ::open(wake_path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  int f = ::open(wake_path.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (f < 0) return Error::Unavailable("create " + wake_path + ": " + std::strerror(errno));
   ::close(f);
   if (inotify_add_watch(inotify_fd, wake_path.c_str(), IN_MODIFY) < 0) {
@@ -90,7 +90,7 @@ WakeNotifier::~WakeNotifier() {
 void WakeNotifier::Notify() {
   if (path_ == ":memory:") return;
   if (fd_ < 0) {
-    fd_ = ::open((path_ + "-wake").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    fd_ = ::open((path_ + "-wake").c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd_ < 0) return;
   }
   (void)!::pwrite(fd_, "w", 1, 0);

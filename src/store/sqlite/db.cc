@@ -1,7 +1,9 @@
 #include "store/sqlite/db.h"
 
+#include <fcntl.h>
 #include <sched.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -287,6 +289,15 @@ Stmt& Stmt::Bind(int index, std::string_view value) {
   return *this;
 }
 
+Stmt& Stmt::Bind(int index, std::optional<std::int64_t> value) {
+  if (value) {
+    sqlite3_bind_int64(stmt_, index, *value);
+  } else {
+    sqlite3_bind_null(stmt_, index);
+  }
+  return *this;
+}
+
 Stmt& Stmt::Bind(int index, std::optional<int> value) {
   if (value) {
     sqlite3_bind_int64(stmt_, index, *value);
@@ -329,6 +340,12 @@ Result<std::unique_ptr<Db>> Db::Open(const std::string& path, bool create,
                                      std::chrono::milliseconds busy_timeout) {
   int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX;
   if (create) flags |= SQLITE_OPEN_CREATE;
+  // A new store is made readable by its owner alone: SQLite gives its -wal and -shm files the
+  // mode of the database file, and would otherwise create it 0644 (less the umask).
+  if (create && !path.empty() && path != ":memory:" && !path.starts_with("file:")) {
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0) ::close(fd);
+  }
   sqlite3* raw = nullptr;
   int rc = sqlite3_open_v2(path.c_str(), &raw, flags, walbatch::Register());
   if (rc != SQLITE_OK) {

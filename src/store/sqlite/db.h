@@ -45,6 +45,7 @@ class Stmt {
   Stmt& Bind(int index, const std::string& value) { return Bind(index, std::string_view(value)); }
   Stmt& Bind(int index, const char* value) { return Bind(index, std::string_view(value)); }
   Stmt& Bind(int index, std::optional<int> value);
+  Stmt& Bind(int index, std::optional<std::int64_t> value);
 
   // Steps once: true when a row is ready, false when done.
   Result<bool> Step();

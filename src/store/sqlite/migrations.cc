@@ -227,6 +227,17 @@ CREATE TABLE notices (
   at INTEGER NOT NULL
 ) WITHOUT ROWID;
 )sql"},
+    {7, R"sql(
+-- Steady-clock readings (core/clock.h): milliseconds of this machine's CLOCK_BOOTTIME, which a
+-- step of the wall clock does not move, valid for the boot that steady_boot names; silence is
+-- judged on them. NULL: judged on the wall clock.
+ALTER TABLE workers ADD COLUMN beat_steady INTEGER;
+ALTER TABLE claims ADD COLUMN lease_expires_steady INTEGER;
+CREATE TABLE steady_boot (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  boot TEXT NOT NULL
+);
+)sql"},
 };
 }  // namespace
 

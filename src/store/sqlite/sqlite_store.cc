@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
 #include <string_view>
 #include <type_traits>
 #include <utility>
@@ -97,7 +98,7 @@ void BindTask(Stmt& s, const Task& t) {
 
 #define CLAIM_COLS                                                               \
   "token, task_id, worker_id, attempt, claimed_at, lease_ms, lease_expires_at, " \
-  "renewed_count, status, ended_at, end_reason, exit_code"
+  "renewed_count, status, ended_at, end_reason, exit_code, lease_expires_steady"
 
 Status ReadClaim(const Stmt& s, Claim& c) {
   c.token = s.Int(0);
@@ -112,12 +113,14 @@ Status ReadClaim(const Stmt& s, Claim& c) {
   c.ended_at = s.Int(9);
   TX_ASSIGN_OR_RETURN(c.end_reason, ParseEndReason(s.Text(10)));
   if (!s.IsNull(11)) c.exit_code = static_cast<int>(s.Int(11));
+  if (!s.IsNull(12)) c.lease_expires_steady = s.Int(12);
   return Ok();
 }
 
 #define WORKER_COLS                                                                      \
   "id, name, slot, hostname, pid, capabilities, queues, status, heartbeat_interval_ms, " \
-  "registered_at, last_heartbeat_at, current_task_id, reason, metadata, request, pool"
+  "registered_at, last_heartbeat_at, current_task_id, reason, metadata, request, pool, " \
+  "beat_steady"
 
 Status ReadWorker(const Stmt& s, Worker& w) {
   w.id = s.Text(0);
@@ -136,6 +139,7 @@ Status ReadWorker(const Stmt& s, Worker& w) {
   w.metadata = Object(s.Text(13));
   TX_ASSIGN_OR_RETURN(w.request, ParseWorkerRequest(s.Text(14)));
   w.pool = s.Text(15);
+  if (!s.IsNull(16)) w.beat_steady = s.Int(16);
   return Ok();
 }
 
@@ -155,7 +159,8 @@ void BindWorker(Stmt& s, const Worker& w) {
       .Bind(13, w.reason)
       .Bind(14, w.metadata.dump())
       .Bind(15, ToString(w.request))
-      .Bind(16, w.pool);
+      .Bind(16, w.pool)
+      .Bind(17, w.beat_steady);
 }
 
 #define USAGE_COLS                                                                               \
@@ -463,8 +468,8 @@ class SqliteTxn final : public Txn {
     TX_ASSIGN_OR_RETURN(
         Stmt s, db_.Prepare("INSERT INTO claims (task_id, worker_id, attempt, claimed_at, "
                             "lease_ms, lease_expires_at, renewed_count, status, ended_at, "
-                            "end_reason, exit_code) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
-                            "?10, ?11)"));
+                            "end_reason, exit_code, lease_expires_steady) VALUES (?1, ?2, ?3, "
+                            "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"));
     s.Bind(1, c.task_id)
         .Bind(2, c.worker_id)
         .Bind(3, c.attempt)
@@ -475,7 +480,8 @@ class SqliteTxn final : public Txn {
         .Bind(8, ToString(c.status))
         .Bind(9, c.ended_at)
         .Bind(10, ToString(c.end_reason))
-        .Bind(11, c.exit_code);
+        .Bind(11, c.exit_code)
+        .Bind(12, c.lease_expires_steady);
     TX_RETURN_IF_ERROR(s.Run());
     c.token = db_.LastInsertRowid();
     return Ok();
@@ -485,7 +491,7 @@ class SqliteTxn final : public Txn {
     TX_ASSIGN_OR_RETURN(
         Stmt s, db_.Prepare("UPDATE claims SET lease_ms = ?2, lease_expires_at = ?3, "
                             "renewed_count = ?4, status = ?5, ended_at = ?6, end_reason = ?7, "
-                            "exit_code = ?8 WHERE token = ?1"));
+                            "exit_code = ?8, lease_expires_steady = ?9 WHERE token = ?1"));
     s.Bind(1, c.token)
         .Bind(2, c.lease_ms)
         .Bind(3, c.lease_expires_at)
@@ -493,7 +499,8 @@ class SqliteTxn final : public Txn {
         .Bind(5, ToString(c.status))
         .Bind(6, c.ended_at)
         .Bind(7, ToString(c.end_reason))
-        .Bind(8, c.exit_code);
+        .Bind(8, c.exit_code)
+        .Bind(9, c.lease_expires_steady);
     TX_RETURN_IF_ERROR(s.Run());
     return ExpectChange(db_, "claim " + std::to_string(c.token));
   }
@@ -524,11 +531,14 @@ class SqliteTxn final : public Txn {
     return ReadAll<Claim>(s, ReadClaim);
   }
 
-  Result<std::vector<Claim>> ListActiveClaimsExpiredAt(Millis now) override {
+  Result<std::vector<Claim>> ListActiveClaimsExpiredAt(const Moment& now) override {
+    // On the steady clock where both sides have a reading, as IsExpired judges.
     TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("SELECT " CLAIM_COLS " FROM claims "
-                                            "WHERE status = 'active' AND lease_expires_at <= ?1 "
-                                            "ORDER BY token"));
-    s.Bind(1, now);
+                                            "WHERE status = 'active' AND CASE WHEN "
+                                            "lease_expires_steady IS NOT NULL AND ?2 IS NOT NULL "
+                                            "THEN lease_expires_steady <= ?2 "
+                                            "ELSE lease_expires_at <= ?1 END ORDER BY token"));
+    s.Bind(1, now.wall).Bind(2, now.steady);
     return ReadAll<Claim>(s, ReadClaim);
   }
 
@@ -543,7 +553,7 @@ class SqliteTxn final : public Txn {
     TX_ASSIGN_OR_RETURN(Stmt s,
                         db_.Prepare("INSERT INTO workers (" WORKER_COLS ") VALUES (?1, ?2, "
                                     "?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
-                                    "?16)"));
+                                    "?16, ?17)"));
     BindWorker(s, w);
     return s.Run();
   }
@@ -554,7 +564,8 @@ class SqliteTxn final : public Txn {
                             "capabilities = ?6, queues = ?7, status = ?8, "
                             "heartbeat_interval_ms = ?9, registered_at = ?10, "
                             "last_heartbeat_at = ?11, current_task_id = ?12, reason = ?13, "
-                            "metadata = ?14, request = ?15, pool = ?16 WHERE id = ?1"));
+                            "metadata = ?14, request = ?15, pool = ?16, beat_steady = ?17 "
+                            "WHERE id = ?1"));
     BindWorker(s, w);
     TX_RETURN_IF_ERROR(s.Run());
     return ExpectChange(db_, "worker " + w.id);
@@ -851,6 +862,45 @@ class SqliteStore final : public Store {
   WakeNotifier wake_{path_};
 };
 
+// This boot's id, or "" where the kernel does not say.
+std::string BootId() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(in, id);
+  return id;
+}
+
+// Steady readings count from the machine's boot: those of an earlier boot are meaningless now
+// (and would make a dead worker look as if it had just beaten), so the first opener after a
+// boot clears them, and silence recorded before it is judged on the wall clock.
+Status ForgetOtherBoots(Db& db) {
+  std::string boot = BootId();
+  auto current = [&]() -> Result<bool> {
+    TX_ASSIGN_OR_RETURN(Stmt s, db.Prepare("SELECT boot FROM steady_boot WHERE id = 1"));
+    TX_ASSIGN_OR_RETURN(bool row, s.Step());
+    return row && s.Text(0) == boot;
+  };
+  TX_ASSIGN_OR_RETURN(bool same, current());
+  if (same) return Ok();
+  TX_RETURN_IF_ERROR(db.Exec("BEGIN IMMEDIATE"));
+  Status s = [&]() -> Status {
+    TX_ASSIGN_OR_RETURN(bool again, current());
+    if (again) return Ok();
+    TX_RETURN_IF_ERROR(db.Exec(
+        "UPDATE workers SET beat_steady = NULL WHERE beat_steady IS NOT NULL; "
+        "UPDATE claims SET lease_expires_steady = NULL WHERE lease_expires_steady IS NOT NULL"));
+    TX_ASSIGN_OR_RETURN(Stmt put,
+                        db.Prepare("INSERT OR REPLACE INTO steady_boot (id, boot) VALUES (1, ?1)"));
+    put.Bind(1, boot);
+    return put.Run();
+  }();
+  if (!s.ok()) {
+    (void)db.Exec("ROLLBACK");
+    return s;
+  }
+  return db.Exec("COMMIT");
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Store>> OpenSqlite(const OpenOptions& o) {
@@ -885,6 +935,7 @@ Result<std::unique_ptr<Store>> OpenSqlite(const OpenOptions& o) {
       db->Exec("PRAGMA foreign_keys = ON; PRAGMA temp_store = MEMORY; "
                "PRAGMA cache_size = -16000"));
   TX_RETURN_IF_ERROR(Migrate(*db, o.url));
+  TX_RETURN_IF_ERROR(ForgetOtherBoots(*db));
   return std::unique_ptr<Store>(new SqliteStore(std::move(db), o.url));
 }
 
