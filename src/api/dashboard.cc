@@ -1,5 +1,7 @@
 #include "api/dashboard.h"
 
+#include "api/http_server.h"
+
 #include <httplib.h>
 
 #include <string>
@@ -38,7 +40,7 @@ void ServeAsset(const EmbeddedAsset& asset, const httplib::Request& req, httplib
 
 }  // namespace
 
-void ServeDashboard(httplib::Server& server) {
+void ServeDashboard(HttpServer& server) {
   server.Get("/", [](const httplib::Request& req, httplib::Response& res) {
     const EmbeddedAsset* index = FindAsset("index.html");
     if (!index) return ReplyError(res, Error::NotFound("the dashboard was not built in"));

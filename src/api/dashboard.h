@@ -7,11 +7,9 @@
 #include <span>
 #include <string_view>
 
-namespace httplib {
-class Server;
-}
-
 namespace tx::api {
+
+class HttpServer;
 
 struct EmbeddedAsset {
   std::string_view name;  // "app.js": served at /assets/app.js (index.html also at /)
@@ -27,6 +25,6 @@ std::span<const EmbeddedAsset> DashboardAssets();
 // `Cache-Control: no-cache`, so a browser revalidates (304 when unchanged) and a new binary's page
 // is never mixed with an old script. An unknown asset is a 404 in the API's error shape. The
 // server's auth rules apply as to every route.
-void ServeDashboard(httplib::Server& server);
+void ServeDashboard(HttpServer& server);
 
 }  // namespace tx::api

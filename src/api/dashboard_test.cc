@@ -8,6 +8,8 @@
 #include <string>
 #include <thread>
 
+#include "api/http_server.h"
+
 namespace tx::api {
 namespace {
 
@@ -54,18 +56,14 @@ class DashboardServer : public ::testing::Test {
  protected:
   void SetUp() override {
     ServeDashboard(server_);
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    ASSERT_GT(port_, 0);  // bound and listening: requests queue until the loop accepts them
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    Result<int> port = server_.Listen("127.0.0.1", 0);
+    ASSERT_TRUE(port.ok()) << port.error().message();
+    port_ = *port;
   }
-  void TearDown() override {
-    server_.stop();
-    thread_.join();
-  }
+  void TearDown() override { server_.Stop(); }
   httplib::Client Client() { return httplib::Client("127.0.0.1", port_); }
 
-  httplib::Server server_;
-  std::thread thread_;
+  HttpServer server_{HttpServer::Options{.handler_threads = 2}};
   int port_ = 0;
 };
 

@@ -88,7 +88,7 @@ Result<std::int64_t> SessionToken(store::Store& store, const std::string& text) 
 }  // namespace
 
 void ApiServer::PoolRoutes() {
-  httplib::Server& h = *http_;
+  HttpServer& h = *http_;
   const service::ServiceOptions& opts = options_.service;
 
   // Runs `fn` with a store of its own and replies with its JSON, or with its error.

@@ -87,7 +87,8 @@ ApiServer::ApiServer(Key, ServerOptions options, Tokens tokens, bool loopback)
       tokens_(std::move(tokens)),
       loopback_(loopback),
       stores_(store::OpenOptions{options_.db_path, false}),
-      http_(std::make_unique<httplib::Server>()) {
+      http_(std::make_unique<HttpServer>(HttpServer::Options{
+          .handler_threads = options_.threads, .max_body_bytes = options_.max_body_bytes})) {
   options_.service = service::WithDefaults(std::move(options_.service));
 }
 
@@ -116,73 +117,38 @@ Result<std::unique_ptr<ApiServer>> ApiServer::Start(ServerOptions options) {
       s->beats_,
       HeartbeatBatcher::Start(store::OpenOptions{s->options_.db_path, false}, s->options_.service,
                               s->options_.heartbeat_window, s->options_.heartbeat_batch));
-  // A client that goes away mid-stream must cost a failed write, not the process: the library
-  // sends without MSG_NOSIGNAL. (Children started through exec/ reset every signal.)
+  // A client that goes away must cost a failed write, not the process. (Children started
+  // through exec/ reset every signal.)
   ::signal(SIGPIPE, SIG_IGN);
   s->Routes();
   s->StreamRoutes();
   s->PoolRoutes();
   s->WorkerRoutes();
-  const std::string& host = s->options_.host;
-  if (s->options_.port == 0) {
-    s->port_ = s->http_->bind_to_any_port(host);
-  } else if (s->http_->bind_to_port(host, s->options_.port)) {
-    s->port_ = s->options_.port;
-  } else {
-    s->port_ = -1;
-  }
-  if (s->port_ <= 0) {
-    return Error::Unavailable("cannot listen on " + host + ":" + std::to_string(s->options_.port) +
-                              ": " + std::strerror(errno));
-  }
-  // The library listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG, compiled into the packaged
-  // library): a burst of new connections — a fleet's heartbeats, each on a connection of its own
-  // — overflowed it, and a dropped SYN is sent again only after a second. On Linux, listening
-  // again on the bound socket raises the backlog and changes nothing else.
-  if (s->listen_fd_ >= 0) ::listen(s->listen_fd_, SOMAXCONN);
-  httplib::Server* http = s->http_.get();
-  s->thread_ = std::thread([http] { http->listen_after_bind(); });
+  TX_ASSIGN_OR_RETURN(s->port_, s->http_->Listen(s->options_.host, s->options_.port));
   return s;
 }
 
 void ApiServer::Stop() {
-  if (!thread_.joinable()) return;
-  hub_->Stop();  // ends the event streams, which would otherwise hold their threads
-  http_->stop();
-  thread_.join();
+  if (port_ <= 0 || stopped_) return;
+  stopped_ = true;
+  hub_->Stop();  // ends the event streams and followed logs first
+  http_->Stop();
   beats_->Stop();
 }
 
 void ApiServer::Routes() {
-  httplib::Server& h = *http_;
-  h.set_payload_max_length(options_.max_body_bytes);
-  // SO_REUSEADDR only: the library's default adds SO_REUSEPORT, which would let a second server
-  // share this port silently instead of being refused.
-  h.set_socket_options([this](int sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-    listen_fd_ = sock;  // the listening socket (the only one the library passes here)
-  });
-  h.set_keep_alive_max_count(1000);
-  // A reply is written in pieces (headers, then body): with Nagle's algorithm on, the second
-  // waits for the client's delayed ACK, about 40 ms on every request of a kept-alive connection.
-  h.set_tcp_nodelay(true);
-  // An idle keep-alive connection holds one of the server's threads: let it go after 2 s, so that
-  // a fleet of remote workers heartbeating now and then does not pin a thread each.
-  h.set_keep_alive_timeout(2);
-  // The library's pool has 8 threads by default, and every open event stream holds one. (It
-  // takes a raw pointer and owns it.)
-  h.new_task_queue = [n = options_.threads] { return new httplib::ThreadPool(n); };
+  HttpServer& h = *http_;
+  using Pre = HttpServer::Pre;
 
   // Every request is authorised here, before its route runs.
-  h.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+  h.SetPreRouting([this](const httplib::Request& req, httplib::Response& res) {
     if (loopback_ &&
         !HostAllowedOnLoopback(req.get_header_value("Host"), config_.api_allowed_hosts)) {
       ReplyError(res, 403, "forbidden",
                  "Host '" + req.get_header_value("Host") +
                      "' is not a name of this loopback server (allow it with [api] "
                      "allowed_hosts in .tx/config.toml)");
-      return httplib::Server::HandlerResponse::Handled;
+      return Pre::kHandled;
     }
     std::optional<std::string_view> bearer;
     const std::string authorization = req.get_header_value("Authorization");
@@ -193,13 +159,13 @@ void ApiServer::Routes() {
       bearer = BearerToken(authorization);
       if (!bearer) {
         ReplyError(res, 401, "unauthorized", "malformed Authorization header: expected Bearer");
-        return httplib::Server::HandlerResponse::Handled;
+        return Pre::kHandled;
       }
     } else if (req.has_param(kAccessTokenParam)) {
       if (Mutating(req.method)) {
         ReplyError(res, 401, "unauthorized",
                    "access_token is accepted on reads only: send Authorization: Bearer");
-        return httplib::Server::HandlerResponse::Handled;
+        return Pre::kHandled;
       }
       bearer = from_query;
     }
@@ -207,7 +173,7 @@ void ApiServer::Routes() {
     // the token it is given), and a browser opening it cannot send a token.
     if (req.method == "GET" && !req.has_header("Authorization") &&
         (req.path == "/" || req.path.starts_with("/assets/"))) {
-      return httplib::Server::HandlerResponse::Unhandled;
+      return Pre::kUnhandled;
     }
     const Millis now = std::chrono::duration_cast<std::chrono::milliseconds>(
                            std::chrono::steady_clock::now().time_since_epoch())
@@ -217,38 +183,37 @@ void ApiServer::Routes() {
         res.set_header("Retry-After", std::to_string((wait + 999) / 1000));
         ReplyError(res, 429, "backpressure",
                    "too many requests with unknown tokens from this address: try again later");
-        return httplib::Server::HandlerResponse::Handled;
+        return Pre::kHandled;
       }
     }
     Verdict v = Authorize(tokens_, loopback_, Mutating(req.method), NeedOf(req), bearer);
     if (v.http_status == 401 && bearer) auth_failures_.Failed(ClientOf(req), now);
     if (v.http_status != 0) {
       ReplyError(res, v.http_status, CodeOfStatus(v.http_status), v.message);
-      return httplib::Server::HandlerResponse::Handled;
+      return Pre::kHandled;
     }
-    return httplib::Server::HandlerResponse::Unhandled;
+    return Pre::kUnhandled;
   });
-  // Statuses the library sets by itself (unknown route, body too large) get the same shape.
-  h.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+  // Statuses the server sets by itself (unknown route, body too large, a stream refused) get the
+  // same shape; the server's own refusals say why in res.reason.
+  h.SetErrorHandler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
-    std::string message = res.status == 404   ? "no route " + req.method + " " + req.path
+    std::string message = !res.reason.empty() ? res.reason
+                          : res.status == 404 ? "no route " + req.method + " " + req.path
                           : res.status == 413 ? "request body too large"
-                          : res.status == 400 ? "malformed request (a " + req.method +
-                                                    " needs a Content-Length header, 0 for no body)"
                                               : "request refused";
     ReplyError(res, res.status, CodeOfStatus(res.status), message);
   });
-  h.set_exception_handler(
-      [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-        std::string what = "unexpected error";
-        try {
-          if (ep) std::rethrow_exception(ep);
-        } catch (const std::exception& e) {
-          what = e.what();
-        } catch (...) {
-        }
-        ReplyError(res, 500, "internal", what);
-      });
+  h.SetExceptionHandler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    std::string what = "unexpected error";
+    try {
+      if (ep) std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    ReplyError(res, 500, "internal", what);
+  });
 
   // Runs `fn` with a store of its own and replies with its JSON, or with its error.
   auto with_store = [this](httplib::Response& res, int ok_status, auto fn) {

@@ -19,6 +19,7 @@
 #include "api/auth.h"
 #include "api/event_hub.h"
 #include "api/heartbeat_batcher.h"
+#include "api/http_server.h"
 #include "api/server_options.h"
 #include "api/store_pool.h"
 #include "core/error.h"
@@ -27,7 +28,6 @@
 #include "worker/config.h"
 
 namespace httplib {
-class Server;
 struct Request;
 }  // namespace httplib
 
@@ -76,10 +76,9 @@ class ApiServer {
   std::atomic<int> waiting_claims_{0};
   std::mutex credentials_mu_;
   std::unordered_map<std::string, std::string> credential_hashes_;  // worker id -> SHA-256 hex
-  std::unique_ptr<httplib::Server> http_;
-  std::thread thread_;
+  std::unique_ptr<HttpServer> http_;
   int port_ = 0;
-  int listen_fd_ = -1;  // the listening socket, as the library created it (it owns it)
+  bool stopped_ = false;
 };
 
 }  // namespace tx::api

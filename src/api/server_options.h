@@ -20,9 +20,10 @@ struct ServerOptions {
   std::size_t max_body_bytes = 1 << 20;
   // How often the event hub looks for new events (the streams' and the dashboard's latency).
   std::chrono::milliseconds event_poll{50};
-  // Threads serving requests: each open event stream, log follow and waiting claim of a remote
-  // worker holds one while it lasts. At most half of them hold waiting claims; past that a claim
-  // does not wait and its worker is told to come back in a second (Retry-After).
+  // Threads running complete requests (connections themselves hold none: api/http_server.h). A
+  // remote worker's waiting claim holds one while it waits: at most half of them do; past that a
+  // claim does not wait and its worker is told to come back in a second (Retry-After). Event
+  // streams and followed logs run on threads of their own, capped apart.
   int threads = 256;
   static constexpr int kMaxThreads = 1024;  // each thread costs its stack; past this, refused
   // Remote workers' heartbeats that arrive within this window of the first are recorded in one

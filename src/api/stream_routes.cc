@@ -73,7 +73,7 @@ std::string ReadFrom(const std::string& path, std::int64_t offset, std::size_t m
 }  // namespace
 
 void ApiServer::StreamRoutes() {
-  httplib::Server& h = *http_;
+  HttpServer& h = *http_;
   const service::ServiceOptions& opts = options_.service;
 
   // GET /api/events: a page of events as JSON, or, for `Accept: text/event-stream`, every event

@@ -182,7 +182,7 @@ std::optional<std::string> ApiServer::RefuseUnlessActsFor(const httplib::Request
 }
 
 void ApiServer::WorkerRoutes() {
-  httplib::Server& h = *http_;
+  HttpServer& h = *http_;
   const service::ServiceOptions& opts = options_.service;
 
   // Runs `fn` with a store of its own and replies with its JSON plus the server's time, or with
