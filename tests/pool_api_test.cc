@@ -192,6 +192,26 @@ TEST_F(PoolApiTest, ACreatedWorkerIsCheckedFirstAndBeyondMaxWorkersIsRefusedWith
   ASSERT_EQ(orchestrators_.back()->Wait(30s), 0);
 }
 
+// Issue 23, item 2: a pool started with --agent makes a worker with an agent of its own (it was
+// given --agent twice, refused to start and the slot crash-looped), and a bad name is a 400 at
+// once rather than a 503 after the capacity timeout.
+TEST_F(PoolApiTest, ACreatedWorkersOwnAgentReplacesThePoolsAndABadNameIsRefusedAtOnce) {
+  std::ofstream(Path(".tx/config.toml")) << "[agents.own]\nargv = [\"sh\", \"-c\", \"true\"]\n"
+                                         << "[agents.pools]\nargv = [\"sh\", \"-c\", \"true\"]\n";
+  ApiClient api = StartServed({"--workers", "1", "--agent", "pools"});
+  ASSERT_TRUE(PoolIs({"slot-1"}));
+  auto t0 = std::chrono::steady_clock::now();
+  HttpReply bad = api.Post("/api/workers", {{"name", "bad name!"}, {"agent", "own"}});
+  EXPECT_EQ(bad.status, 400) << bad.body.dump();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 10s) << "refused only after a wait";
+  HttpReply r = api.Post("/api/workers", {{"name", "mine"}, {"agent", "own"}});
+  ASSERT_EQ(r.status, 201) << r.body.dump() << Log();
+  EXPECT_EQ(r.body["metadata"].value("agent", ""), "own");
+  EXPECT_EQ(SlotOf("slot-1")["restarts"], 0) << Status().dump();
+  EXPECT_EQ(SlotOf("slot-2")["restarts"], 0) << Status().dump();
+  EXPECT_EQ(Log().find("At Most 1"), std::string::npos) << Log();
+}
+
 TEST_F(PoolApiTest, DeletingASupervisedWorkerRetiresItsSlotAndForceReleasesItsTaskUncounted) {
   ApiClient api = StartServed({"--workers", "3"});
   ASSERT_TRUE(PoolIs({"slot-1", "slot-2", "slot-3"}));
