@@ -413,7 +413,7 @@ int Heartbeats(const Options& o) {
                                              : std::min(8, o.workers);
   // Registration, a connection each as a starting worker's first request has: not what is
   // measured, but its latency is reported (the notes' bar: p95 < 100 ms).
-  std::vector<std::string> ids;
+  std::vector<std::string> ids, credentials;
   std::vector<double> register_us;
   {
     worker::HttpCoordinator registrar(o.server, o.token, /*keep_alive=*/false);
@@ -422,6 +422,7 @@ int Heartbeats(const Options& o) {
       Worker w = CheckOk(registrar.Register(BenchWorker(i, o.interval_ms), nullptr), "register");
       register_us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
       ids.push_back(w.id);
+      credentials.push_back(registrar.credential());  // each beat acts for its worker with it
     }
   }
   std::fprintf(stderr,
@@ -431,6 +432,7 @@ int Heartbeats(const Options& o) {
   std::vector<std::unique_ptr<worker::HttpCoordinator>> fleet;
   for (int i = 0; i < o.workers; ++i) {
     fleet.push_back(std::make_unique<worker::HttpCoordinator>(o.server, o.token, o.keep_alive));
+    fleet.back()->set_credential(credentials[static_cast<std::size_t>(i)]);
   }
 
   // Worker i beats at start + i * interval / W + k * interval, on thread i % threads_n.
