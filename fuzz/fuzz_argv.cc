@@ -88,7 +88,8 @@ void CheckTemplate(std::string_view input, const Words& argv) {
                            .task_id = "task-0a1b2c3d",
                            .title = "a title\nwith a newline",
                            .workdir = "/tmp/work dir",
-                           .attempt = 2};
+                           .attempt = 2,
+                           .session_id = "3f2c9a10-session"};
   Words expanded = tx::ExpandTemplate(argv, context);
   Expect(expanded.size() == argv.size(), input, "the expansion changed the number of words");
   if (!tx::ValidateTemplate("fuzz", argv).ok()) return;
@@ -99,6 +100,7 @@ void CheckTemplate(std::string_view input, const Words& argv) {
     ReplaceAll(want, "{title}", context.title);
     ReplaceAll(want, "{workdir}", context.workdir);
     ReplaceAll(want, "{attempt}", std::to_string(context.attempt));
+    ReplaceAll(want, "{session_id}", context.session_id);
     Expect(expanded[i] == want, input,
            "word " + std::to_string(i) + " expands to '" + expanded[i] + "', not '" + want + "'");
   }
