@@ -341,7 +341,9 @@ TEST_F(HardeningTest, SymlinksUnderTxAreNotFollowed) {
 
 // A title cannot drive the terminal: control characters are shown escaped in tables and details.
 TEST_F(HardeningTest, ControlCharactersInTitlesAreEscapedOnTheTerminal) {
-  std::string title = "\x1b]0;pwned\x07\x1b[31mred\xc2\x9b" "2J";
+  std::string title =
+      "\x1b]0;pwned\x07\x1b[31mred\xc2\x9b"
+      "2J";
   RunResult added = Tx({"task", "add", title});
   ASSERT_EQ(added.exit_code, 0) << added.err;
   std::string id = added.out.substr(0, added.out.find(' '));

@@ -59,6 +59,22 @@ class RemoteWorkerTest : public OrchestratorTest {
   }
   std::string Home(const std::string& name) { return Path("remote-" + name); }
 
+  // Runs git in `repo` (as the user a) and expects it to succeed; returns its stdout.
+  static std::string Git(const std::string& repo, Args args) {
+    args.insert(args.begin(), {"-C", repo, "-c", "user.email=a@example.com", "-c", "user.name=a"});
+    RunResult r = RunProcess("/usr/bin/git", args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out;
+  }
+  // A repository at <dir>/repo on main with one empty commit.
+  std::string MakeRepo() {
+    std::string repo = Path("repo");
+    fs::create_directories(repo);
+    Git(repo, {"init", "-q", "-b", "main"});
+    Git(repo, {"commit", "-q", "--allow-empty", "-m", "base"});
+    return repo;
+  }
+
   std::string admin_, url_;
   int port_ = 0;
 };
@@ -216,16 +232,8 @@ TEST_F(RemoteWorkerTest, TheProtocolIsFencedByTheClaimTokenAndByTheTokenScope) {
 // local pool's worker it aimed at keeps running its task to the end.
 TEST_F(RemoteWorkerTest, AWorkerTokenActsOnlyForTheWorkerItRegistered) {
   StartServer({}, /*workers=*/1);
-  std::string repo = Path("repo");
-  fs::create_directories(repo);
-  auto git = [&](Args args) {
-    args.insert(args.begin(), {"-C", repo, "-c", "user.email=a@example.com", "-c", "user.name=a"});
-    RunResult r = RunProcess("/usr/bin/git", args);
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    return r.out;
-  };
-  git({"init", "-q", "-b", "main"});
-  git({"commit", "-q", "--allow-empty", "-m", "base"});
+  std::string repo = MakeRepo();
+  auto git = [&](const Args& args) { return Git(repo, args); };
   const std::string main_before = git({"rev-parse", "main"});
 
   std::string victim = AddShellTask("sleep 4; echo finished");
@@ -311,22 +319,12 @@ TEST_F(RemoteWorkerTest, AWorkerTokenActsOnlyForTheWorkerItRegistered) {
   EXPECT_EQ(Tx({"task", "log", victim}).out, "finished\n");
 }
 
-// POST /api/worker/batch: a client that works in batches reports several outcomes and claims the
-// next tasks in one call; one refused report refuses the batch, and bad bodies are 400s.
 // Auto-merge by a worker that reaches the fleet over HTTP alone: it merges on its own machine, with
 // its own [git] check, and the server records it, fenced by the token of the attempt.
 TEST_F(RemoteWorkerTest, AnAutoMergeByAWorkerOverHttpIsMadeThereAndRecordedByTheServer) {
   StartServer();
-  std::string repo = Path("repo");
-  fs::create_directories(repo);
-  auto git = [&](Args args) {
-    args.insert(args.begin(), {"-C", repo, "-c", "user.email=a@example.com", "-c", "user.name=a"});
-    RunResult r = RunProcess("/usr/bin/git", args);
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    return r.out;
-  };
-  git({"init", "-q", "-b", "main"});
-  git({"commit", "-q", "--allow-empty", "-m", "base"});
+  std::string repo = MakeRepo();
+  auto git = [&](const Args& args) { return Git(repo, args); };
   fs::create_directories(Home("far") + "/.tx");
   std::ofstream(Home("far") + "/.tx/config.toml")
       << "[git]\ncheck = \"test ! -e broken.txt || { echo broken.txt must go; exit 1; }\"\n";
@@ -374,6 +372,8 @@ TEST_F(RemoteWorkerTest, AnAutoMergeByAWorkerOverHttpIsMadeThereAndRecordedByThe
   EXPECT_EQ(remote->Wait(30s), 0) << remote->Output();
 }
 
+// POST /api/worker/batch: a client that works in batches reports several outcomes and claims the
+// next tasks in one call; one refused report refuses the batch, and bad bodies are 400s.
 TEST_F(RemoteWorkerTest, ABatchReportsOutcomesAndClaimsTheNextTasksInOneCall) {
   StartServer();
   ApiClient worker(port_, "w-secret");

@@ -1,11 +1,10 @@
 #include "api/dashboard.h"
 
-#include "api/http_server.h"
-
 #include <httplib.h>
 
 #include <string>
 
+#include "api/http_server.h"
 #include "api/http_util.h"
 #include "core/error.h"
 

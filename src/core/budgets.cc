@@ -1,8 +1,5 @@
 #include "core/budgets.h"
 
-#include <cstdio>
-#include <ctime>
-
 #include "core/duration.h"
 
 namespace tx {
@@ -72,14 +69,7 @@ Result<BudgetState> BudgetStateFromJson(const nlohmann::json& j) {
   return b;
 }
 
-std::string UtcDay(Millis t) {
-  std::time_t secs = static_cast<std::time_t>(t / 1000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02d", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday);
-  return buf;
-}
+std::string UtcDay(Millis t) { return FormatTime(t).substr(0, 10); }  // "YYYY-MM-DD"
 
 Millis NextUtcDay(Millis t) { return (t / kDayMs + 1) * kDayMs; }
 

@@ -49,7 +49,8 @@ Result<CappedLog> CappedLog::Open(const std::string& path, std::uint64_t cap) {
   if (!dir.empty()) std::filesystem::create_directories(dir, ec);
   if (ec) return Error::Unavailable("log directory '" + dir.string() + "': " + ec.message());
   CappedLog log;
-  log.fd_.Reset(AboveStdio(::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600)));
+  log.fd_.Reset(
+      AboveStdio(::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600)));
   if (!log.fd_.valid()) {
     return Error::Unavailable("log '" + path + "': " + std::generic_category().message(errno));
   }

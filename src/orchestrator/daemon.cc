@@ -43,7 +43,8 @@ void DaemonHandshake::Failed(int exit_code, const std::string& message) {
 
 Result<std::optional<DaemonHandshake>> Detach(const std::string& log_path, int& parent_exit_code,
                                               std::string& message) {
-  exec::UniqueFd log(::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600));
+  exec::UniqueFd log(
+      ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!log.valid()) {
     return Error::Unavailable("cannot open " + log_path + ": " + std::strerror(errno));
   }
