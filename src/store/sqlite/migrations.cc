@@ -238,6 +238,43 @@ CREATE TABLE steady_boot (
   boot TEXT NOT NULL
 );
 )sql"},
+    {8, R"sql(
+-- A task may wait for a person's answer (status 'waiting', tx task ask). Widening a CHECK
+-- changes no row, so the table's SQL is edited in place (sqlite.org/lang_altertable.html, "other
+-- kinds of table schema changes"); the CREATE TABLE below bumps the schema cookie, so every
+-- other connection reloads the schema.
+PRAGMA writable_schema = ON;
+UPDATE sqlite_schema
+   SET sql = replace(sql, 'status = ''failed'' OR status = ''cancelled'')',
+                     'status = ''failed'' OR status = ''cancelled'' OR status = ''waiting'')')
+ WHERE type = 'table' AND name = 'tasks';
+PRAGMA writable_schema = RESET;
+-- Notifications (docs/notifications.md): the event log is the outbox. notify_cursor is the last
+-- event fanned out to the sinks; each delivery of an event to a sink is a row here, retried until
+-- it is delivered or its 24 hours run out. A new store starts at its first event; an older one
+-- at its newest, so turning notifications on does not replay history.
+CREATE TABLE notify_cursor (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  event_id INTEGER NOT NULL
+);
+INSERT INTO notify_cursor (id, event_id) SELECT 1, coalesce(max(id), 0) FROM events;
+CREATE TABLE notify_deliveries (
+  seq INTEGER PRIMARY KEY,
+  id TEXT NOT NULL UNIQUE,
+  sink TEXT NOT NULL,
+  event_id INTEGER NOT NULL,
+  event_type TEXT NOT NULL,
+  task_id TEXT NOT NULL DEFAULT '',
+  body TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status = 'pending' OR status = 'delivered' OR status = 'failed'),
+  attempts INTEGER NOT NULL DEFAULT 0,
+  created_at INTEGER NOT NULL,
+  next_at INTEGER NOT NULL,
+  last_at INTEGER NOT NULL DEFAULT 0,
+  last_error TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX notify_due ON notify_deliveries(next_at) WHERE status = 'pending';
+)sql"},
 };
 }  // namespace
 
