@@ -13,8 +13,10 @@
 #include "api/server.h"
 #include "core/duration.h"
 #include "core/json.h"
+#include "core/validation.h"
 #include "service/agent_service.h"
 #include "service/event_log.h"
+#include "service/notify_outbox.h"
 #include "service/task_service.h"
 #include "service/worker_service.h"
 #include "store/location.h"
@@ -257,6 +259,34 @@ void ApiServer::StreamRoutes() {
         service::AgentService(store, store.clock(), opts).UsageDocument(by, since);
     if (!doc.ok()) return ReplyError(res, doc.error());
     Reply(res, 200, *doc);
+  });
+
+  // GET /api/notifications?status=pending|delivered|failed&limit=N: the deliveries, newest
+  // first, as `tx notify list --json` prints them (docs/notifications.md).
+  h.Get("/api/notifications", [this](const httplib::Request& req, httplib::Response& res) {
+    Status params = OnlyParams(req, {"status", "limit"});
+    if (!params.ok()) return ReplyError(res, params.error());
+    std::optional<DeliveryStatus> status;
+    if (req.has_param("status")) {
+      Result<DeliveryStatus> parsed = ParseDeliveryStatus(req.get_param_value("status"));
+      if (!parsed.ok()) return ReplyError(res, parsed.error());
+      status = *parsed;
+    }
+    int limit = 50;
+    if (req.has_param("limit")) {
+      Result<int> parsed = ParseCount("limit", req.get_param_value("limit"), 10'000);
+      if (!parsed.ok()) return ReplyError(res, parsed.error());
+      limit = *parsed;
+    }
+    Result<StorePool::Lease> s = stores_.Acquire();
+    if (!s.ok()) return ReplyError(res, s.error());
+    store::Store& store = **s;
+    Result<std::vector<Delivery>> list =
+        service::NotifyOutbox(store, store.clock()).List(status, limit);
+    if (!list.ok()) return ReplyError(res, list.error());
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& d : *list) out.push_back(ToJson(d));
+    Reply(res, 200, out);
   });
 
   // POST /api/agents/NAME/lift[?account=A]: an operator lifts a profile's usage limit before its

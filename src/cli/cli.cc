@@ -57,6 +57,9 @@ constexpr CommandSpec kCommands[] = {
     {"agent lift", "agent.lift",
      "Lift an agent profile's usage limit before its reset (--account: one account's)",
      SetupAgentLift},
+    {"notify test", "notify.test", "Send a test notification to every [[notify]] sink",
+     SetupNotifyTest},
+    {"notify list", "notify.list", "List notification deliveries and their state", SetupNotifyList},
     {"serve", "serve", "Serve the HTTP API (loopback by default) until SIGTERM", SetupServe},
     {"worker start", "worker.start",
      "Run a worker: claim tasks one at a time and run their agents until SIGTERM",
@@ -85,6 +88,7 @@ constexpr CommandSpec kCommands[] = {
 constexpr std::string_view kGroupHelp[][2] = {
     {"task", "Add, list, inspect and finish tasks"},
     {"worker", "Run workers and inspect them"},
+    {"notify", "Notifications: test the sinks, list the deliveries"},
     {"orchestrator", "Run and steer the supervised worker pool; reconcile the store"},
 };
 

@@ -54,6 +54,8 @@ Handler SetupClaim(CLI::App& cmd);
 Handler SetupClaimRelease(CLI::App& cmd);
 Handler SetupClaimRenew(CLI::App& cmd);
 Handler SetupEvents(CLI::App& cmd);
+Handler SetupNotifyTest(CLI::App& cmd);
+Handler SetupNotifyList(CLI::App& cmd);
 Handler SetupWorkerList(CLI::App& cmd);
 Handler SetupWorkerStatus(CLI::App& cmd);
 Handler SetupOrchestratorReconcile(CLI::App& cmd);

@@ -6,8 +6,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 #include <string_view>
+#include <vector>
 
 #include "core/error.h"
 
@@ -46,6 +49,26 @@ int RunHttpBinary(char** argv) {
             << (http.empty() ? "/proc/self/exe unreadable" : http) << ": " << std::strerror(e)
             << ")\n";
   return ExitCode(ErrorCode::kUnavailable);
+}
+
+Status RerunAsHttpBinary() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::string> args;
+  for (std::size_t at = 0; at < all.size();) {
+    std::size_t end = all.find('\0', at);
+    if (end == std::string::npos) end = all.size();
+    args.push_back(all.substr(at, end - at));
+    at = end + 1;
+  }
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::string http = SiblingExe("tx-http");
+  if (!http.empty() && !args.empty()) ::execv(http.c_str(), argv.data());
+  return Error::Unavailable("a webhook needs tx-http, which is built and installed beside tx (" +
+                            (http.empty() ? std::string("/proc/self/exe unreadable") : http) +
+                            ": " + std::strerror(errno) + ")");
 }
 
 }  // namespace tx::cli

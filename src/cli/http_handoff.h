@@ -8,6 +8,8 @@
 
 #include <string>
 
+#include "core/error.h"
+
 namespace tx::cli {
 
 // Whether this command line may need HTTP.
@@ -23,5 +25,10 @@ std::string SiblingExe(const std::string& name);
 // Replaces this process with tx-http and the same arguments. Returns only on failure, with the
 // exit code, after printing why in one line.
 int RunHttpBinary(char** argv);
+
+// The same for a command that learns only from its config that it needs HTTP (an orchestrator
+// or `tx notify test` with a webhook sink): its arguments read back from /proc/self/cmdline.
+// Call before any thread starts. Returns only on failure: unavailable, saying why.
+Status RerunAsHttpBinary();
 
 }  // namespace tx::cli

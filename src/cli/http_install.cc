@@ -2,6 +2,7 @@
 
 #include "api/server.h"
 #include "cli/http_api.h"
+#include "notify/webhook.h"
 #include "worker/http_coordinator.h"
 #include "worker/remote.h"
 
@@ -29,6 +30,7 @@ Result<std::unique_ptr<HttpApi>> StartServedApi(api::ServerOptions options) {
 void InstallHttp() {
   InstallHttpApi(&StartServedApi);
   worker::InstallRemoteConnector(&worker::ConnectHttp);
+  notify::InstallWebhookMaker(&notify::MakeWebhook);
 }
 
 }  // namespace tx::cli

@@ -14,12 +14,15 @@
 #include "api/server_options.h"
 #include "cli/commands.h"
 #include "cli/http_api.h"
+#include "cli/http_handoff.h"
 #include "cli/print.h"
 #include "cli/table.h"
 #include "core/duration.h"
 #include "core/json.h"
 #include "exec/process_info.h"
 #include "exec/program.h"
+#include "notify/config.h"
+#include "notify/sinks.h"
 #include "orchestrator/alive.h"
 #include "orchestrator/config.h"
 #include "orchestrator/control.h"
@@ -147,8 +150,14 @@ Handler SetupOrchestratorStart(CLI::App& cmd) {
       return Error::InvalidArgument("no config file at " + a->config);
     }
     if (!a->config.empty()) c.config_path = fs::absolute(a->config).string();
-    TX_RETURN_IF_ERROR(orchestrator::ApplyOrchestratorFile(
-        a->config.empty() ? (fs::path(c.store_dir) / "config.toml").string() : a->config, c));
+    std::string config_file =
+        a->config.empty() ? (fs::path(c.store_dir) / "config.toml").string() : a->config;
+    TX_RETURN_IF_ERROR(orchestrator::ApplyOrchestratorFile(config_file, c));
+    TX_ASSIGN_OR_RETURN(c.notify, notify::ReadNotifyFile(config_file));
+    // Webhooks are sent with tx-http's HTTP client: run as it, before anything starts.
+    if (notify::HasWebhooks(c.notify) && !notify::CanMakeWebhooks()) {
+      return RerunAsHttpBinary();
+    }
 
     auto count = [](std::string_view flag, const std::string& text, int lo, auto& out) -> Status {
       if (text.empty()) return Ok();

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -78,8 +79,23 @@ std::string CommandResult::FirstLine() const {
 
 Result<CommandResult> RunCommand(const std::vector<std::string>& argv, const std::string& cwd,
                                  const std::vector<std::string>& extra_env, std::size_t cap,
-                                 long long timeout_ms, int cancel_fd) {
+                                 long long timeout_ms, int cancel_fd, const std::string& input) {
   if (argv.empty()) return Error::InvalidArgument("run: empty argv");
+  // The input is a memory file the child reads as its stdin: no pipe to feed while it runs.
+  UniqueFd in;
+  if (!input.empty()) {
+    in = UniqueFd(::memfd_create("tx-input", MFD_CLOEXEC));
+    std::size_t done = 0;
+    while (in.get() >= 0 && done < input.size()) {
+      ssize_t n = ::write(in.get(), input.data() + done, input.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      done += static_cast<std::size_t>(n);
+    }
+    if (in.get() < 0 || done < input.size() || ::lseek(in.get(), 0, SEEK_SET) != 0) {
+      return Error::Unavailable("run '" + argv[0] + "': its input: " + std::strerror(errno));
+    }
+  }
   int out_pipe[2];
   int err_pipe[2];
   if (::pipe2(out_pipe, O_CLOEXEC) != 0) {
@@ -92,7 +108,11 @@ Result<CommandResult> RunCommand(const std::vector<std::string>& argv, const std
   UniqueFd err_r(err_pipe[0]), err_w(err_pipe[1]);
 
   FileActions fa;
-  posix_spawn_file_actions_addopen(fa.get(), 0, "/dev/null", O_RDONLY, 0);
+  if (in.get() >= 0) {
+    posix_spawn_file_actions_adddup2(fa.get(), in.get(), 0);
+  } else {
+    posix_spawn_file_actions_addopen(fa.get(), 0, "/dev/null", O_RDONLY, 0);
+  }
   posix_spawn_file_actions_adddup2(fa.get(), out_w.get(), 1);
   posix_spawn_file_actions_adddup2(fa.get(), err_w.get(), 2);
   if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(fa.get(), cwd.c_str());

@@ -12,6 +12,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/notify.h"
 #include "orchestrator/pool_supervisor.h"
 
 namespace tx::orchestrator {
@@ -30,7 +31,8 @@ struct OrchestratorConfig {
   Millis publish_interval_ms = 2'000;      // how often the pool is written to the store at least
   std::int64_t max_queue_depth = 0;        // 0 = no backpressure
   std::string heartbeat_file;              // mirror of the pool's heartbeat document; empty = none
-  std::string http;  // where the HTTP API is served ("http://…"); for status
+  std::string http;              // where the HTTP API is served ("http://…"); for status
+  std::vector<SinkSpec> notify;  // [[notify]]: where notifications go (docs/notifications.md)
 
   // Flags for every worker, e.g. {"--agent", "claude", "--heartbeat-interval", "10s"}.
   std::vector<std::string> worker_args;

@@ -449,6 +449,7 @@ void Orchestrator::MaybeLead() {
   Millis now = Now();
   if (lead_ && !lead_->Held()) {
     lead_.reset();
+    leads_ = false;
     spdlog::warn("lost the lead of the reconciler (its connection to the store ended)");
     next_lead_try_ = now;
   }
@@ -461,6 +462,7 @@ void Orchestrator::MaybeLead() {
   }
   if (!*got) return;
   lead_ = std::move(*got);
+  leads_ = true;
   Status s = row_->RecordLeader(id_);
   if (!s.ok()) spdlog::warn("cannot record the lead: {}", s.error().message());
   spdlog::info("leading the reconciler of {}", store_->Describe());
@@ -479,6 +481,7 @@ void Orchestrator::HandOverTheLead() {
     if (!cleared.ok()) spdlog::warn("cannot clear the lead: {}", cleared.error().message());
   }
   lead_.reset();
+  leads_ = false;
   spdlog::info("stopping: the reconciler's lead is free for another orchestrator");
 }
 
@@ -858,6 +861,8 @@ void Orchestrator::Loop() {
 }
 
 Result<int> Orchestrator::Run(const std::function<void(const std::string&)>& on_running) {
+  TX_ASSIGN_OR_RETURN(notify_, NotifyLoop::Start(config_.db_path, config_.notify,
+                                                 [this] { return leads_.load(); }));
   TX_RETURN_IF_ERROR(Start());
   // Start the first workers before saying we run, so a broken worker command shows at once.
   Apply(pool_->Step(Now()));
@@ -868,6 +873,7 @@ Result<int> Orchestrator::Run(const std::function<void(const std::string&)>& on_
                "/logs/workers");
   }
   Loop();
+  notify_.reset();  // what it sends now would go out after the lead is handed over
   // Nothing of ours runs now; a leader leaves the store as clean as it can, then lets another
   // orchestrator lead.
   if (lead_ && lead_->Held()) {
@@ -879,6 +885,7 @@ Result<int> Orchestrator::Run(const std::function<void(const std::string&)>& on_
     if (!cleared.ok()) spdlog::warn("cannot clear the lead: {}", cleared.error().message());
   }
   lead_.reset();
+  leads_ = false;
   Publish();
   Status s = row_->SetStatus(id_, pid_, "stopped");
   if (!s.ok()) spdlog::warn("cannot record stopped: {}", s.error().message());

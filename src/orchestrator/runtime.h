@@ -41,6 +41,7 @@
 #include <signal.h>
 #include <sys/types.h>
 
+#include <atomic>
 #include <deque>
 #include <functional>
 #include <map>
@@ -54,6 +55,7 @@
 #include "exec/child.h"
 #include "exec/unique_fd.h"
 #include "orchestrator/config.h"
+#include "orchestrator/notify_loop.h"
 #include "orchestrator/pool_supervisor.h"
 #include "service/orchestrator_service.h"
 #include "service/reconciler.h"
@@ -137,6 +139,8 @@ class Orchestrator {
   std::unique_ptr<service::OrchestratorService> row_;
   std::unique_ptr<service::Reconciler> reconciler_;
   std::unique_ptr<store::Leadership> lead_;  // null while another orchestrator leads
+  std::atomic<bool> leads_{false};           // lead_ is held: read by the notifications' thread
+  std::unique_ptr<NotifyLoop> notify_;
   Millis next_lead_try_ = 0;
   std::unique_ptr<PoolSupervisor> pool_;
   std::map<std::string, exec::Child> children_;  // by slot

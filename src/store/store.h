@@ -24,6 +24,7 @@
 #include "core/claim.h"
 #include "core/error.h"
 #include "core/event.h"
+#include "core/notify.h"
 #include "core/orchestrator.h"
 #include "core/task.h"
 #include "core/usage.h"
@@ -212,6 +213,22 @@ class Txn {
   // Records `key` once: true when this call recorded it, false when it was there already. For
   // what must be announced once (a daily budget reached on a given day).
   virtual Result<bool> NoteOnce(std::string_view key, Millis at) = 0;
+
+  // The notification outbox (service/notify_outbox.h). The cursor is the last event fanned out
+  // to the sinks; there from the start.
+  virtual Result<std::int64_t> GetNotifyCursor() = 0;
+  virtual Status SetNotifyCursor(std::int64_t event_id) = 0;
+  virtual Status InsertDelivery(Delivery& delivery) = 0;  // sets delivery.seq
+  // Writes a delivery's state (status, attempts, next_at, last_at, last_error), by id.
+  virtual Status UpdateDelivery(const Delivery& delivery) = 0;
+  virtual Result<std::optional<Delivery>> GetDelivery(std::string_view id) = 0;
+  // Pending deliveries due at `now`, the earliest due first, at most `limit`.
+  virtual Result<std::vector<Delivery>> ListDueDeliveries(Millis now, int limit) = 0;
+  // The earliest next_at of a pending delivery; nullopt when none is pending.
+  virtual Result<std::optional<Millis>> NextDeliveryAt() = 0;
+  // Deliveries newest first, of one status or all, at most `limit` (0 = all).
+  virtual Result<std::vector<Delivery>> ListDeliveries(std::optional<DeliveryStatus> status,
+                                                       int limit) = 0;
 
   // The orchestrators' rows, one per pool (OrchestratorState::id).
   virtual Result<std::optional<OrchestratorState>> GetOrchestrator(std::string_view id) = 0;

@@ -449,6 +449,74 @@ TEST_P(StoreContract, AgentLimitsAndNoticesRoundTrip) {
   EXPECT_EQ(limits[1], m);
 }
 
+TEST_P(StoreContract, DeliveriesRoundTripAndAreListedDueAndNewestFirst) {
+  auto delivery = [](const std::string& id, std::int64_t event_id, Millis next_at) {
+    Delivery d;
+    d.id = id;
+    d.sink = "http://127.0.0.1:9/hook";
+    d.event_id = event_id;
+    d.event_type = "task.failed";
+    d.task_id = "task-aaaaaaaa";
+    d.body = R"({"text":"tx: héllo"})";
+    d.created_at = 1000;
+    d.next_at = next_at;
+    return d;
+  };
+  Delivery a = delivery("dlv-a", 1, 3000), b = delivery("dlv-b", 2, 2000);
+  std::int64_t cursor = -1;
+  ASSERT_TRUE(store_
+                  ->Write([&](Txn& txn) -> Status {
+                    TX_ASSIGN_OR_RETURN(cursor, txn.GetNotifyCursor());
+                    TX_RETURN_IF_ERROR(txn.InsertDelivery(a));
+                    TX_RETURN_IF_ERROR(txn.InsertDelivery(b));
+                    return txn.SetNotifyCursor(2);
+                  })
+                  .ok());
+  EXPECT_EQ(cursor, 0);  // a new store starts at its first event
+  EXPECT_LT(a.seq, b.seq);
+  b.status = DeliveryStatus::kFailed;
+  b.attempts = 3;
+  b.last_at = 2500;
+  b.last_error = "connection refused";
+  ASSERT_TRUE(store_->Write([&](Txn& txn) { return txn.UpdateDelivery(b); }).ok());
+  Delivery missing = delivery("dlv-none", 3, 0);
+  Status refused = store_->Write([&](Txn& txn) { return txn.UpdateDelivery(missing); });
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code(), ErrorCode::kNotFound);
+
+  std::vector<Delivery> due_early, due_late, all, failed;
+  std::optional<Delivery> got;
+  std::optional<Millis> next;
+  ASSERT_TRUE(store_
+                  ->Read([&](Txn& txn) -> Status {
+                    TX_ASSIGN_OR_RETURN(cursor, txn.GetNotifyCursor());
+                    TX_ASSIGN_OR_RETURN(due_early, txn.ListDueDeliveries(2999, 10));
+                    TX_ASSIGN_OR_RETURN(due_late, txn.ListDueDeliveries(3000, 10));
+                    TX_ASSIGN_OR_RETURN(all, txn.ListDeliveries(std::nullopt, 0));
+                    TX_ASSIGN_OR_RETURN(failed, txn.ListDeliveries(DeliveryStatus::kFailed, 5));
+                    TX_ASSIGN_OR_RETURN(got, txn.GetDelivery("dlv-b"));
+                    TX_ASSIGN_OR_RETURN(next, txn.NextDeliveryAt());
+                    return Ok();
+                  })
+                  .ok());
+  EXPECT_EQ(cursor, 2);
+  EXPECT_TRUE(due_early.empty());  // b is failed, a not due yet
+  ASSERT_EQ(due_late.size(), 1u);
+  EXPECT_EQ(due_late[0].id, "dlv-a");
+  EXPECT_EQ(due_late[0].body, a.body);
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].id, "dlv-b");  // newest first
+  ASSERT_EQ(failed.size(), 1u);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->status, DeliveryStatus::kFailed);
+  EXPECT_EQ(got->attempts, 3);
+  EXPECT_EQ(got->last_at, 2500);
+  EXPECT_EQ(got->last_error, "connection refused");
+  EXPECT_EQ(got->created_at, 1000);
+  EXPECT_EQ(got->event_id, 2);
+  EXPECT_EQ(next, std::optional<Millis>(3000));
+}
+
 // SQLite keeps the steady readings of heartbeats and leases (core/clock.h); PostgreSQL judges on
 // its server's clock and keeps none.
 TEST_P(StoreContract, SteadyReadingsAreKeptWhereTheStoreJudgesOnThem) {
@@ -1080,6 +1148,51 @@ TEST(SqliteStore, ReopeningKeepsDataAndAppliesNoMigrationTwice) {
                     return Ok();
                   })
                   .ok());
+  fs::remove_all(dir);
+}
+
+// A store of schema version 7 (made here by undoing version 8 on a new one) keeps its rows, takes
+// 'waiting' tasks and starts its notification cursor at its newest event (issue 22).
+TEST(SqliteStore, VersionEightWidensTheTaskStatusesAndStartsTheCursorAtTheNewestEvent) {
+  char tmpl[] = "/tmp/tx-store-XXXXXX";
+  std::string dir = mkdtemp(tmpl);
+  std::string path = dir + "/tx.db";
+  ASSERT_TRUE(Open({path, true}).ok());
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  const char* undo = R"sql(
+    DROP TABLE notify_deliveries; DROP TABLE notify_cursor;
+    PRAGMA writable_schema = ON;
+    UPDATE sqlite_schema SET sql = replace(sql, ' OR status = ''waiting''', '')
+     WHERE type = 'table' AND name = 'tasks';
+    PRAGMA writable_schema = RESET;
+    PRAGMA user_version = 7;
+    INSERT INTO events (type, at) VALUES ('task.created', 1), ('task.done', 2);
+  )sql";
+  ASSERT_EQ(sqlite3_exec(db, undo, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  sqlite3_close(db);
+  db = nullptr;
+  auto s = Open({path, false});
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  Task t;
+  t.id = "task-aaaaaaaa";
+  t.title = "asks";
+  t.status = TaskStatus::kReady;
+  ASSERT_TRUE((*s)->Write([&](Txn& txn) { return txn.InsertTask(t); }).ok());
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(db, "UPDATE tasks SET status = 'waiting'", nullptr, nullptr, nullptr),
+            SQLITE_OK)
+      << sqlite3_errmsg(db);
+  EXPECT_NE(sqlite3_exec(db, "UPDATE tasks SET status = 'bogus'", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  std::int64_t cursor = -1;
+  ASSERT_TRUE((*s)->Read([&](Txn& txn) -> Status {
+                    TX_ASSIGN_OR_RETURN(cursor, txn.GetNotifyCursor());
+                    return Ok();
+                  })
+                  .ok());
+  EXPECT_EQ(cursor, 2);
   fs::remove_all(dir);
 }
 

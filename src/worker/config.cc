@@ -489,8 +489,8 @@ Status ApplyConfigToml(const std::string& toml_text, const std::string& origin,
       Table api(*t, "api.", origin);
       TX_RETURN_IF_ERROR(api.Strings("allowed_hosts", c.api_allowed_hosts));
       TX_RETURN_IF_ERROR(api.RefuseUnknown());
-    } else if (k == "orchestrator") {
-      // Read by the orchestrator.
+    } else if (k == "orchestrator" || k == "notify") {
+      // Read by the orchestrator (and [[notify]] by tx notify as well: notify/config.h).
     } else {
       return Error::InvalidArgument(origin + ": unknown section '" + k + "'");
     }

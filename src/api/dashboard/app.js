@@ -16,7 +16,7 @@ const BUCKET = 60 * 1000;
 
 adoptTokenFromUrl();
 
-const support = {orchestrator: true, stats: true, usage: true};
+const support = {orchestrator: true, stats: true, usage: true, notifications: true};
 let orch = null;
 let workers = [];
 let detailDirty = false;
@@ -141,6 +141,7 @@ function onEvent(e) {
       e.type === 'agent.limited' || e.type === 'task.requeued') {
     scheduleCost();
   }
+  if (e.type === 'notify.failed') scheduleNotifications();
   if (e.type === 'task.done' || e.type === 'task.failed') {
     countFinished(e);
     scheduleChart();
@@ -172,6 +173,28 @@ function renderAgents(agents) {
   box.hidden = !lines.length;
   box.replaceChildren(...lines.map((t) => el('div', {class: 'agent-line'}, t)));
 }
+
+// Notifications that could not be delivered within their 24 hours: GET /api/notifications.
+async function refreshNotifications() {
+  if (!support.notifications) return;
+  let failed;
+  try {
+    failed = await getJson('/api/notifications?status=failed&limit=20');
+  } catch (e) {
+    if (e.noRoute) support.notifications = false;
+    else report(e);
+    return;
+  }
+  const box = $('#notify-banner');
+  box.hidden = !failed.length;
+  const head = `${failed.length}${failed.length === 20 ? '+' : ''} notification` +
+               `${failed.length === 1 ? '' : 's'} could not be delivered ` +
+               '(tx notify list --status failed):';
+  box.replaceChildren(el('div', {class: 'agent-line'}, head), ...failed.slice(0, 5).map((d) =>
+    el('div', {class: 'agent-line notify-failed', dataset: {delivery: d.id}},
+       `${d.event_type}${d.task_id ? ' ' + d.task_id : ''} → ${d.sink}: ${d.last_error}`)));
+}
+const scheduleNotifications = debounce(refreshNotifications, 1000, 5000);
 
 // The agents' cost per day over the last week: GET /api/usage?by=day.
 async function refreshCost() {
@@ -316,6 +339,7 @@ if (matchMedia('(min-width: 761px)').matches) $('#workers-details').open = true;
 refresh();
 refreshChart();
 refreshCost();
+refreshNotifications();
 getJson('/api/sessions').catch((e) => e.noRoute && detail.noSessions());
 events.connect();
 // A task's address (/#task-…) opens it.

@@ -220,6 +220,27 @@ Status ReadLimit(const Rows& r, int i, AgentLimit& l) {
   return Ok();
 }
 
+#define DELIVERY_COLS                                                                           \
+  "seq, id, sink, event_id, event_type, task_id, body, status, attempts, created_at, next_at, " \
+  "last_at, last_error"
+
+Status ReadDelivery(const Rows& r, int i, Delivery& d) {
+  d.seq = r.Int(i, 0);
+  d.id = r.Text(i, 1);
+  d.sink = r.Text(i, 2);
+  d.event_id = r.Int(i, 3);
+  d.event_type = r.Text(i, 4);
+  d.task_id = r.Text(i, 5);
+  d.body = r.Text(i, 6);
+  TX_ASSIGN_OR_RETURN(d.status, ParseDeliveryStatus(r.View(i, 7)));
+  d.attempts = static_cast<int>(r.Int(i, 8));
+  d.created_at = r.Int(i, 9);
+  d.next_at = r.Int(i, 10);
+  d.last_at = r.Int(i, 11);
+  d.last_error = r.Text(i, 12);
+  return Ok();
+}
+
 Status ReadOrchestrator(const Rows& r, int i, OrchestratorState& o) {
   o.id = r.Text(i, 0);
   o.dir = r.Text(i, 1);
@@ -1098,6 +1119,95 @@ class PgTxn final : public Txn {
                                      "ON CONFLICT (key) DO NOTHING",
                                      Params().Add(key).Add(at)));
     return r.Affected() == 1;
+  }
+
+  Result<std::int64_t> GetNotifyCursor() override {
+    // Locked in a write: the fan-out that reads it moves it.
+    TX_ASSIGN_OR_RETURN(Rows r, Exec(write_ ? "SELECT event_id FROM notify_cursor WHERE id = 1 "
+                                              "FOR UPDATE"
+                                            : "SELECT event_id FROM notify_cursor WHERE id = 1"));
+    if (r.empty()) return Error::Internal("the store has no notification cursor");
+    return r.Int(0, 0);
+  }
+
+  Status SetNotifyCursor(std::int64_t event_id) override {
+    TX_ASSIGN_OR_RETURN(Rows r, Exec("UPDATE notify_cursor SET event_id = $1 WHERE id = 1",
+                                     Params().Add(event_id)));
+    if (r.Affected() != 1) return Error::NotFound("the notification cursor not found");
+    return Ok();
+  }
+
+  Status InsertDelivery(Delivery& d) override {
+    TX_ASSIGN_OR_RETURN(
+        Rows r, Exec("INSERT INTO notify_deliveries (id, sink, event_id, event_type, task_id, "
+                     "body, status, attempts, created_at, next_at, last_at, last_error) VALUES "
+                     "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING seq",
+                     Params()
+                         .Add(d.id)
+                         .Add(d.sink)
+                         .Add(d.event_id)
+                         .Add(d.event_type)
+                         .Add(d.task_id)
+                         .Add(d.body)
+                         .Add(ToString(d.status))
+                         .Add(d.attempts)
+                         .Add(d.created_at)
+                         .Add(d.next_at)
+                         .Add(d.last_at)
+                         .Add(d.last_error)));
+    d.seq = r.Int(0, 0);
+    return Ok();
+  }
+
+  Status UpdateDelivery(const Delivery& d) override {
+    TX_ASSIGN_OR_RETURN(Rows r, Exec("UPDATE notify_deliveries SET status = $2, attempts = $3, "
+                                     "next_at = $4, last_at = $5, last_error = $6 WHERE id = $1",
+                                     Params()
+                                         .Add(d.id)
+                                         .Add(ToString(d.status))
+                                         .Add(d.attempts)
+                                         .Add(d.next_at)
+                                         .Add(d.last_at)
+                                         .Add(d.last_error)));
+    if (r.Affected() != 1) return Error::NotFound("delivery " + d.id + " not found");
+    return Ok();
+  }
+
+  Result<std::optional<Delivery>> GetDelivery(std::string_view id) override {
+#define GET_DELIVERY "SELECT " DELIVERY_COLS " FROM notify_deliveries WHERE id = $1"
+    TX_ASSIGN_OR_RETURN(Rows r,
+                        Exec(write_ ? GET_DELIVERY " FOR UPDATE" : GET_DELIVERY, Params().Add(id)));
+    return ReadOne<Delivery>(r, ReadDelivery);
+  }
+
+  Result<std::vector<Delivery>> ListDueDeliveries(Millis now, int limit) override {
+    TX_ASSIGN_OR_RETURN(Rows r, Exec("SELECT " DELIVERY_COLS " FROM notify_deliveries WHERE "
+                                     "status = 'pending' AND next_at <= $1 ORDER BY next_at, "
+                                     "seq LIMIT $2",
+                                     Params().Add(now).Add(limit)));
+    return ReadAll<Delivery>(r, ReadDelivery);
+  }
+
+  Result<std::optional<Millis>> NextDeliveryAt() override {
+    TX_ASSIGN_OR_RETURN(
+        Rows r, Exec("SELECT min(next_at) FROM notify_deliveries WHERE status = 'pending'"));
+    if (r.empty() || r.IsNull(0, 0)) return std::optional<Millis>();
+    return std::optional<Millis>(r.Int(0, 0));
+  }
+
+  Result<std::vector<Delivery>> ListDeliveries(std::optional<DeliveryStatus> status,
+                                               int limit) override {
+    Params p;
+    p.Add(status ? ToString(*status) : std::string_view());
+    if (limit > 0) {
+      p.Add(limit);
+    } else {
+      p.AddNull();
+    }
+    TX_ASSIGN_OR_RETURN(Rows r, Exec("SELECT " DELIVERY_COLS " FROM notify_deliveries WHERE "
+                                     "$1 = '' OR status = $1 ORDER BY seq DESC LIMIT $2",
+                                     p));
+    return ReadAll<Delivery>(r, ReadDelivery);
   }
 
 #define ORCHESTRATOR_COLS \

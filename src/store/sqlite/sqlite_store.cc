@@ -202,6 +202,27 @@ Status ReadLimit(const Stmt& s, AgentLimit& l) {
   return Ok();
 }
 
+#define DELIVERY_COLS                                                                           \
+  "seq, id, sink, event_id, event_type, task_id, body, status, attempts, created_at, next_at, " \
+  "last_at, last_error"
+
+Status ReadDelivery(const Stmt& s, Delivery& d) {
+  d.seq = s.Int(0);
+  d.id = s.Text(1);
+  d.sink = s.Text(2);
+  d.event_id = s.Int(3);
+  d.event_type = s.Text(4);
+  d.task_id = s.Text(5);
+  d.body = s.Text(6);
+  TX_ASSIGN_OR_RETURN(d.status, ParseDeliveryStatus(s.Text(7)));
+  d.attempts = static_cast<int>(s.Int(8));
+  d.created_at = s.Int(9);
+  d.next_at = s.Int(10);
+  d.last_at = s.Int(11);
+  d.last_error = s.Text(12);
+  return Ok();
+}
+
 Status ReadOrchestrator(const Stmt& s, OrchestratorState& o) {
   o.id = s.Text(0);
   o.dir = s.Text(1);
@@ -755,6 +776,89 @@ class SqliteTxn final : public Txn {
     s.Bind(1, key).Bind(2, at);
     TX_RETURN_IF_ERROR(s.Run());
     return sqlite3_changes(db_.raw()) == 1;
+  }
+
+  Result<std::int64_t> GetNotifyCursor() override {
+    TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("SELECT event_id FROM notify_cursor WHERE id = 1"));
+    TX_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) return Error::Internal("the store has no notification cursor");
+    return s.Int(0);
+  }
+
+  Status SetNotifyCursor(std::int64_t event_id) override {
+    TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("UPDATE notify_cursor SET event_id = ?1 WHERE id = 1"));
+    s.Bind(1, event_id);
+    TX_RETURN_IF_ERROR(s.Run());
+    return ExpectChange(db_, "the notification cursor");
+  }
+
+  Status InsertDelivery(Delivery& d) override {
+    TX_ASSIGN_OR_RETURN(
+        Stmt s, db_.Prepare("INSERT INTO notify_deliveries (id, sink, event_id, event_type, "
+                            "task_id, body, status, attempts, created_at, next_at, last_at, "
+                            "last_error) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
+                            "?12)"));
+    s.Bind(1, d.id)
+        .Bind(2, d.sink)
+        .Bind(3, d.event_id)
+        .Bind(4, d.event_type)
+        .Bind(5, d.task_id)
+        .Bind(6, d.body)
+        .Bind(7, ToString(d.status))
+        .Bind(8, d.attempts)
+        .Bind(9, d.created_at)
+        .Bind(10, d.next_at)
+        .Bind(11, d.last_at)
+        .Bind(12, d.last_error);
+    TX_RETURN_IF_ERROR(s.Run());
+    d.seq = db_.LastInsertRowid();
+    return Ok();
+  }
+
+  Status UpdateDelivery(const Delivery& d) override {
+    TX_ASSIGN_OR_RETURN(Stmt s,
+                        db_.Prepare("UPDATE notify_deliveries SET status = ?2, attempts = ?3, "
+                                    "next_at = ?4, last_at = ?5, last_error = ?6 WHERE id = ?1"));
+    s.Bind(1, d.id)
+        .Bind(2, ToString(d.status))
+        .Bind(3, d.attempts)
+        .Bind(4, d.next_at)
+        .Bind(5, d.last_at)
+        .Bind(6, d.last_error);
+    TX_RETURN_IF_ERROR(s.Run());
+    return ExpectChange(db_, "delivery " + d.id);
+  }
+
+  Result<std::optional<Delivery>> GetDelivery(std::string_view id) override {
+    TX_ASSIGN_OR_RETURN(
+        Stmt s, db_.Prepare("SELECT " DELIVERY_COLS " FROM notify_deliveries WHERE id = ?1"));
+    s.Bind(1, id);
+    return ReadOne<Delivery>(s, ReadDelivery);
+  }
+
+  Result<std::vector<Delivery>> ListDueDeliveries(Millis now, int limit) override {
+    TX_ASSIGN_OR_RETURN(
+        Stmt s, db_.Prepare("SELECT " DELIVERY_COLS " FROM notify_deliveries WHERE status = "
+                            "'pending' AND next_at <= ?1 ORDER BY next_at, seq LIMIT ?2"));
+    s.Bind(1, now).Bind(2, limit);
+    return ReadAll<Delivery>(s, ReadDelivery);
+  }
+
+  Result<std::optional<Millis>> NextDeliveryAt() override {
+    TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("SELECT min(next_at) FROM notify_deliveries "
+                                            "WHERE status = 'pending'"));
+    TX_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row || s.IsNull(0)) return std::optional<Millis>();
+    return std::optional<Millis>(s.Int(0));
+  }
+
+  Result<std::vector<Delivery>> ListDeliveries(std::optional<DeliveryStatus> status,
+                                               int limit) override {
+    TX_ASSIGN_OR_RETURN(
+        Stmt s, db_.Prepare("SELECT " DELIVERY_COLS " FROM notify_deliveries WHERE ?1 = '' OR "
+                            "status = ?1 ORDER BY seq DESC LIMIT ?2"));
+    s.Bind(1, status ? ToString(*status) : std::string_view()).Bind(2, limit > 0 ? limit : -1);
+    return ReadAll<Delivery>(s, ReadDelivery);
   }
 
   Result<std::optional<OrchestratorState>> GetOrchestrator(std::string_view id) override {
