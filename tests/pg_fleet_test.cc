@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +23,7 @@
 #include "pg_test_db.h"
 #include "tx_proc.h"
 #include "tx_process.h"
+#include "webhook_receiver.h"
 
 namespace tx::testing {
 namespace {
@@ -332,6 +334,40 @@ TEST_F(FleetTest, AStoppingLeaderHandsOverTheLeadBeforeItsWorkersDrain) {
       << "the running task finished, the drain was graceful";
 }
 
+// Notifications on a shared store (issue 22): every orchestrator has the sink, the one that leads
+// alone sends, once; once it has stopped, the next leader sends what follows.
+TEST_F(FleetTest, OnlyTheLeadingOrchestratorSendsNotificationsAndTheNextLeaderGoesOn) {
+  Receiver receiver;
+  receiver.Start();
+  for (Host* h : {&a_, &b_}) {
+    std::ofstream(h->dir.path() / ".tx" / "config.toml")
+        << "[[notify]]\nurl = \"" << receiver.Url() << "\"\nevents = [\"task.failed\"]\n";
+  }
+  StartOrchestrator(a_, {"--workers", "1"});
+  ASSERT_TRUE(WaitFor([&] { return Status(a_).value("leads", false); }, 10s));
+  BackgroundProcess& a = *procs_.back();
+  StartOrchestrator(b_, {"--workers", "1"});
+  auto fail = [&](const std::string& title) {
+    return TxJson(a_, {"task", "add", title, "--command", "sh -c 'exit 3'", "--max-attempts", "1"})
+        .value("id", "");
+  };
+  std::string first = fail("first");
+  ASSERT_TRUE(WaitFor([&] { return !receiver.Got().empty(); }, 60s)) << a.Output();
+  std::this_thread::sleep_for(2s);
+  ASSERT_EQ(receiver.Got().size(), 1u) << "sent by more than one orchestrator";
+  ASSERT_EQ(Tx(a_, {"orchestrator", "stop"}).exit_code, 0);
+  EXPECT_EQ(a.Wait(30s), 0) << a.Output();
+  ASSERT_TRUE(WaitFor([&] { return Status(b_).value("leads", false); }, 10s)) << Status(b_).dump(2);
+  std::string second = fail("second");
+  ASSERT_TRUE(WaitFor([&] { return receiver.Got().size() >= 2; }, 60s));
+  std::this_thread::sleep_for(2s);
+  std::vector<Request> got = receiver.Got();
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(json::parse(got[0].body)["task"]["id"], first);
+  EXPECT_EQ(json::parse(got[1].body)["task"]["id"], second);
+  EXPECT_NE(got[0].Header("X-Tx-Delivery"), got[1].Header("X-Tx-Delivery"));
+}
+
 // The HTTP API on a PostgreSQL store, and a remote worker on the other host that reaches the fleet
 // over HTTP alone (its heartbeats recorded in batches): tasks added over HTTP are run and read
 // back, the orchestrator's status shows its lead, the metrics count it.
@@ -495,6 +531,18 @@ TEST_F(FleetTest, MigrateCopiesASqliteStoreIntoPostgresAsItIs) {
   std::int64_t token = claimed["token"];
   sqlite({"task", "done", first["id"], "--token", std::to_string(token), "--result", "ok"});
   sqlite({"--json", "claim", "--next", "--worker", "bob"});  // second is running now
+  // A notification waiting to be sent goes along (issue 22).
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((old.str() + "/.tx/tx.db").c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "INSERT INTO notify_deliveries (id, sink, event_id, event_type, body, "
+                         "status, attempts, created_at, next_at) VALUES ('dlv-0123456789abcdef', "
+                         "'http://127.0.0.1:9/hook', 1, 'task.failed', '{}', 'pending', 2, 1, 2)",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK)
+      << sqlite3_errmsg(db);
+  sqlite3_close(db);
+  json deliveries_before = json::parse(sqlite({"--json", "notify", "list"}).out);
   RunResult shown_before = sqlite({"--json", "task", "list"});
   json events_before = json::parse(sqlite({"--json", "events"}).out);
 
@@ -507,6 +555,8 @@ TEST_F(FleetTest, MigrateCopiesASqliteStoreIntoPostgresAsItIs) {
   EXPECT_EQ(report["claims"], 2);
   EXPECT_EQ(report["dependencies"], 1);
   EXPECT_EQ(report["events"], events_before.size());
+  EXPECT_EQ(report["deliveries"], 1);
+  EXPECT_EQ(TxJson(a_, {"notify", "list"}), deliveries_before);
 
   json tasks_after = TxJson(a_, {"task", "list"});
   EXPECT_EQ(tasks_after, json::parse(shown_before.out)) << "task list differs after the copy";

@@ -313,6 +313,7 @@ Handler SetupMigrate(CLI::App& cmd) {
                      {"workers", r.workers},
                      {"claims", r.claims},
                      {"events", r.events},
+                     {"deliveries", r.deliveries},
                      {"took_ms", took}});
     } else {
       ctx.out() << "copied " << r.tasks << " tasks, " << r.claims << " claims, " << r.workers

@@ -43,6 +43,9 @@ struct Table {
   "output_tokens, cache_read_tokens, cache_write_tokens, cost_micro_usd, cost_estimated, "       \
   "turns, denials, started_at, updated_at"
 #define LIMIT_COLUMNS "profile, account, until, since, reason, task_id, strikes, resumed"
+#define DELIVERY_COLUMNS                                                                        \
+  "seq, id, sink, event_id, event_type, task_id, body, status, attempts, created_at, next_at, " \
+  "last_at, last_error"
 
 // In dependency order (claims name tasks and workers). Workers keep their registration order
 // (PostgreSQL numbers them anew as they come).
@@ -73,6 +76,10 @@ constexpr Table kTables[] = {
      "INSERT INTO agent_limits (" LIMIT_COLUMNS ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8)", 8},
     {"notices", "SELECT key, at FROM notices ORDER BY key",
      "INSERT INTO notices (key, at) VALUES ($1, $2)", 2},
+    {"notify_deliveries", "SELECT " DELIVERY_COLUMNS " FROM notify_deliveries ORDER BY seq",
+     "INSERT INTO notify_deliveries (" DELIVERY_COLUMNS ") VALUES ($1, $2, $3, $4, $5, $6, $7, "
+     "$8, $9, $10, $11, $12, $13)",
+     13},
 };
 
 Result<std::int64_t> CopyTable(sqlite::Db& from, postgres::Conn& to, const Table& t) {
@@ -105,8 +112,9 @@ Status CopyAll(sqlite::Db& from, postgres::Conn& to, MigrateReport& report) {
                            std::to_string(held.Int(0, 0)) +
                            " tasks, workers and events: migrate into an empty database");
   }
-  std::int64_t* counts[] = {&report.tasks,  &report.dependencies, &report.workers, &report.claims,
-                            &report.events, &report.usage,        &report.limits,  &report.notices};
+  std::int64_t* counts[] = {&report.tasks,  &report.dependencies, &report.workers,
+                            &report.claims, &report.events,       &report.usage,
+                            &report.limits, &report.notices,      &report.deliveries};
   static_assert(std::size(counts) == std::size(kTables));
   for (std::size_t i = 0; i < std::size(kTables); ++i) {
     Result<std::int64_t> n = CopyTable(from, to, kTables[i]);
@@ -126,13 +134,23 @@ Status CopyAll(sqlite::Db& from, postgres::Conn& to, MigrateReport& report) {
     to.Queue("UPDATE orchestrator SET last_reconcile_at = $1, last_report = $2 WHERE id = 1",
              postgres::Params().Add(record.Int(0)).Add(record.Text(1)));
   }
+  // Notifications go on from the same event.
+  TX_ASSIGN_OR_RETURN(sqlite::Stmt cursor,
+                      from.Prepare("SELECT event_id FROM notify_cursor WHERE id = 1"));
+  TX_ASSIGN_OR_RETURN(bool has_cursor, cursor.Step());
+  if (has_cursor) {
+    to.Queue("UPDATE notify_cursor SET event_id = $1 WHERE id = 1",
+             postgres::Params().Add(cursor.Int(0)));
+  }
   // New numbers continue after the copied ones: a token is never handed out twice.
   for (const char* sql : {"SELECT setval(pg_get_serial_sequence('tasks', 'seq'), "
                           "greatest((SELECT max(seq) FROM tasks), 1))",
                           "SELECT setval(pg_get_serial_sequence('claims', 'token'), "
                           "greatest((SELECT max(token) FROM claims), 1))",
                           "SELECT setval(pg_get_serial_sequence('events', 'id'), "
-                          "greatest((SELECT max(id) FROM events), 1))"}) {
+                          "greatest((SELECT max(id) FROM events), 1))",
+                          "SELECT setval(pg_get_serial_sequence('notify_deliveries', 'seq'), "
+                          "greatest((SELECT max(seq) FROM notify_deliveries), 1))"}) {
     to.Queue(sql, {});
   }
   return to.Sync();

@@ -21,6 +21,7 @@ struct MigrateReport {
   std::int64_t usage = 0;   // the usage ledger's rows
   std::int64_t limits = 0;  // agent limits
   std::int64_t notices = 0;
+  std::int64_t deliveries = 0;  // notifications' deliveries (the outbox's cursor goes along)
 };
 
 // Copies the SQLite store at `from` (brought to the current schema first) into the PostgreSQL
