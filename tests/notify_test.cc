@@ -163,6 +163,25 @@ TEST_F(NotifyTest, ACommandSinkGetsTheSameJsonOnItsStandardInput) {
   EXPECT_EQ(ReadFile(env), "task.review " + list[0]["id"].get<std::string>() + "\n");
 }
 
+// A sink that never takes it: tried until give_up_after, then failed, with a notify.failed event
+// that the dashboard and tx notify list show.
+TEST_F(NotifyTest, ADeliveryNeverTakenFailsAfterGiveUpAfterWithAnEvent) {
+  WriteConfig("[[notify]]\ncommand = [\"sh\", \"-c\", \"echo refused >&2; exit 7\"]\n"
+              "give_up_after = \"3s\"\n");
+  StartOrchestrator({"--workers", "1"});
+  std::string id = AddFailingTask();
+  ASSERT_TRUE(WaitFor([&] { return Deliveries("failed").size() == 1; }, 60s)) << Log();
+  json failed = Deliveries("failed")[0];
+  EXPECT_EQ(failed["event_type"], "task.failed");
+  EXPECT_EQ(failed["task_id"], id);
+  EXPECT_GE(failed["attempts"].get<int>(), 2);
+  EXPECT_EQ(failed["last_error"], "exit code 7: refused");
+  json events = Events("notify.failed");
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0]["task_id"], id);
+  EXPECT_EQ(events[0]["data"]["delivery"], failed["id"]);
+}
+
 TEST_F(NotifyTest, NotifyTestReachesEverySinkAndSaysWhichDidNot) {
   Receiver receiver;
   receiver.Start();

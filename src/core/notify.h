@@ -22,6 +22,7 @@ struct SinkSpec {
   std::vector<std::string> command;
   std::string secret;               // signs a webhook's body (X-Tx-Signature); "" = unsigned
   std::vector<std::string> events;  // event types, "prefix.*" patterns; empty = the defaults
+  Millis give_up_ms = 24 * 60 * 60'000;  // a delivery is tried this long, then failed
   // Names the sink in the store's deliveries: its URL, or its command joined by spaces.
   std::string Key() const;
 };
@@ -56,7 +57,7 @@ struct Delivery {
 
 nlohmann::json ToJson(const Delivery& d);  // without the body
 
-// A delivery is tried until it arrives or this long has passed since it was queued.
+// Events older than this are not sent (the default time a delivery is tried).
 inline constexpr Millis kDeliveryWindowMs = 24 * 60 * 60'000;
 // The wait after the n-th failed try (n >= 1): 1 s, doubling, at most an hour.
 Millis DeliveryRetryDelay(int failed_tries);

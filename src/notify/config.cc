@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/duration.h"
 #include "core/toml_text.h"
 
 namespace tx::notify {
@@ -45,8 +46,16 @@ Status ParseSink(const toml::table& t, SinkSpec& sink) {
       s = Strings(node, sink.command);
     } else if (k == "events") {
       s = Strings(node, sink.events);
+    } else if (k == "give_up_after") {
+      auto v = node.value<std::string>();
+      Result<Millis> d = v ? ParseDuration(*v) : Result<Millis>(Error::InvalidArgument(""));
+      if (!node.is_string() || !d.ok() || *d < 1'000 || *d > 7 * kDeliveryWindowMs) {
+        return Error::InvalidArgument("'give_up_after' must be a duration from 1s to 168h");
+      }
+      sink.give_up_ms = *d;
     } else {
-      return Error::InvalidArgument("unknown setting '" + k + "' (url, command, secret, events)");
+      return Error::InvalidArgument("unknown setting '" + k +
+                                    "' (url, command, secret, events, give_up_after)");
     }
     if (!s.ok()) return Error::InvalidArgument("'" + k + "' " + s.error().message());
   }

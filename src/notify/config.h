@@ -5,6 +5,7 @@
 //   url = "http://127.0.0.1:9000/hook"      # or: command = ["notify-send", "tx"]
 //   secret = "s3cret"                       # optional: signs each webhook delivery
 //   events = ["task.failed", "task.review"] # optional; default: DefaultNotifyEvents()
+//   give_up_after = "24h"                   # optional: how long a delivery is tried
 
 #include <string>
 #include <vector>

@@ -19,6 +19,7 @@ events = ["task.failed", "agent.*"]
 
 [[notify]]
 command = ["notify-send", "tx"]
+give_up_after = "2h"
 )",
                                "config.toml");
   ASSERT_TRUE(sinks.ok()) << sinks.error().message();
@@ -28,6 +29,8 @@ command = ["notify-send", "tx"]
   EXPECT_EQ((*sinks)[0].events, (std::vector<std::string>{"task.failed", "agent.*"}));
   EXPECT_EQ((*sinks)[1].command, (std::vector<std::string>{"notify-send", "tx"}));
   EXPECT_EQ((*sinks)[1].Key(), "notify-send tx");
+  EXPECT_EQ((*sinks)[0].give_up_ms, 24 * 3600'000);
+  EXPECT_EQ((*sinks)[1].give_up_ms, 2 * 3600'000);
   EXPECT_TRUE(ParseNotifyToml("[worker]\n", "c").value().empty());
 }
 
@@ -46,6 +49,8 @@ TEST(NotifyConfig, RefusesWhatCannotBeASinkNamingTheTable) {
            Case{"[[notify]]\ncommand = [\"\"]\n", "must name a program"},
            Case{"[[notify]]\nurl = \"http://x\"\nevents = [\"failed\"]\n", "holds 'failed'"},
            Case{"[[notify]]\nurl = \"http://x\"\nretries = 3\n", "unknown setting 'retries'"},
+           Case{"[[notify]]\nurl = \"http://x\"\ngive_up_after = \"500ms\"\n",
+                "'give_up_after' must be a duration from 1s to 168h"},
            Case{"[[notify]]\nurl = \"http://x\"\n[[notify]]\nurl = 3\n",
                 "[[notify]] number 2: 'url' must be a string"},
        }) {

@@ -28,10 +28,14 @@ Result<DispatchReport> Dispatcher::Step(int batch) {
   TX_ASSIGN_OR_RETURN(std::vector<Delivery> due, outbox_.Due(batch));
   for (const Delivery& d : due) {
     auto sink = sinks_.find(d.sink);
+    auto spec = std::find_if(specs_.begin(), specs_.end(),
+                             [&](const SinkSpec& s) { return s.Key() == d.sink; });
     Status outcome = sink == sinks_.end()
                          ? Status(Error::NotFound("no sink " + d.sink + " is configured any more"))
                          : sink->second->Send(d);
-    TX_ASSIGN_OR_RETURN(Delivery after, outbox_.RecordTry(d.id, outcome, sink == sinks_.end()));
+    TX_ASSIGN_OR_RETURN(Delivery after,
+                        outbox_.RecordTry(d.id, outcome, sink == sinks_.end(),
+                                          spec == specs_.end() ? 0 : spec->give_up_ms));
     switch (after.status) {
       case DeliveryStatus::kDelivered:
         ++report.delivered;

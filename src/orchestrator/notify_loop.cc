@@ -1,5 +1,7 @@
 #include "orchestrator/notify_loop.h"
 
+#include <pthread.h>
+#include <signal.h>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
@@ -62,7 +64,13 @@ struct NotifyLoop::State {
 };
 
 NotifyLoop::NotifyLoop(std::unique_ptr<State> state) : state_(std::move(state)) {
+  // The thread blocks every signal from its first instruction: the orchestrator reads its
+  // signals from a signalfd, and one delivered to this thread would kill the process.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
   thread_ = std::thread([s = state_.get()] { s->Run(); });
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
 NotifyLoop::~NotifyLoop() {

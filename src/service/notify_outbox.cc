@@ -89,7 +89,8 @@ Result<std::optional<Millis>> NotifyOutbox::NextDueAt() {
   return out;
 }
 
-Result<Delivery> NotifyOutbox::RecordTry(std::string_view id, const Status& outcome, bool give_up) {
+Result<Delivery> NotifyOutbox::RecordTry(std::string_view id, const Status& outcome, bool give_up,
+                                         Millis window_ms) {
   Delivery out;
   Millis now = clock_.Now();
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
@@ -105,7 +106,7 @@ Result<Delivery> NotifyOutbox::RecordTry(std::string_view id, const Status& outc
     } else {
       d->last_error = outcome.error().message();
       d->next_at = now + DeliveryRetryDelay(d->attempts);
-      if (give_up || d->next_at - d->created_at >= kDeliveryWindowMs) {
+      if (give_up || d->next_at - d->created_at >= window_ms) {
         d->status = DeliveryStatus::kFailed;
         Event e;
         e.type = "notify.failed";

@@ -40,10 +40,11 @@ class NotifyOutbox {
   Result<std::optional<Millis>> NextDueAt();
 
   // Records one try of a pending delivery: ok = delivered. Otherwise it is due again after
-  // DeliveryRetryDelay, or, once its window is spent or with `give_up`, failed, with a
-  // notify.failed event. A delivery that is no longer pending is returned as it is.
-  // not_found: no such delivery.
-  Result<Delivery> RecordTry(std::string_view id, const Status& outcome, bool give_up = false);
+  // DeliveryRetryDelay, or, once `window_ms` since it was queued is spent or with `give_up`,
+  // failed, with a notify.failed event. A delivery that is no longer pending is returned as it
+  // is. not_found: no such delivery.
+  Result<Delivery> RecordTry(std::string_view id, const Status& outcome, bool give_up = false,
+                             Millis window_ms = kDeliveryWindowMs);
 
   // Deliveries newest first, of one status or all, at most `limit` (0 = all).
   Result<std::vector<Delivery>> List(std::optional<DeliveryStatus> status, int limit);

@@ -21,6 +21,12 @@ argv = ["${STANDIN}", "-p", "{prompt}", "--output-format", "stream-json", "--ver
 
 [budgets]
 daily_usd = 100
+
+# A sink that never takes a delivery, given up after 2 s (the dashboard shows it failed).
+[[notify]]
+command = ["sh", "-c", "exit 1"]
+events = ["task.failed"]
+give_up_after = "2s"
 `;
 
 describe('the dashboard of a running pool', () => {
@@ -267,6 +273,16 @@ describe('the dashboard of a running pool', () => {
     await pool.tx('task', 'add', 'meets a limit', '--agent', 'standin', '--instructions', 'standin: limit=+3600');
     await pageUntil(page, () => !document.querySelector('#agents-banner').hidden &&
         /standin limited until \d\d:\d\d UTC/.test(document.querySelector('#agents-banner').textContent), null, 20000);
+  });
+
+  test('a notification that could not be delivered shows on top of the page', async () => {
+    const out = await pool.tx('--json', 'task', 'add', 'fails for good', '--command', 'sh -c "exit 3"',
+                              '--max-attempts', '1');
+    const id = JSON.parse(out).id;
+    await pageUntil(page, (id) => !document.querySelector('#notify-banner').hidden &&
+        [...document.querySelectorAll('#notify-banner .notify-failed')].some((l) =>
+          l.textContent === `task.failed ${id} → sh -c exit 1: exit code 1`), id, 30000);
+    assert.match(await page.locator('#notify-banner').innerText(), /could not be delivered/);
   });
 
   test('the chart shows the last hour', async () => {
