@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
@@ -496,3 +497,37 @@ TEST_F(RealAgentsTest, ACodexUsageLimitLimitsCodexUntilTheResetItNames) {
 }
 
 }  // namespace
+
+// Issue 22: with `mcp = true` the claude profile registers tx's MCP server, and the real Claude
+// Code offers its tools to the model, starts `tx mcp` with the task's environment and calls them
+// without a prompt (mcp__tx in --allowedTools): a note, then done, each fenced by the token.
+TEST_F(RealAgentsTest, ClaudeCodeCallsTxsMcpToolsWhenTheProfileRegistersThem_Issue22) {
+  std::ofstream(Path(".tx/config.toml")) << "[agents.claude]\nmcp = true\n";
+  std::string id = AddTask("claude");
+  json note = {{"tool_use", {{"name", "mcp__tx__task_note"}, {"input", {{"text", "via mcp"}}}}}};
+  json done = {
+      {"tool_use", {{"name", "mcp__tx__task_done"}, {"input", {{"result", "real-claude-mcp"}}}}}};
+  UseClaude(StartApi("fake_anthropic.py", {{"turns", {note, done, Say("Done.")}}}));
+  auto worker = StartWorker();
+  ASSERT_TRUE(WaitForStatus(id, "done")) << worker->Output() << Tx({"task", "log", id}).out;
+  json t = Show(id);
+  EXPECT_EQ(t["result"], "real-claude-mcp");
+  ASSERT_TRUE(t["metadata"]["notes"].is_array()) << t.dump();
+  EXPECT_EQ(t["metadata"]["notes"][0]["text"], "via mcp");
+  // The model was offered the server's tools (Claude Code 2.1.332 lists an MCP server's tools
+  // as deferred ones in its system prompt), and saw their results: the task as tx shows it.
+  std::vector<json> main = MainRequests();
+  ASSERT_GE(main.size(), 2u);
+  std::string first = main[0]["body"].dump();
+  for (const char* name : {"mcp__tx__task_done", "mcp__tx__task_note", "mcp__tx__task_add"}) {
+    EXPECT_NE(first.find(name), std::string::npos) << name;
+  }
+  std::string second = main[1]["body"]["messages"].dump();
+  EXPECT_NE(second.find("tool_result"), std::string::npos) << second;
+  EXPECT_NE(second.find("via mcp"), std::string::npos) << second;
+  EXPECT_EQ(second.find("is_error\":true"), std::string::npos) << second;
+  WaitForUsage(id);
+  EXPECT_TRUE(t["attempts"][0]["usage"].is_null() ||
+              t["attempts"][0]["usage"]["permission_denials"].empty())
+      << t.dump();
+}

@@ -497,3 +497,49 @@ TEST_F(RemoteWorkerTest, BadFlagsAreRefusedBeforeAnythingRuns) {
 }
 
 }  // namespace
+
+// Issue 22: the agent of a remote worker notes progress, adds a subtask and reports through tx
+// mcp, each through the server (it has no store): the note in the task's notes, the subtask under
+// its parent within the server's [worker] max_subtasks, the outcome fenced by the token.
+TEST_F(RemoteWorkerTest, ARemoteAgentsNoteSubtaskAndMcpCallsGoThroughTheServer_Issue22) {
+  std::ofstream(Path(".tx/config.toml")) << "[worker]\nmax_subtasks = 1\n";
+  StartServer();
+  std::string script = Path("agent.sh");
+  {
+    std::ofstream out(script);
+    out << "#!/bin/sh\n"
+           "tx task note 'over http'; echo note=$?\n"
+           "tx task add sub --queue elsewhere; echo add=$?\n"
+           "tx task add second --queue elsewhere; echo second=$?\n"
+           "printf '%s\\n' "
+           "'{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":"
+           "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"clientInfo\":"
+           "{\"name\":\"sh\",\"version\":\"1\"}}}' "
+           "'{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":"
+           "{\"name\":\"task_done\",\"arguments\":{\"result\":\"via mcp\"}}}' "
+           "| tx mcp\n";
+  }
+  fs::permissions(script, fs::perms::owner_all);
+  RunResult added = Tx({"--json", "task", "add", "remote mcp", "--command", script});
+  ASSERT_EQ(added.exit_code, 0) << added.err;
+  std::string id = json::parse(added.out)["id"];
+  auto worker = StartRemote("r1");
+  ASSERT_TRUE(WaitFor([&] { return TaskStatus(id) == "done"; })) << worker->Output();
+  json t = Show(id);
+  EXPECT_EQ(t["result"], "via mcp");
+  ASSERT_EQ(t["metadata"]["notes"].size(), 1u) << t;
+  EXPECT_EQ(t["metadata"]["notes"][0]["text"], "over http");
+  ASSERT_EQ(t["metadata"]["subtasks"].size(), 1u) << t;
+  json sub = Show(t["metadata"]["subtasks"][0]);
+  EXPECT_EQ(sub["title"], "sub");
+  EXPECT_EQ(sub["queue"], "elsewhere");
+  EXPECT_EQ(sub["metadata"]["parent"], id);
+  EXPECT_EQ(Tasks().size(), 2u);
+  ASSERT_TRUE(WaitFor([&] {
+    return Tx({"task", "log", id}).out.find("second=") != std::string::npos;
+  }));
+  std::string log = Tx({"task", "log", id}).out;
+  EXPECT_NE(log.find("note=0"), std::string::npos) << log;
+  EXPECT_NE(log.find("add=0"), std::string::npos) << log;
+  EXPECT_NE(log.find("second=5"), std::string::npos) << log;  // past max_subtasks: backpressure
+}

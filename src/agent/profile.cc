@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <nlohmann/json.hpp>
 #include <regex>
 
 #include "core/agent.h"
@@ -100,6 +101,39 @@ std::string ModelOf(Family family, const std::vector<std::string>& argv) {
   return family == Family::kCodex ? "gpt-5-codex" : "";
 }
 
+std::vector<std::string> WithMcpServer(Family family, std::vector<std::string> argv,
+                                       const std::string& tx,
+                                       const std::vector<std::string>& env_names) {
+  if (argv.empty()) return argv;
+  const std::string server = kMcpServerName;
+  if (family == Family::kClaude) {
+    nlohmann::json config = {
+        {"mcpServers", {{server, {{"command", tx}, {"args", nlohmann::json::array({"mcp"})}}}}}};
+    argv.insert(argv.begin() + 1, {"--mcp-config", config.dump()});
+    auto allowed = std::find_if(argv.begin(), argv.end(), [](const std::string& a) {
+      return a == "--allowedTools" || a == "--allowed-tools";
+    });
+    if (allowed == argv.end()) {
+      argv.push_back("--allowedTools");
+      argv.push_back("mcp__" + server);
+    } else {
+      argv.insert(allowed + 1, "mcp__" + server);
+    }
+    return argv;
+  }
+  if (family == Family::kCodex) {
+    auto exec = std::find(argv.begin(), argv.end(), "exec");
+    if (exec == argv.end()) return argv;
+    // -c values are TOML: a JSON string or array of strings is one too.
+    std::string prefix = "mcp_servers." + server + ".";
+    argv.insert(exec + 1, {"-c", prefix + "command=" + nlohmann::json(tx).dump(), "-c",
+                           prefix + "args=[\"mcp\"]", "-c",
+                           prefix + "env_vars=" + nlohmann::json(env_names).dump()});
+    return argv;
+  }
+  return argv;
+}
+
 Status ValidateProfile(const AgentProfile& p) {
   TX_RETURN_IF_ERROR(ValidateTemplate(p.name, p.argv));
   if (!p.resume_argv.empty()) TX_RETURN_IF_ERROR(ValidateTemplate(p.name, p.resume_argv));
@@ -110,6 +144,11 @@ Status ValidateProfile(const AgentProfile& p) {
       return Error::InvalidArgument("agent profile '" + p.name + "': limit pattern '" + pattern +
                                     "' does not compile: " + e.what());
     }
+  }
+  if (p.mcp && p.family != Family::kClaude && p.family != Family::kCodex) {
+    return Error::InvalidArgument("agent profile '" + p.name +
+                                  "': mcp = true needs the claude or codex adapter, not " +
+                                  std::string(ToString(p.family)));
   }
   for (const auto& a : p.accounts) {
     TX_RETURN_IF_ERROR(ValidateName("agent profile '" + p.name + "' account", a.name));

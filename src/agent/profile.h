@@ -35,6 +35,8 @@ struct AgentProfile {
   std::vector<std::string> resume_argv;     // a resumed run's; empty = the adapter's default
   std::vector<std::string> limit_patterns;  // ECMAScript regexes over output lines
   std::vector<Account> accounts;            // empty = one unnamed account: the worker's env
+  // Register tx's MCP server with the agent (`mcp = true`; claude and codex only): WithMcpServer.
+  bool mcp = false;
   bool operator==(const AgentProfile&) const = default;
 };
 
@@ -53,8 +55,28 @@ std::vector<std::string> ResumeTemplate(const AgentProfile& profile);
 // default when its output never names one (codex: gpt-5-codex), else "".
 std::string ModelOf(Family family, const std::vector<std::string>& argv);
 
+// The name the agent knows tx's MCP server by: its tools are mcp__tx__task_done, ... to Claude
+// Code.
+inline constexpr char kMcpServerName[] = "tx";
+
+// `argv` (a run of a `family` agent, expanded) with tx's MCP server (`tx mcp`, docs/mcp.md)
+// registered for that run alone, nothing written to the agent's own configuration:
+//  - claude: `--mcp-config {"mcpServers":{"tx":{"command":TX,"args":["mcp"]}}}` right after the
+//    program (the flag takes several values, so an option must follow it), and `mcp__tx` (every
+//    tool of the server) added to --allowedTools (or the flag added, last, when argv has none).
+//    Claude Code passes its own environment (TX_TASK_ID, TX_CLAIM_TOKEN, ...) on to the server.
+//  - codex: `-c mcp_servers.tx.command="TX" -c mcp_servers.tx.args=["mcp"]
+//    -c mcp_servers.tx.env_vars=[ENV_NAMES]` right after `exec`: Codex passes a server only a
+//    few variables of its own unless told which others to forward.
+// `tx` is the path of the tx binary; `env_names` the TX_* variables the agent gets. Other
+// families (and a codex argv without `exec`): argv unchanged.
+std::vector<std::string> WithMcpServer(Family family, std::vector<std::string> argv,
+                                       const std::string& tx,
+                                       const std::vector<std::string>& env_names);
+
 // Checks a profile: a valid fresh (and resume) template, regexes that compile, accounts with
-// names. invalid_argument naming the profile and what is wrong.
+// names, mcp only with the claude or codex adapter. invalid_argument naming the profile and what is
+// wrong.
 Status ValidateProfile(const AgentProfile& profile);
 
 }  // namespace tx::agent

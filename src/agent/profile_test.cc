@@ -72,5 +72,37 @@ TEST(Profiles, ABadPatternAccountOrPlaceholderIsRefusedNamingIt) {
   EXPECT_EQ(*ParseFamily("codex"), Family::kCodex);
 }
 
+TEST(Profiles, McpRegistersTxsServerInEachCliOwnFlags_Issue22) {
+  auto profiles = BuiltInProfiles();
+  std::vector<std::string> claude = WithMcpServer(
+      Family::kClaude, {"claude", "--resume", "s-1", "-p", "go", "--allowedTools", "Bash(tx:*)"},
+      "/usr/bin/tx", {"TX_TASK_ID"});
+  EXPECT_EQ(claude, (std::vector<std::string>{
+                        "claude", "--mcp-config",
+                        R"({"mcpServers":{"tx":{"args":["mcp"],"command":"/usr/bin/tx"}}})",
+                        "--resume", "s-1", "-p", "go", "--allowedTools", "mcp__tx", "Bash(tx:*)"}));
+  // An argv of one's own without --allowedTools gets the flag, last.
+  EXPECT_EQ(
+      WithMcpServer(Family::kClaude, {"claude", "-p", "go"}, "/t x/tx", {}),
+      (std::vector<std::string>{"claude", "--mcp-config",
+                                R"({"mcpServers":{"tx":{"args":["mcp"],"command":"/t x/tx"}}})",
+                                "-p", "go", "--allowedTools", "mcp__tx"}));
+  std::vector<std::string> codex = WithMcpServer(Family::kCodex, {"codex", "exec", "--json", "go"},
+                                                 "/opt/\"q\"/tx", {"TX_TASK_ID", "TX_CLAIM_TOKEN"});
+  EXPECT_EQ(codex,
+            (std::vector<std::string>{
+                "codex", "exec", "-c", R"(mcp_servers.tx.command="/opt/\"q\"/tx")", "-c",
+                R"(mcp_servers.tx.args=["mcp"])", "-c",
+                R"(mcp_servers.tx.env_vars=["TX_TASK_ID","TX_CLAIM_TOKEN"])", "--json", "go"}));
+  std::vector<std::string> plain = {"aider", "--message", "go"};
+  EXPECT_EQ(WithMcpServer(Family::kAider, plain, "/usr/bin/tx", {}), plain);
+  AgentProfile p = profiles["aider"];
+  p.mcp = true;
+  EXPECT_FALSE(ValidateProfile(p).ok());
+  p = profiles["codex"];
+  p.mcp = true;
+  EXPECT_TRUE(ValidateProfile(p).ok());
+}
+
 }  // namespace
 }  // namespace tx::agent

@@ -183,6 +183,30 @@ Result<OverBudgetBody> DecodeOverBudget(const json& body) {
   return b;
 }
 
+Result<NoteBody> DecodeNote(const json& body) {
+  NoteBody b;
+  TX_RETURN_IF_ERROR(ReadToken(body, b.task_id, b.token));
+  TX_RETURN_IF_ERROR(RequiredString(body, "text", b.text));
+  return b;
+}
+
+Result<SubtaskBody> DecodeSubtask(const json& body) {
+  SubtaskBody b;
+  TX_RETURN_IF_ERROR(ReadToken(body, b.parent_id, b.token));
+  auto task = body.find("task");
+  if (task == body.end() || !task->is_object()) {
+    return Error::InvalidArgument("field 'task' must be an object");
+  }
+  TX_ASSIGN_OR_RETURN(b.task, TaskFromJson(*task));
+  if (body.contains("max_subtasks")) {
+    std::int64_t n = 0;
+    TX_RETURN_IF_ERROR(ReadInteger(body, "max_subtasks", n));
+    if (n < 0) return Error::InvalidArgument("field 'max_subtasks' must be 0 or more");
+    b.max_subtasks = static_cast<int>(std::min<std::int64_t>(n, 1 << 20));
+  }
+  return b;
+}
+
 Result<Budgets> DecodeAgentState(const json& body) {
   auto it = body.find("budgets");
   if (it == body.end() || it->is_null()) return Budgets{};

@@ -115,6 +115,26 @@ struct OverBudgetBody {
   std::string why;
 };
 Result<OverBudgetBody> DecodeOverBudget(const nlohmann::json& body);
+
+// note: {"task_id", "token", "text"}: an agent's note on its task (tx task note over HTTP).
+struct NoteBody {
+  std::string task_id;
+  std::int64_t token = 0;
+  std::string text;
+};
+Result<NoteBody> DecodeNote(const nlohmann::json& body);
+
+// subtask: {"task_id" (the parent), "token" (its claim's), "task" (the subtask, as GET
+// /api/tasks/ID shows a task: title, description, priority, queue, requires, ...),
+// "max_subtasks" (the limit the agent was given; the server's own holds when it is lower)}: an
+// agent's tx task add over HTTP.
+struct SubtaskBody {
+  std::string parent_id;
+  std::int64_t token = 0;
+  Task task;
+  std::optional<int> max_subtasks;
+};
+Result<SubtaskBody> DecodeSubtask(const nlohmann::json& body);
 Result<Budgets> DecodeAgentState(const nlohmann::json& body);
 
 // batch: {"worker_id" (required), "finished": [report bodies: {"task_id", "token", "outcome",

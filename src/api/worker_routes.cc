@@ -468,6 +468,40 @@ void ApiServer::WorkerRoutes() {
                    return json{{"task", ToJson(t, {})}};
                  });
          });
+  // An agent's tx task note and tx task add (a subtask of its task), fenced by its claim's token
+  // and acting for that claim's worker (docs/mcp.md). The subtask's limit is the server's
+  // [worker] max_subtasks, or the agent's when lower; its fields are checked as POST /api/tasks
+  // checks a task's.
+  h.Post("/api/worker/note", [serve, &opts](const httplib::Request& req, httplib::Response& res) {
+    serve(req, res, 200,
+          [&](store::Store& store, const json& body, Caller& caller) -> Result<json> {
+            TX_ASSIGN_OR_RETURN(NoteBody b, DecodeNote(body));
+            TX_RETURN_IF_ERROR(caller.ActsForClaim(b.token));
+            TX_ASSIGN_OR_RETURN(
+                service::NoteResult n,
+                service::TaskService(store, store.clock(), opts).Note(b.task_id, b.token, b.text));
+            return json{{"task", ToJson(n.task, {})}, {"attempt", n.attempt}};
+          });
+  });
+  h.Post("/api/worker/subtask",
+         [this, serve, &opts](const httplib::Request& req, httplib::Response& res) {
+           serve(req, res, 201,
+                 [&](store::Store& store, const json& body, Caller& caller) -> Result<json> {
+                   TX_ASSIGN_OR_RETURN(SubtaskBody b, DecodeSubtask(body));
+                   TX_RETURN_IF_ERROR(caller.ActsForClaim(b.token));
+                   TX_RETURN_IF_ERROR(worker::PrepareGitTask(config_, false, b.task));
+                   TX_RETURN_IF_ERROR(worker::PrepareAgentTask(config_, b.task));
+                   service::SubtaskLimits limits;
+                   limits.max_subtasks = config_.max_subtasks;
+                   if (b.max_subtasks) {
+                     limits.max_subtasks = std::min(limits.max_subtasks, *b.max_subtasks);
+                   }
+                   TX_ASSIGN_OR_RETURN(Task added, service::TaskService(store, store.clock(), opts)
+                                                       .AddSubtask(b.parent_id, b.token,
+                                                                   std::move(b.task), limits));
+                   return json{{"task", ToJson(added, {})}};
+                 });
+         });
   // The fleet's limits (the ended ones announced first) and the day's spending against the
   // budgets the worker was configured with.
   h.Post("/api/worker/agent-state",

@@ -32,6 +32,9 @@ constexpr CommandSpec kCommands[] = {
     {"task fail", "task.fail", "Report failure; retried with backoff until max attempts",
      SetupTaskFail},
     {"task review", "task.review", "Report success that needs review", SetupTaskReview},
+    {"task note", "task.note",
+     "Note progress on a running task (its notes and the attempt's log; with the claim's token)",
+     SetupTaskNote},
     {"task cancel", "task.cancel", "Cancel a task that has not finished", SetupTaskCancel},
     {"task retry", "task.retry", "Send a failed or cancelled task back to the queue",
      SetupTaskRetry},
@@ -61,6 +64,8 @@ constexpr CommandSpec kCommands[] = {
      SetupNotifyTest},
     {"notify list", "notify.list", "List notification deliveries and their state", SetupNotifyList},
     {"serve", "serve", "Serve the HTTP API (loopback by default) until SIGTERM", SetupServe},
+    {"mcp", "mcp",
+     "Serve an agent's task tools over the Model Context Protocol on stdin and stdout", SetupMcp},
     {"worker start", "worker.start",
      "Run a worker: claim tasks one at a time and run their agents until SIGTERM",
      SetupWorkerStart},
@@ -238,7 +243,10 @@ int RunParsed(std::vector<std::string> args) {
   for (auto& [cmd, entry] : leaves) {
     if (!cmd->parsed()) continue;
     const CommandSpec& spec = *entry.first;
-    if (const char* allow = std::getenv("TX_ALLOWED_COMMANDS"); allow != nullptr) {
+    // tx mcp is itself always allowed: each of its tools runs the command it stands for, which
+    // the allow-list judges.
+    const char* allow = spec.name == "mcp" ? nullptr : std::getenv("TX_ALLOWED_COMMANDS");
+    if (allow != nullptr) {
       if (!IsAllowed(spec.name, allow)) {
         return Fail(Error::InvalidArgument("'tx " + std::string(spec.path) +
                                            "' is not allowed here: TX_ALLOWED_COMMANDS=" + allow),

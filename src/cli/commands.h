@@ -42,6 +42,7 @@ Handler SetupTaskUpdate(CLI::App& cmd);
 Handler SetupTaskDone(CLI::App& cmd);
 Handler SetupTaskFail(CLI::App& cmd);
 Handler SetupTaskReview(CLI::App& cmd);
+Handler SetupTaskNote(CLI::App& cmd);
 Handler SetupTaskCancel(CLI::App& cmd);
 Handler SetupTaskRetry(CLI::App& cmd);
 Handler SetupTaskApprove(CLI::App& cmd);
@@ -71,5 +72,6 @@ Handler SetupTaskLog(CLI::App& cmd);
 Handler SetupServe(CLI::App& cmd);
 Handler SetupUsage(CLI::App& cmd);
 Handler SetupAgentLift(CLI::App& cmd);
+Handler SetupMcp(CLI::App& cmd);
 
 }  // namespace tx::cli

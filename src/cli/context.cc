@@ -43,8 +43,8 @@ std::optional<RemoteFleet> Context::Remote() const {
 Result<store::Store*> Context::Store(bool create) {
   if (!store_ && Remote()) {
     return Error::InvalidArgument(
-        "no store here, only the server at $TX_SERVER: task show, done, fail and review work "
-        "through it (or pass --db)");
+        "no store here, only the server at $TX_SERVER: task show, done, fail, review and note, "
+        "and an agent's task add, work through it (or pass --db)");
   }
   if (!store_) {
     store::OpenOptions o;

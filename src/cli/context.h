@@ -49,7 +49,8 @@ class Context {
   // argument saying which commands work there.
   Result<store::Store*> Store(bool create = false);
   // The fleet over HTTP, when TX_SERVER is set and neither --db nor TX_DB is: the commands an
-  // agent uses (task show, done, fail, review) then go through the server.
+  // agent uses (task show, done, fail, review, note, and add for a subtask) then go through the
+  // server.
   std::optional<RemoteFleet> Remote() const;
 
   // Prints one JSON document (pretty) followed by a newline.

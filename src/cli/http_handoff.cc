@@ -17,6 +17,17 @@
 namespace tx::cli {
 
 bool MayNeedHttp(int argc, char** argv) {
+  // tx mcp needs none itself: its tools run tx commands, each handed over as it needs.
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a = argv[i];
+    if (a == "--db") {
+      ++i;
+      continue;
+    }
+    if (a.starts_with("-")) continue;
+    if (a == "mcp") return false;
+    break;
+  }
   if (const char* server = std::getenv("TX_SERVER"); server != nullptr && *server != '\0') {
     return true;
   }

@@ -12,7 +12,8 @@
 
 namespace tx::cli {
 
-// Whether this command line may need HTTP.
+// Whether this command line may need HTTP. `tx mcp` never does: it stays in tx, and its tools'
+// commands are handed over one by one.
 bool MayNeedHttp(int argc, char** argv);
 
 // This executable's path (/proc/self/exe); empty when it cannot be read.

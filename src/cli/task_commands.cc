@@ -1,5 +1,9 @@
-// tx task add|list|show|update|done|fail|review|cancel|retry|approve|changes
+// tx task add|list|show|update|done|fail|review|note|cancel|retry|approve|changes
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -15,8 +19,10 @@
 #include "core/validation.h"
 #include "service/claim_service.h"
 #include "service/task_service.h"
+#include "store/location.h"
 #include "worker/remote.h"
 #include "worker/review.h"
+#include "worker/spawn_plan.h"
 #include "worker/worktree.h"
 
 namespace tx::cli {
@@ -58,6 +64,33 @@ struct AddArgs {
   std::vector<std::string> steps, requires_caps, after;
   bool review = false, auto_merge = false;
 };
+
+// The agent's task and claim token, when this tx runs inside an agent (TX_TASK_ID and
+// TX_CLAIM_TOKEN both set): what `tx task add` adds a subtask of.
+struct AgentClaim {
+  std::string task_id;
+  std::string token;
+};
+std::optional<AgentClaim> AgentClaimFromEnvironment() {
+  const char* task = std::getenv("TX_TASK_ID");
+  const char* token = std::getenv("TX_CLAIM_TOKEN");
+  if (task == nullptr || *task == '\0' || token == nullptr || *token == '\0') return std::nullopt;
+  return AgentClaim{task, token};
+}
+
+// How many subtasks an agent may add under its task: the store's [worker] max_subtasks (the
+// config.toml beside it, else 10), or the worker's own setting the agent was given
+// (TX_MAX_SUBTASKS) when that is lower, so that an agent raising the variable gains nothing.
+Result<service::SubtaskLimits> SubtaskLimitsFor(const worker::WorkerConfig& store_config) {
+  service::SubtaskLimits limits;
+  limits.max_subtasks = store_config.max_subtasks;
+  if (const char* env = std::getenv("TX_MAX_SUBTASKS"); env != nullptr && *env != '\0') {
+    TX_ASSIGN_OR_RETURN(std::int64_t n, ParseInteger("TX_MAX_SUBTASKS", env));
+    if (n < 0) return Error::InvalidArgument("invalid TX_MAX_SUBTASKS " + std::string(env));
+    limits.max_subtasks = static_cast<int>(std::min<std::int64_t>(n, limits.max_subtasks));
+  }
+  return limits;
+}
 
 }  // namespace
 
@@ -166,9 +199,43 @@ Handler SetupTaskAdd(CLI::App& cmd) {
     TX_RETURN_IF_ERROR(worker::ApplyConfigFile(ctx.ConfigPath(), config));
     TX_RETURN_IF_ERROR(worker::PrepareGitTask(config, a->auto_merge, t));
     TX_RETURN_IF_ERROR(worker::PrepareAgentTask(config, t));
+    auto print = [&](const Task& added, const nlohmann::json& warnings) {
+      if (ctx.json()) {
+        nlohmann::json j = ToJson(added, {});
+        if (!warnings.empty()) j["warnings"] = warnings;
+        ctx.PrintJson(j);
+      } else {
+        ctx.out() << added.id << "  " << ToString(added.status) << "  " << Printable(added.title)
+                  << '\n';
+      }
+    };
+    // Run by an agent: a subtask of its own task, fenced by its token, within the limits.
+    std::optional<AgentClaim> agent = AgentClaimFromEnvironment();
+    std::int64_t token = 0;
+    if (agent) {
+      TX_ASSIGN_OR_RETURN(token, ParseInteger("TX_CLAIM_TOKEN", agent->token));
+    }
+    if (std::optional<RemoteFleet> remote = ctx.Remote(); remote && agent) {
+      // The agent of a remote worker: through the server, whose limit holds too.
+      std::optional<int> mine;
+      if (const char* env = std::getenv("TX_MAX_SUBTASKS"); env != nullptr && *env != '\0') {
+        TX_ASSIGN_OR_RETURN(std::int64_t n, ParseInteger("TX_MAX_SUBTASKS", env));
+        mine = static_cast<int>(std::clamp<std::int64_t>(n, 0, 1 << 20));
+      }
+      TX_ASSIGN_OR_RETURN(auto fleet, worker::ConnectRemote(remote->url, remote->token));
+      TX_ASSIGN_OR_RETURN(Task added, fleet->AddSubtask(agent->task_id, token, t, mine));
+      print(added, nlohmann::json::array());
+      return Ok();
+    }
     TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
     service::TaskService tasks(*store, ctx.clock(), ctx.options());
-    TX_ASSIGN_OR_RETURN(Task added, tasks.Add(std::move(t)));
+    Task added;
+    if (agent) {
+      TX_ASSIGN_OR_RETURN(service::SubtaskLimits limits, SubtaskLimitsFor(config));
+      TX_ASSIGN_OR_RETURN(added, tasks.AddSubtask(agent->task_id, token, std::move(t), limits));
+    } else {
+      TX_ASSIGN_OR_RETURN(added, tasks.Add(std::move(t)));
+    }
     // Added either way (a worker may start later), but said now rather than found out tomorrow.
     nlohmann::json warnings = nlohmann::json::array();
     Result<std::map<std::string, std::string>> unclaimable = tasks.Unclaimable({added});
@@ -177,14 +244,7 @@ Handler SetupTaskAdd(CLI::App& cmd) {
       warnings.push_back("no worker can claim it now: " + why);
       std::fprintf(stderr, "tx: warning: %s waits: %s\n", added.id.c_str(), why.c_str());
     }
-    if (ctx.json()) {
-      nlohmann::json j = ToJson(added, {});
-      if (!warnings.empty()) j["warnings"] = warnings;
-      ctx.PrintJson(j);
-    } else {
-      ctx.out() << added.id << "  " << ToString(added.status) << "  " << Printable(added.title)
-                << '\n';
-    }
+    print(added, warnings);
     return Ok();
   };
 }
@@ -351,6 +411,68 @@ Handler SetupTaskFail(CLI::App& cmd) {
 }
 Handler SetupTaskReview(CLI::App& cmd) {
   return SetupOutcome(cmd, service::Outcome::kReview, "tx task review");
+}
+
+namespace {
+
+// Appends the note to the log of the attempt that made it, where that log is on this machine
+// (O_APPEND, as the worker writes it; a log that does not exist is left so). Best effort: the
+// note is already in the store.
+void AppendNoteToLog(const std::string& logs_dir, const std::string& task_id, int attempt,
+                     const std::string& text) {
+  std::string path = worker::AttemptLogPath(logs_dir, task_id, attempt);
+  int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;
+  std::string line = "[tx] note: " + text;
+  std::replace(line.begin(), line.end(), '\n', ' ');
+  std::replace(line.begin(), line.end(), '\r', ' ');
+  line += '\n';
+  ssize_t n = ::write(fd, line.data(), line.size());
+  (void)n;
+  ::close(fd);
+}
+
+}  // namespace
+
+Handler SetupTaskNote(CLI::App& cmd) {
+  struct Args {
+    std::string text, task, token;
+  };
+  auto a = std::make_shared<Args>();
+  cmd.add_option("text", a->text, "The note: one line of progress")->type_name("")->required();
+  NonEmpty(cmd.add_option("--task", a->task, "The task (default: $TX_TASK_ID)")->type_name("ID"));
+  NonEmpty(
+      cmd.add_option("--token", a->token, "The claim's fencing token (default: $TX_CLAIM_TOKEN)")
+          ->type_name("N"));
+  return [a](Context& ctx) -> Status {
+    std::string id = a->task;
+    if (id.empty()) {
+      if (const char* env = std::getenv("TX_TASK_ID"); env != nullptr) id = env;
+    }
+    if (id.empty()) {
+      return Error::InvalidArgument(
+          "tx task note needs the task: pass --task ID or set TX_TASK_ID");
+    }
+    const char* env_token = std::getenv("TX_CLAIM_TOKEN");
+    if (a->token.empty() && (env_token == nullptr || *env_token == '\0')) {
+      return Error::InvalidArgument(
+          "tx task note needs the claim's token: pass --token N or set TX_CLAIM_TOKEN");
+    }
+    TX_ASSIGN_OR_RETURN(std::int64_t token, ResolveToken(a->token, "tx task note"));
+    if (std::optional<RemoteFleet> remote = ctx.Remote()) {
+      // The agent of a remote worker: the note goes to the store and the event through the
+      // server; the attempt's log is the worker's, on its machine, and not written here.
+      TX_ASSIGN_OR_RETURN(auto fleet, worker::ConnectRemote(remote->url, remote->token));
+      TX_RETURN_IF_ERROR(fleet->Note(id, token, a->text));
+      return ShowRemoteTask(ctx, *fleet, id);
+    }
+    TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
+    service::TaskService tasks(*store, ctx.clock(), ctx.options());
+    TX_ASSIGN_OR_RETURN(service::NoteResult noted, tasks.Note(id, token, a->text));
+    std::filesystem::path logs = std::filesystem::path(store::LocalDir(ctx.DbPath())) / "logs";
+    AppendNoteToLog(logs.string(), id, noted.attempt, a->text);
+    return ShowTask(ctx, *store, id);
+  };
 }
 
 namespace {

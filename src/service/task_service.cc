@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/claimable.h"
+#include "core/duration.h"
 #include "core/ids.h"
 #include "core/validation.h"
 #include "service/lifecycle.h"
@@ -18,7 +19,7 @@ using detail::LoadTask;
 TaskService::TaskService(store::Store& store, const Clock& clock, ServiceOptions options)
     : store_(store), clock_(clock), options_(WithDefaults(std::move(options))) {}
 
-Status TaskService::Insert(store::Txn& txn, Task& t, Millis now) {
+Status TaskService::Insert(store::Txn& txn, Task& t, Millis now, const std::string& parent) {
   TX_RETURN_IF_ERROR(ValidateNewTask(t, options_.limits));
   std::set<std::string> seen;
   for (const auto& dep : t.after) {
@@ -44,11 +45,12 @@ Status TaskService::Insert(store::Txn& txn, Task& t, Millis now) {
   t.result.clear();
   t.error.clear();
   TX_RETURN_IF_ERROR(txn.InsertTask(t));
-  return Emit(txn, now, "task.created", t.id, "",
-              {{"title", t.title},
-               {"status", ToString(t.status)},
-               {"queue", t.queue},
-               {"priority", t.priority}});
+  nlohmann::json data = {{"title", t.title},
+                         {"status", ToString(t.status)},
+                         {"queue", t.queue},
+                         {"priority", t.priority}};
+  if (!parent.empty()) data["parent"] = parent;
+  return Emit(txn, now, "task.created", t.id, "", std::move(data));
 }
 
 namespace {
@@ -104,6 +106,70 @@ Result<std::vector<Task>> TaskService::AddMany(std::vector<Task> drafts) {
     return Ok();
   }));
   return drafts;
+}
+
+Result<Task> TaskService::AddSubtask(std::string_view parent_id, std::int64_t token, Task draft,
+                                     const SubtaskLimits& limits) {
+  const Moment now = clock_.Now();
+  if (draft.timeout_ms <= 0) draft.timeout_ms = options_.default_task_timeout_ms;
+  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+    Claim claim;
+    Task parent;
+    TX_RETURN_IF_ERROR(detail::CheckToken(txn, parent_id, token, now, claim, parent));
+    int depth = 0;
+    if (auto it = parent.metadata.find("depth"); it != parent.metadata.end()) {
+      if (it->is_number_integer()) depth = it->get<int>();
+    }
+    if (depth >= limits.max_depth) {
+      return Error::Conflict("task " + parent.id + " is a subtask " + std::to_string(depth) +
+                             " levels deep: a subtask of it would pass the limit of " +
+                             std::to_string(limits.max_depth) + " levels");
+    }
+    nlohmann::json& subtasks = parent.metadata["subtasks"];
+    if (!subtasks.is_array()) subtasks = nlohmann::json::array();
+    if (static_cast<std::int64_t>(subtasks.size()) >= limits.max_subtasks) {
+      return Error::Backpressure("task " + parent.id + " has " + std::to_string(subtasks.size()) +
+                                 " subtasks already, the most allowed (max_subtasks = " +
+                                 std::to_string(limits.max_subtasks) + ")");
+    }
+    if (!draft.metadata.is_object()) draft.metadata = nlohmann::json::object();
+    draft.metadata.erase("subtasks");
+    draft.metadata["parent"] = parent.id;
+    draft.metadata["depth"] = depth + 1;
+    TX_RETURN_IF_ERROR(CheckQueueRoom(txn, 1, options_, now));
+    TX_RETURN_IF_ERROR(Insert(txn, draft, now, parent.id));
+    subtasks.push_back(draft.id);
+    parent.updated_at = now;
+    return txn.UpdateTask(parent);
+  }));
+  return draft;
+}
+
+Result<NoteResult> TaskService::Note(std::string_view task_id, std::int64_t token,
+                                     const std::string& text) {
+  if (text.empty()) return Error::InvalidArgument("a note needs some text");
+  if (text.size() > kMaxNoteBytes) {
+    return Error::InvalidArgument("a note is at most " + std::to_string(kMaxNoteBytes) +
+                                  " bytes (this one has " + std::to_string(text.size()) + ")");
+  }
+  const Moment now = clock_.Now();
+  std::optional<NoteResult> out;
+  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+    Claim claim;
+    Task task;
+    TX_RETURN_IF_ERROR(detail::CheckToken(txn, task_id, token, now, claim, task));
+    nlohmann::json& notes = task.metadata["notes"];
+    if (!notes.is_array()) notes = nlohmann::json::array();
+    notes.push_back({{"at", FormatTime(now)}, {"attempt", claim.attempt}, {"text", text}});
+    if (notes.size() > kMaxNotes) notes.erase(notes.begin(), notes.end() - kMaxNotes);
+    task.updated_at = now;
+    TX_RETURN_IF_ERROR(txn.UpdateTask(task));
+    TX_RETURN_IF_ERROR(Emit(txn, now, "task.note", task.id, claim.worker_id,
+                            {{"attempt", claim.attempt}, {"token", token}, {"text", text}}));
+    out = NoteResult{std::move(task), claim.attempt};
+    return Ok();
+  }));
+  return std::move(*out);
 }
 
 Result<std::vector<Task>> TaskService::List(const store::TaskFilter& filter) {

@@ -25,6 +25,27 @@ struct TaskDetail {
   std::vector<AttemptUsage> usage;  // the agents' attempts' rows of the ledger, by token
 };
 
+// What an agent may add under its own task (docs/mcp.md): at most `max_subtasks` subtasks per
+// task ([worker] max_subtasks), and no deeper than `max_depth` (a subtask is at depth 1, a
+// subtask of it at 2).
+inline constexpr int kDefaultMaxSubtasks = 10;
+inline constexpr int kMaxSubtaskDepth = 2;
+struct SubtaskLimits {
+  int max_subtasks = kDefaultMaxSubtasks;
+  int max_depth = kMaxSubtaskDepth;
+};
+
+// An agent's notes on its task: each at most this long; the newest kMaxNotes are kept in
+// metadata.notes (every one stays in the event log).
+inline constexpr std::size_t kMaxNoteBytes = 4096;
+inline constexpr std::size_t kMaxNotes = 100;
+
+// A note recorded on a running task, and the attempt it was made in (whose log it also goes to).
+struct NoteResult {
+  Task task;
+  int attempt = 0;
+};
+
 // Fields an update may change; unset fields stay as they are.
 struct TaskPatch {
   std::optional<std::string> title;
@@ -42,6 +63,23 @@ class TaskService {
   Result<Task> Add(Task draft);
   // Adds many tasks in one transaction (all or nothing).
   Result<std::vector<Task>> AddMany(std::vector<Task> drafts);
+
+  // Adds `draft` as a subtask of `parent_id` for the agent that holds the parent's claim: one
+  // transaction that checks the claim with `token` (active, unexpired, the parent's), then adds
+  // the task as Add does, with metadata.parent (the parent's id) and metadata.depth (the
+  // parent's depth + 1) set whatever the draft's metadata says, and appends its id to the
+  // parent's metadata.subtasks, whose length is what max_subtasks counts. The task.created event
+  // names the parent. conflict: a stale, unknown, expired or foreign token, or a parent already
+  // at limits.max_depth; backpressure: the parent already has limits.max_subtasks subtasks (or
+  // the queue is full); not_found: no such parent. A refused call writes nothing.
+  Result<Task> AddSubtask(std::string_view parent_id, std::int64_t token, Task draft,
+                          const SubtaskLimits& limits);
+
+  // An agent's note on its running task, fenced by its claim's `token`: appended to
+  // metadata.notes as {"at", "attempt", "text"} (the newest kMaxNotes kept), with a task.note
+  // event {"attempt", "text"}. invalid_argument: an empty note or one over kMaxNoteBytes;
+  // conflict: a stale, unknown, expired or foreign token. Writes nothing when refused.
+  Result<NoteResult> Note(std::string_view task_id, std::int64_t token, const std::string& text);
 
   Result<std::vector<Task>> List(const store::TaskFilter& filter);
   Result<TaskDetail> Show(std::string_view id);
@@ -94,7 +132,8 @@ class TaskService {
   // review (or approved) -> ready with `note` for the next prompt: RequestChanges, MergeRefused.
   Result<Task> SendBack(std::string_view id, const std::string& note, TaskEvent event,
                         const char* event_type, bool fresh = false);
-  Status Insert(store::Txn& txn, Task& task, Millis now);
+  // `parent`: the task a subtask is added under (named in its task.created event), or "".
+  Status Insert(store::Txn& txn, Task& task, Millis now, const std::string& parent = "");
 
   store::Store& store_;
   const Clock& clock_;

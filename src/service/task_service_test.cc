@@ -298,5 +298,122 @@ TEST_F(TaskServiceTest, AnAutoMergeIsApprovedWithItsMergeAndRefusedStraightFromR
   EXPECT_EQ(types, (std::vector<std::string>{"task.approved", "task.merged", "task.done"}));
 }
 
+// ================================ subtasks and notes (issue 22) =================================
+
+Task Draft(const std::string& title) {
+  Task t;
+  t.title = title;
+  return t;
+}
+
+TEST_F(TaskServiceTest, AnAgentAddsASubtaskOfItsOwnTaskFencedByItsToken_Issue22) {
+  AddTask("parent");
+  ClaimResult held = ClaimNextFor(Register());
+  Task draft = Draft("child");
+  draft.metadata = {{"depth", 0}, {"parent", "task-forged00"}, {"subtasks", {"x"}}, {"k", 1}};
+  ASSERT_OK_AND_ASSIGN(Task child, tasks_.AddSubtask(held.task.id, held.claim.token, draft, {}));
+  EXPECT_EQ(child.status, TaskStatus::kReady);
+  // What the draft said of its place is overwritten; the rest of its metadata kept.
+  EXPECT_EQ(child.metadata, (nlohmann::json{{"depth", 1}, {"parent", held.task.id}, {"k", 1}}));
+  EXPECT_EQ(Get(held.task.id).metadata["subtasks"], nlohmann::json::array({child.id}));
+  EXPECT_EQ(Get(held.task.id).status, TaskStatus::kRunning);
+  auto events = events_.Since(0).value();
+  EXPECT_EQ(events.back().type, "task.created");
+  EXPECT_EQ(events.back().data["parent"], held.task.id);
+}
+
+TEST_F(TaskServiceTest, ASubtaskWithAStaleTokenIsRefusedAndWritesNothing_Issue22) {
+  AddTask("parent");
+  ClaimResult held = ClaimNextFor(Register());
+  ASSERT_OK(claims_.Report(held.task.id, held.claim.token, Outcome::kDone, ""));
+  std::int64_t before = EventCount();
+  EXPECT_ERROR_CODE(tasks_.AddSubtask(held.task.id, held.claim.token, Draft("late"), {}),
+                    ErrorCode::kConflict);
+  EXPECT_ERROR_CODE(tasks_.AddSubtask(held.task.id, held.claim.token + 7, Draft("forged"), {}),
+                    ErrorCode::kConflict);
+  EXPECT_ERROR_CODE(tasks_.AddSubtask("task-zzzzzzzz", held.claim.token, Draft("x"), {}),
+                    ErrorCode::kNotFound);
+  EXPECT_EQ(EventCount(), before);
+  EXPECT_EQ(tasks_.List({}).value().size(), 1u);
+}
+
+TEST_F(TaskServiceTest, SubtasksPastMaxSubtasksAreRefusedAsBackpressure_Issue22) {
+  AddTask("parent");
+  ClaimResult held = ClaimNextFor(Register());
+  SubtaskLimits limits;
+  limits.max_subtasks = 2;
+  ASSERT_OK(tasks_.AddSubtask(held.task.id, held.claim.token, Draft("one"), limits));
+  ASSERT_OK(tasks_.AddSubtask(held.task.id, held.claim.token, Draft("two"), limits));
+  std::int64_t before = EventCount();
+  auto third = tasks_.AddSubtask(held.task.id, held.claim.token, Draft("three"), limits);
+  ASSERT_FALSE(third.ok());
+  EXPECT_EQ(third.error().code(), ErrorCode::kBackpressure);
+  EXPECT_NE(third.error().message().find("max_subtasks = 2"), std::string::npos)
+      << third.error().message();
+  EXPECT_EQ(EventCount(), before);
+  EXPECT_EQ(tasks_.List({}).value().size(), 3u);
+  EXPECT_EQ(Get(held.task.id).metadata["subtasks"].size(), 2u);
+}
+
+TEST_F(TaskServiceTest, ASubtaskDeeperThanTwoLevelsIsRefused_Issue22) {
+  Task root = AddTask("root", 10);
+  ClaimResult r0 = ClaimNextFor(Register("w0"));
+  ASSERT_EQ(r0.task.id, root.id);
+  SubtaskLimits limits;
+  ASSERT_OK_AND_ASSIGN(Task level1, tasks_.AddSubtask(root.id, r0.claim.token, Draft("1"), limits));
+  ClaimResult r1 = ClaimNextFor(Register("w1"));
+  ASSERT_EQ(r1.task.id, level1.id);
+  ASSERT_OK_AND_ASSIGN(Task level2,
+                       tasks_.AddSubtask(level1.id, r1.claim.token, Draft("2"), limits));
+  EXPECT_EQ(level2.metadata["depth"], 2);
+  ClaimResult r2 = ClaimNextFor(Register("w2"));
+  ASSERT_EQ(r2.task.id, level2.id);
+  std::int64_t before = EventCount();
+  auto level3 = tasks_.AddSubtask(level2.id, r2.claim.token, Draft("3"), limits);
+  ASSERT_FALSE(level3.ok());
+  EXPECT_EQ(level3.error().code(), ErrorCode::kConflict);
+  EXPECT_NE(level3.error().message().find("2 levels"), std::string::npos)
+      << level3.error().message();
+  EXPECT_EQ(EventCount(), before);
+  EXPECT_FALSE(Get(level2.id).metadata.contains("subtasks"));
+}
+
+TEST_F(TaskServiceTest, ANoteIsKeptInTheMetadataWithAnEventFencedByTheToken_Issue22) {
+  AddTask("t");
+  ClaimResult held = ClaimNextFor(Register());
+  ASSERT_OK_AND_ASSIGN(NoteResult n, tasks_.Note(held.task.id, held.claim.token, "halfway"));
+  EXPECT_EQ(n.attempt, 1);
+  nlohmann::json notes = Get(held.task.id).metadata["notes"];
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_EQ(notes[0]["text"], "halfway");
+  EXPECT_EQ(notes[0]["attempt"], 1);
+  auto events = events_.Since(0).value();
+  EXPECT_EQ(events.back().type, "task.note");
+  EXPECT_EQ(events.back().data["text"], "halfway");
+
+  std::int64_t before = EventCount();
+  EXPECT_ERROR_CODE(tasks_.Note(held.task.id, held.claim.token, ""), ErrorCode::kInvalidArgument);
+  EXPECT_ERROR_CODE(
+      tasks_.Note(held.task.id, held.claim.token, std::string(kMaxNoteBytes + 1, 'x')),
+      ErrorCode::kInvalidArgument);
+  ASSERT_OK(claims_.Report(held.task.id, held.claim.token, Outcome::kDone, ""));
+  before = EventCount();
+  EXPECT_ERROR_CODE(tasks_.Note(held.task.id, held.claim.token, "late"), ErrorCode::kConflict);
+  EXPECT_EQ(EventCount(), before);
+  EXPECT_EQ(Get(held.task.id).metadata["notes"].size(), 1u);
+}
+
+TEST_F(TaskServiceTest, OnlyTheNewestNotesAreKeptInTheMetadata_Issue22) {
+  AddTask("t");
+  ClaimResult held = ClaimNextFor(Register());
+  for (std::size_t i = 0; i < kMaxNotes + 5; ++i) {
+    ASSERT_OK(tasks_.Note(held.task.id, held.claim.token, std::to_string(i) + "n"));
+  }
+  nlohmann::json notes = Get(held.task.id).metadata["notes"];
+  ASSERT_EQ(notes.size(), kMaxNotes);
+  EXPECT_EQ(notes.front()["text"], "5n");
+  EXPECT_EQ(notes.back()["text"], std::to_string(kMaxNotes + 4) + "n");
+}
+
 }  // namespace
 }  // namespace tx::service

@@ -82,12 +82,17 @@ class Table {
   }
 
   // A count from 0 to 64.
-  Status Spares(std::string_view key, int& out) {
+  Status Spares(std::string_view key, int& out) { return Between(key, out, 0, 64); }
+
+  // An integer from `min` to `max`.
+  Status Between(std::string_view key, int& out, int min, int max) {
     seen_.emplace_back(key);
     const toml::node* n = t_.get(key);
     if (n == nullptr) return Ok();
     auto v = n->value<std::int64_t>();
-    if (!v || *v < 0 || *v > 64) return Bad(key, "an integer from 0 to 64");
+    if (!v || *v < min || *v > max) {
+      return Bad(key, "an integer from " + std::to_string(min) + " to " + std::to_string(max));
+    }
     out = static_cast<int>(*v);
     return Ok();
   }
@@ -166,6 +171,7 @@ Status ApplyWorker(const toml::table& w, const std::string& origin, WorkerConfig
   TX_RETURN_IF_ERROR(t.String("workdir", c.workdir));
   TX_RETURN_IF_ERROR(t.Strings("capabilities", c.capabilities));
   TX_RETURN_IF_ERROR(t.Strings("queues", c.queues));
+  TX_RETURN_IF_ERROR(t.Between("max_subtasks", c.max_subtasks, 0, kMaxSubtasksSetting));
   std::optional<std::uint64_t> log_cap_mb;
   TX_RETURN_IF_ERROR(t.Count("log_cap_mb", log_cap_mb, 1 << 20));
   if (log_cap_mb) c.log_cap_bytes = *log_cap_mb << 20;
@@ -262,6 +268,7 @@ Status ApplyAgents(const toml::table& agents, const std::string& origin, WorkerC
     TX_RETURN_IF_ERROR(t.Strings("argv", profile.argv));
     TX_RETURN_IF_ERROR(t.Strings("resume_argv", profile.resume_argv));
     TX_RETURN_IF_ERROR(t.Strings("limit_patterns", profile.limit_patterns));
+    TX_RETURN_IF_ERROR(t.Bool("mcp", profile.mcp));
     // A new argv for a built-in drops the built-in's own resume form (it may not fit).
     if (has_argv && p->get("resume_argv") == nullptr && c.profiles.count(name) > 0) {
       profile.resume_argv.clear();

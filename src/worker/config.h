@@ -16,8 +16,12 @@
 #include "core/task.h"
 #include "exec/spawn_spec.h"
 #include "service/agent_service.h"
+#include "service/task_service.h"
 
 namespace tx::worker {
+
+// The largest [worker] max_subtasks accepted.
+inline constexpr int kMaxSubtasksSetting = 1000;
 
 // Git isolation of tasks that name a repository (worker/worktree.h, docs/git.md).
 struct GitSettings {
@@ -79,6 +83,9 @@ struct WorkerConfig {
   std::vector<std::string> api_allowed_hosts;
   std::string config_file;  // the config.toml read, read again for [budgets] (budgets_source.h)
   std::string allowed_commands;  // TX_ALLOWED_COMMANDS for agents; empty = no restriction
+  // [worker] max_subtasks: how many subtasks an agent may add under its task (docs/mcp.md),
+  // handed to agents as TX_MAX_SUBTASKS; 0 = none.
+  int max_subtasks = service::kDefaultMaxSubtasks;
   std::string workdir;  // where agents run when their task names no workdir; empty = inherited
   exec::ResourceLimits limits;
   std::string logs_dir;  // <store dir>/logs

@@ -315,7 +315,8 @@ TEST(SpawnPlan, TheSpecCarriesTheAgentArgvEnvironmentLogAndLimits) {
                                        "TX_CLAIM_TOKEN=77",
                                        "TX_ATTEMPT=2",
                                        "TX_DB=/data/.tx/tx.db",
-                                       "TX_ALLOWED_COMMANDS=task.done"};
+                                       "TX_ALLOWED_COMMANDS=task.done",
+                                       "TX_MAX_SUBTASKS=10"};
   EXPECT_EQ(spec.env, want_env);
   EXPECT_EQ(spec.cwd, "/repo");
   // A structured agent's raw output is kept beside the readable log the worker writes.
@@ -441,6 +442,88 @@ TEST(SpawnPlan, InAWorktreeTheAgentRunsThereWithItsBranchAfterTheRepositorysSetu
   plan = PlanSpawn(c, t, claim, {}, &wt);
   ASSERT_TRUE(plan.ok());
   EXPECT_EQ(plan->spec.argv[0], "agent");
+}
+
+TEST(WorkerConfig, MaxSubtasksIsReadAndReachesTheAgentsEnvironment_Issue22) {
+  WorkerConfig c;
+  EXPECT_EQ(c.max_subtasks, 10);
+  ASSERT_TRUE(ApplyConfigToml("[worker]\nmax_subtasks = 3\n", "config.toml", c).ok());
+  EXPECT_EQ(c.max_subtasks, 3);
+  ASSERT_TRUE(ApplyConfigToml("[worker]\nmax_subtasks = 0\n", "config.toml", c).ok());
+  EXPECT_EQ(c.max_subtasks, 0);
+  for (const char* bad : {"[worker]\nmax_subtasks = -1\n", "[worker]\nmax_subtasks = 1001\n",
+                          "[worker]\nmax_subtasks = \"5\"\n"}) {
+    WorkerConfig fresh;
+    Status s = ApplyConfigToml(bad, "config.toml", fresh);
+    ASSERT_FALSE(s.ok()) << bad;
+    EXPECT_NE(s.error().message().find("'worker.max_subtasks' must be an integer from 0 to 1000"),
+              std::string::npos)
+        << s.error().message();
+    EXPECT_EQ(fresh.max_subtasks, 10);
+  }
+  c.db_path = "/data/.tx/tx.db";
+  c.agent = "generic";
+  Task t;
+  t.id = "task-abcdefgh";
+  t.title = "t";
+  Claim claim;
+  claim.token = 5;
+  claim.attempt = 1;
+  auto plan = PlanSpawn(c, t, claim, {"TX_MAX_SUBTASKS=99"});
+  ASSERT_TRUE(plan.ok()) << plan.error().message();
+  EXPECT_EQ(std::count(plan->spec.env.begin(), plan->spec.env.end(), "TX_MAX_SUBTASKS=0"), 1);
+  EXPECT_EQ(std::count(plan->spec.env.begin(), plan->spec.env.end(), "TX_MAX_SUBTASKS=99"), 0);
+}
+
+TEST(SpawnPlan, AProfileWithMcpRegistersTxsServerForTheRun_Issue22) {
+  WorkerConfig c;
+  ASSERT_TRUE(
+      ApplyConfigToml("[agents.claude]\nmcp = true\n[agents.codex]\nmcp = true\n", "config.toml", c)
+          .ok());
+  EXPECT_TRUE(c.profiles["claude"].mcp);
+  EXPECT_EQ(c.profiles["claude"].argv, agent::BuiltInProfiles()["claude"].argv);  // kept
+  c.db_path = "/data/.tx/tx.db";
+  c.logs_dir = "/data/.tx/logs";
+  c.tx_binary = "/opt/tx/bin/tx";
+  Task t;
+  t.id = "task-abcdefgh";
+  t.title = "t";
+  t.agent = "claude";
+  Claim claim;
+  claim.token = 5;
+  claim.worker_id = "worker-12345678";
+  claim.attempt = 1;
+  auto plan = PlanSpawn(c, t, claim, {"PATH=/bin"});
+  ASSERT_TRUE(plan.ok()) << plan.error().message();
+  const auto& argv = plan->spec.argv;
+  ASSERT_GE(argv.size(), 3u);
+  EXPECT_EQ(argv[0], "claude");
+  EXPECT_EQ(argv[1], "--mcp-config");
+  EXPECT_EQ(argv[2], R"({"mcpServers":{"tx":{"args":["mcp"],"command":"/opt/tx/bin/tx"}}})");
+  EXPECT_EQ(argv[3], "-p");
+  EXPECT_EQ((std::vector<std::string>(argv.end() - 3, argv.end())),
+            (std::vector<std::string>{"--allowedTools", "mcp__tx", "Bash(tx:*)"}));
+
+  t.agent = "codex";
+  plan = PlanSpawn(c, t, claim, {"PATH=/bin"});
+  ASSERT_TRUE(plan.ok()) << plan.error().message();
+  std::vector<std::string> head(plan->spec.argv.begin(), plan->spec.argv.begin() + 10);
+  EXPECT_EQ(
+      head,
+      (std::vector<std::string>{
+          "codex", "exec", "-c", R"(mcp_servers.tx.command="/opt/tx/bin/tx")", "-c",
+          R"(mcp_servers.tx.args=["mcp"])", "-c",
+          R"(mcp_servers.tx.env_vars=["TX_TASK_ID","TX_WORKER_ID","TX_CLAIM_TOKEN","TX_ATTEMPT","TX_DB","TX_MAX_SUBTASKS"])",
+          "--add-dir", "/data/.tx"}));
+
+  // Only the adapters that can take a server may ask for one.
+  WorkerConfig other;
+  Status s = ApplyConfigToml("[agents.mine]\nargv = [\"x\", \"{prompt}\"]\nmcp = true\n",
+                             "config.toml", other);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message().find("mcp = true needs the claude or codex adapter"),
+            std::string::npos)
+      << s.error().message();
 }
 
 }  // namespace

@@ -287,6 +287,21 @@ Result<Task> HttpCoordinator::EndOverBudget(std::string_view task_id, std::int64
   return TaskFromJson(reply["task"]);
 }
 
+Result<Task> HttpCoordinator::Note(std::string_view task_id, std::int64_t token,
+                                   const std::string& text) {
+  TX_ASSIGN_OR_RETURN(json reply, Post("/api/worker/note",
+                                       {{"task_id", task_id}, {"token", token}, {"text", text}}));
+  return TaskFromJson(reply["task"]);
+}
+
+Result<Task> HttpCoordinator::AddSubtask(std::string_view parent_id, std::int64_t token,
+                                         const Task& draft, std::optional<int> max_subtasks) {
+  json body = {{"task_id", parent_id}, {"token", token}, {"task", ToJson(draft, {})}};
+  if (max_subtasks) body["max_subtasks"] = *max_subtasks;
+  TX_ASSIGN_OR_RETURN(json reply, Post("/api/worker/subtask", body));
+  return TaskFromJson(reply["task"]);
+}
+
 Result<Coordinator::AgentState> HttpCoordinator::GetAgentState(const Budgets& budgets) {
   json body = json::object();
   if (budgets.any()) body["budgets"] = ToJson(budgets);

@@ -74,6 +74,9 @@ class HttpCoordinator : public RemoteCoordinator {
   bool ShipsLogs() const override { return true; }
 
   Result<nlohmann::json> Fetch(const std::string& path) override { return Get(path); }
+  Result<Task> Note(std::string_view task_id, std::int64_t token, const std::string& text) override;
+  Result<Task> AddSubtask(std::string_view parent_id, std::int64_t token, const Task& draft,
+                          std::optional<int> max_subtasks) override;
 
  private:
   // POSTs `body` to `path` and returns the reply's JSON (null for 204), or its error.

@@ -7,7 +7,9 @@
 
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "core/error.h"
 #include "worker/coordinator.h"
@@ -19,6 +21,14 @@ class RemoteCoordinator : public Coordinator {
  public:
   // GET `path` of the API (a read), as JSON.
   virtual Result<nlohmann::json> Fetch(const std::string& path) = 0;
+
+  // An agent's tx task note and tx task add, through the server (docs/mcp.md): as
+  // TaskService::Note and AddSubtask, fenced by the claim's `token`. `max_subtasks`: the limit
+  // the agent was given (TX_MAX_SUBTASKS), if any; the server's own holds when it is lower.
+  virtual Result<Task> Note(std::string_view task_id, std::int64_t token,
+                            const std::string& text) = 0;
+  virtual Result<Task> AddSubtask(std::string_view parent_id, std::int64_t token, const Task& draft,
+                                  std::optional<int> max_subtasks) = 0;
 };
 
 // `url` is http://HOST:PORT; `token` a worker (or admin) token of that server. With `keep_alive`

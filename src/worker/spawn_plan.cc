@@ -86,9 +86,6 @@ Result<AttemptPlan> PlanSpawn(const WorkerConfig& config, const Task& task, cons
       spec.argv.insert(exec + 1, {"--add-dir", dir});
     }
   }
-  if (worktree != nullptr && worktree->needs_setup) {
-    spec.argv = WithSetup(*worktree, GitSettingsFor(config, task.repo).setup, spec.argv);
-  }
   // The account's variables replace the worker's of the same names.
   std::vector<std::string> account_env;
   for (const auto& a : plan.profile.accounts) {
@@ -141,8 +138,22 @@ Result<AttemptPlan> PlanSpawn(const WorkerConfig& config, const Task& task, cons
   if (!config.allowed_commands.empty()) {
     spec.env.push_back("TX_ALLOWED_COMMANDS=" + config.allowed_commands);
   }
+  spec.env.push_back("TX_MAX_SUBTASKS=" + std::to_string(config.max_subtasks));
   if (worktree != nullptr) {
     for (auto& kv : AgentGitEnv(*worktree, base_env)) spec.env.push_back(std::move(kv));
+  }
+  // tx's MCP server, registered for this run (docs/mcp.md), is told which of the agent's
+  // variables are its task's.
+  if (!plan.is_command && plan.profile.mcp) {
+    std::vector<std::string> names;
+    for (const auto& kv : spec.env) {
+      if (kv.rfind("TX_", 0) == 0) names.push_back(kv.substr(0, kv.find('=')));
+    }
+    spec.argv =
+        agent::WithMcpServer(plan.profile.family, std::move(spec.argv), config.tx_binary, names);
+  }
+  if (worktree != nullptr && worktree->needs_setup) {
+    spec.argv = WithSetup(*worktree, GitSettingsFor(config, task.repo).setup, spec.argv);
   }
   spec.cwd = workdir;
   plan.log_path = AttemptLogPath(config.logs_dir, task.id, claim.attempt);
