@@ -175,6 +175,10 @@ Result<TaskChange> DecodeTaskChange(const json& body) {
       return c;
     case TaskStatus::kRunning:
       return Error::InvalidArgument("a task starts running only when a worker claims it");
+    case TaskStatus::kWaiting:
+      return Error::InvalidArgument(
+          "a task waits only when its agent asks a question (tx task ask); answer one with "
+          "status 'ready' and 'answer'");
     case TaskStatus::kBlocked:
       return Error::InvalidArgument("a task is blocked only by its 'after' tasks: change 'after'");
     case TaskStatus::kApproved:
