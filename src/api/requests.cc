@@ -97,12 +97,13 @@ Result<Task> DecodeNewTask(const json& body) {
 }
 
 Result<TaskChange> DecodeTaskChange(const json& body) {
-  TX_RETURN_IF_ERROR(OnlyKnownFields(body, {"title", "priority", "after", "metadata", "status",
-                                            "token", "force", "result", "error", "note", "fresh"}));
+  TX_RETURN_IF_ERROR(
+      OnlyKnownFields(body, {"title", "priority", "after", "metadata", "status", "token", "force",
+                             "result", "error", "note", "fresh", "answer"}));
   TaskChange c;
   auto status = body.find("status");
   if (status == body.end() || status->is_null()) {
-    for (std::string_view f : {"token", "force", "result", "error", "note", "fresh"}) {
+    for (std::string_view f : {"token", "force", "result", "error", "note", "fresh", "answer"}) {
       if (body.contains(f)) {
         return Error::InvalidArgument("field '" + std::string(f) + "' goes with 'status'");
       }
@@ -147,6 +148,19 @@ Result<TaskChange> DecodeTaskChange(const json& body) {
   TX_RETURN_IF_ERROR(ReadBool(body, "fresh", c.fresh));
   if (c.fresh && to != TaskStatus::kReady) {
     return Error::InvalidArgument("field 'fresh' goes with status 'ready' (a retry or changes)");
+  }
+  if (body.contains("answer")) {
+    std::string answer;
+    TX_RETURN_IF_ERROR(ReadString(body, "answer", answer));
+    if (to != TaskStatus::kReady) {
+      return Error::InvalidArgument("field 'answer' goes with status 'ready'");
+    }
+    if (c.force || c.token || c.fresh || !result.empty() || !error.empty() || !note.empty()) {
+      return Error::InvalidArgument("status 'ready' with an 'answer' takes nothing else");
+    }
+    c.kind = TaskChange::Kind::kAnswer;
+    c.text = answer;
+    return c;
   }
   switch (to) {
     case TaskStatus::kDone:
