@@ -110,7 +110,9 @@ void CheckTaskChange(std::string_view name, const json& body) {
     case TaskChange::Kind::kCancel:
     case TaskChange::Kind::kRetry:
     case TaskChange::Kind::kApprove:
-      Expect(!c.force && !c.token, name, "a cancel, retry or approval took a token or force");
+    case TaskChange::Kind::kAnswer:
+      Expect(!c.force && !c.token, name,
+             "a cancel, retry, approval or answer took a token or force");
       break;
   }
 }
@@ -150,7 +152,7 @@ void CheckNewWorker(std::string_view name, const json& body) {
 void CheckFenced(std::string_view name, const json& body) {
   using tx::api::FencedCall;
   for (FencedCall call : {FencedCall::kRenew, FencedCall::kRelease, FencedCall::kReport,
-                          FencedCall::kFail, FencedCall::kGiveUp}) {
+                          FencedCall::kFail, FencedCall::kGiveUp, FencedCall::kAsk}) {
     auto r = tx::api::DecodeFenced(call, body);
     ExpectInvalidArgumentIfRefused(name, r);
     if (r.ok()) Expect(SameInteger(body, "token", r->token), name, "token changed");

@@ -290,8 +290,8 @@ TEST_F(CliBeforeInit, HelpExitsZeroAndListsEveryCommand) {
   }
   RunResult task = Tx({"task", "--help"});
   ASSERT_EQ(task.exit_code, 0) << task.err;
-  for (const char* word :
-       {"add", "list", "show", "update", "done", "fail", "review", "cancel", "retry"}) {
+  for (const char* word : {"add", "list", "show", "update", "done", "fail", "review", "ask",
+                           "answer", "cancel", "retry"}) {
     EXPECT_NE(task.out.find(word), std::string::npos) << "tx task --help lacks " << word;
   }
 }
@@ -1014,6 +1014,152 @@ TEST_F(Cli, ReviewTaskGoesToReviewInsteadOfDone) {
   EXPECT_EQ(MustJson({"task", "done", id, "--token", ClaimToken(id)})["status"], "review");
   std::string plain = Add("b");
   EXPECT_EQ(MustJson({"task", "review", plain, "--token", ClaimToken(plain)})["status"], "review");
+}
+
+// ================================ questions (issue 22) ==========================================
+
+TEST_F(Cli, AskWithTheTokenEndsTheAttemptUncountedAndTheTaskWaits) {
+  std::string id = Add("a");
+  std::string token = ClaimToken(id);
+  // As an agent asks: the task and the token from its environment.
+  json asked = MustJson({"task", "ask", "Which database should I use?"},
+                        {{"TX_TASK_ID", id}, {"TX_CLAIM_TOKEN", token}});
+  EXPECT_EQ(asked["status"], "waiting");
+  json t = Show(id);
+  EXPECT_EQ(t["status"], "waiting");
+  EXPECT_EQ(t["attempt"], 0);  // a question uses up no attempt
+  ASSERT_EQ(t["attempts"].size(), 1u);
+  EXPECT_EQ(t["attempts"][0]["status"], "completed");
+  EXPECT_EQ(t["attempts"][0]["end_reason"], "asked");
+  ASSERT_EQ(t["metadata"]["questions"].size(), 1u);
+  EXPECT_EQ(t["metadata"]["questions"][0]["question"], "Which database should I use?");
+  EXPECT_EQ(EventTypes(id),
+            (std::vector<std::string>{"task.created", "task.claimed", "task.asked"}));
+  EXPECT_EQ(TaskIds({"--status", "waiting"}), std::vector<std::string>{id});
+  // Said to the agent in words: stop and exit.
+  std::string other = Add("b");
+  RunResult plain =
+      Must({"task", "ask", "Which port?", "--task", other, "--token", ClaimToken(other)});
+  EXPECT_NE(plain.out.find("waiting"), std::string::npos) << plain.out;
+  EXPECT_NE(plain.out.find("exit"), std::string::npos) << plain.out;
+  // A person sees the question.
+  RunResult shown = Must({"task", "show", id});
+  EXPECT_NE(shown.out.find("question      Which database should I use?"), std::string::npos)
+      << shown.out;
+  EXPECT_NE(shown.out.find("tx task answer " + id), std::string::npos) << shown.out;
+}
+
+TEST_F(Cli, AskWithAStaleTokenExitsFourAndChangesNothing) {
+  std::string id = Add("a");
+  std::string old_token = ClaimToken(id);
+  Must({"claim:release", id, "--token", old_token});
+  std::string token = ClaimToken(id);
+  EXPECT_TRUE(
+      RefusedWithoutWriting({"task", "ask", "q?", "--task", id, "--token", old_token}, 4, "stale"));
+  EXPECT_TRUE(
+      RefusedWithoutWriting({"task", "ask", "q?", "--task", id, "--token", "999"}, 4, "999"));
+  Must({"task", "ask", "q?", "--task", id, "--token", token});
+  // Asked once: the token's claim has ended.
+  EXPECT_TRUE(
+      RefusedWithoutWriting({"task", "ask", "again?", "--task", id, "--token", token}, 4, token));
+  EXPECT_TRUE(RefusedWithoutWriting({"task", "done", id, "--token", token}, 4, token));
+}
+
+TEST_F(Cli, AskRefusesBadInputWithoutWriting) {
+  std::string id = Add("a");
+  std::string token = ClaimToken(id);
+  EXPECT_TRUE(RefusedWithoutWriting({"task", "ask", "q?", "--token", token}, 2, "TX_TASK_ID"));
+  EXPECT_TRUE(RefusedWithoutWriting({"task", "ask", "q?", "--task", id}, 2, "TX_CLAIM_TOKEN"));
+  EXPECT_TRUE(
+      RefusedWithoutWriting({"task", "ask", "  ", "--task", id, "--token", token}, 2, "empty"));
+  EXPECT_TRUE(
+      RefusedWithoutWriting({"task", "ask", "--task", id, "--token", token}, 2, "question"));
+  EXPECT_TRUE(RefusedWithoutWriting(
+      {"task", "ask", "q?", "--task", "task-deadbeef", "--token", token}, 3, "task-deadbeef"));
+  EXPECT_EQ(StatusOf(id), "running");
+}
+
+TEST_F(Cli, AnswerSendsTheTaskBackToTheQueueWithTheAnswerKept) {
+  std::string id = Add("a");
+  Must({"task", "ask", "Which database?", "--task", id, "--token", ClaimToken(id)});
+  json t = MustJson({"task", "answer", id, "Use PostgreSQL"});
+  EXPECT_EQ(t["status"], "ready");
+  ASSERT_EQ(t["metadata"]["questions"].size(), 1u);
+  const json& q = t["metadata"]["questions"][0];
+  EXPECT_EQ(q["question"], "Which database?");
+  EXPECT_EQ(q["answer"], "Use PostgreSQL");
+  EXPECT_TRUE(q["asked_at"].is_number_integer());
+  EXPECT_TRUE(q["answered_at"].is_number_integer());
+  EXPECT_EQ(q["attempt"], 1);
+  bool recorded = false;
+  for (const auto& e : Events()) {
+    if (e["type"] == "task.answered" && e["task_id"] == id) {
+      recorded =
+          e["data"]["answer"] == "Use PostgreSQL" && e["data"]["question"] == "Which database?";
+    }
+  }
+  EXPECT_TRUE(recorded) << "no task.answered event with the answer";
+  RunResult shown = Must({"task", "show", id});
+  EXPECT_NE(shown.out.find("answered"), std::string::npos) << shown.out;
+  EXPECT_NE(shown.out.find("Use PostgreSQL"), std::string::npos) << shown.out;
+  // Claimed again, the attempt is the first that counts.
+  ClaimJson(id);
+  json again = Show(id);
+  EXPECT_EQ(again["attempt"], 1);
+  ASSERT_EQ(again["attempts"].size(), 2u);
+  EXPECT_EQ(again["attempts"][1]["n"], 2);
+}
+
+TEST_F(Cli, AnswerOfATaskThatIsNotWaitingExitsFourAndChangesNothing) {
+  std::string id = Add("a");
+  EXPECT_TRUE(RefusedWithoutWriting({"task", "answer", id, "yes"}, 4, "not waiting"));
+  ClaimToken(id);
+  EXPECT_TRUE(RefusedWithoutWriting({"task", "answer", id, "yes"}, 4, "running"));
+  EXPECT_TRUE(
+      RefusedWithoutWriting({"task", "answer", "task-deadbeef", "yes"}, 3, "task-deadbeef"));
+  std::string waiting = Add("b");
+  Must({"task", "ask", "q?", "--task", waiting, "--token", ClaimToken(waiting)});
+  EXPECT_TRUE(RefusedWithoutWriting({"task", "answer", waiting, ""}, 2, "empty"));
+  EXPECT_TRUE(RefusedWithoutWriting({"task", "answer", waiting}, 2, "answer"));
+  Must({"task", "answer", waiting, "yes"});
+  EXPECT_TRUE(RefusedWithoutWriting({"task", "answer", waiting, "again"}, 4, "not waiting"));
+}
+
+TEST_F(Cli, AWaitingTaskWithUnfinishedDependenciesIsAnsweredIntoBlocked) {
+  std::string first = Add("first");
+  std::string id = Add("second");
+  Must({"task", "ask", "q?", "--task", id, "--token", ClaimToken(id)});
+  Must({"task", "update", id, "--after", first});
+  EXPECT_EQ(StatusOf(id), "waiting");
+  EXPECT_EQ(MustJson({"task", "answer", id, "a"})["status"], "blocked");
+}
+
+TEST_F(Cli, AWaitingTaskCanBeCancelledAndNotRetriedWhileItWaits) {
+  std::string id = Add("a");
+  Must({"task", "ask", "q?", "--task", id, "--token", ClaimToken(id)});
+  EXPECT_TRUE(RefusedWithoutWriting({"task", "retry", id}, 4, "waiting"));
+  EXPECT_EQ(MustJson({"task", "cancel", id})["status"], "cancelled");
+  EXPECT_TRUE(RefusedWithoutWriting({"task", "answer", id, "late"}, 4, "cancelled"));
+}
+
+TEST_F(Cli, AnUnansweredQuestionIsFailedByTheReconcilerPastTheQuestionTimeout) {
+  std::ofstream(Path(".tx/config.toml")) << "[orchestrator]\nquestion_timeout = \"200ms\"\n";
+  std::string id = Add("a");
+  Must({"task", "ask", "Still there?", "--task", id, "--token", ClaimToken(id)});
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  json report = MustJson({"orchestrator", "reconcile"});
+  EXPECT_EQ(report["expired_questions"], 1);
+  json t = Show(id);
+  EXPECT_EQ(t["status"], "failed");
+  EXPECT_NE(t["error"].get<std::string>().find("question unanswered"), std::string::npos)
+      << t["error"];
+  EXPECT_NE(t["error"].get<std::string>().find("Still there?"), std::string::npos) << t["error"];
+  EXPECT_EQ(EventTypes(id).back(), "task.failed");
+}
+
+TEST_F(Cli, AMalformedQuestionTimeoutIsRefusedByName) {
+  std::ofstream(Path(".tx/config.toml")) << "[orchestrator]\nquestion_timeout = \"soon\"\n";
+  EXPECT_TRUE(RefusedWithoutWriting({"orchestrator", "reconcile"}, 2, "question_timeout"));
 }
 
 // ================================ dependencies ==================================================

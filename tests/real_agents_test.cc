@@ -420,6 +420,50 @@ TEST_F(RealAgentsTest, ARetryResumesClaudeCodesSessionWithItsEarlierConversation
       << messages.back();
 }
 
+// Issue 22: Claude Code asks a person through its Bash tool under the built-in profile; the task
+// waits; once answered, the next attempt resumes the session that asked with the answer, and
+// Claude reports done. The API pausing 2 s before the question lets Claude Code write its
+// transcript (its worker stops it half a second after the question).
+TEST_F(RealAgentsTest, ClaudeCodeAsksAPersonAndIsResumedWithTheAnswer) {
+  std::string id = AddTask("claude", {"--max-attempts", "1"});
+  json ask = Bash("tx task ask \"Which database should I use?\"", "I need to ask.");
+  ask["match_last_user_contains"] = "You are working on task " + id;
+  ask["delay"] = 2;
+  json done = Bash("tx task done " + id + " --result with-postgres");
+  done["match_last_user_contains"] = "Use PostgreSQL";
+  UseClaude(StartApi("fake_anthropic.py", {{"turns", {ask, done}}}));
+  auto worker = StartWorker();
+  ASSERT_TRUE(WaitForStatus(id, "waiting")) << worker->Output();
+  ASSERT_TRUE(WaitForUsage(id, 1)) << worker->Output();
+  json t = Show(id);
+  EXPECT_EQ(t["attempts"][0]["end_reason"], "asked");
+  EXPECT_EQ(t["metadata"]["questions"][0]["question"], "Which database should I use?");
+  std::string first = t["attempts"][0]["usage"]["session_id"];
+  ASSERT_FALSE(first.empty());
+  ASSERT_EQ(Tx({"task", "answer", id, "Use PostgreSQL"}).exit_code, 0);
+  ASSERT_TRUE(WaitForStatus(id, "done")) << worker->Output();
+  ASSERT_TRUE(WaitForUsage(id, 2)) << worker->Output();
+  t = Show(id);
+  std::string logs = Tx({"task", "log", id, "--attempt", "1"}).out + Tx({"task", "log", id}).out;
+  ASSERT_EQ(t["attempts"].size(), 2u) << t.dump() << logs;
+  EXPECT_EQ(t["result"], "with-postgres") << logs;
+  EXPECT_EQ(t["attempt"], 1);  // the question used up no attempt of the one allowed
+  EXPECT_EQ(t["attempts"][1]["usage"]["session_id"], first) << logs << worker->Output();
+  EXPECT_NE(logs.find("resuming session " + first), std::string::npos) << logs;
+  // The resumed run's first request: the first run's conversation, then the answer.
+  json resumed;
+  for (auto& r : MainRequests()) {
+    if (r["turn"] == 1 && resumed.is_null()) resumed = r;
+  }
+  ASSERT_TRUE(resumed.is_object()) << logs;
+  const json& messages = resumed["body"]["messages"];
+  std::string earlier = json(std::vector<json>(messages.begin(), messages.end() - 1)).dump();
+  EXPECT_NE(earlier.find("tx task ask"), std::string::npos) << earlier;
+  std::string last = messages.back().dump();
+  EXPECT_NE(last.find("Which database should I use?"), std::string::npos) << last;
+  EXPECT_NE(last.find("Use PostgreSQL"), std::string::npos) << last;
+}
+
 TEST_F(RealAgentsTest, CodexReportsDoneFromItsSandboxAndTheLedgerHoldsItsTokens) {
   std::string id = AddTask("codex");
   json call = {{"kind", "shell"},

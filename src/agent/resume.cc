@@ -1,5 +1,7 @@
 #include "agent/resume.h"
 
+#include "core/question.h"
+
 namespace tx::agent {
 
 namespace {
@@ -31,14 +33,21 @@ std::optional<ResumePlan> PlanResume(const Task& task, int attempt, const AgentP
 
 std::string ResumePrompt(const Task& task, int resumed_attempt) {
   std::string p;
+  // The questions this session asked (tx task ask) and what a person answered.
+  for (const auto& q : Questions(task)) {
+    if (q.attempt < resumed_attempt || !q.answer) continue;
+    p += "You asked a person about task " + task.id + ":\n\n" + q.question +
+         "\n\nTheir answer:\n\n" + *q.answer + "\n\n";
+  }
+  if (!p.empty()) p += "Continue the task with it, then report as before.\n";
   auto note = task.metadata.find("next_note");
   bool noted = note != task.metadata.end() && note->is_object() &&
                note->value("after_attempt", 0) >= resumed_attempt && note->contains("text") &&
                (*note)["text"].is_string();
   if (noted) {
-    p = "Your work on task " + task.id + " was sent back with this note:\n\n" +
-        (*note)["text"].get<std::string>() + "\n\nAct on it, then report as before.\n";
-  } else {
+    p += "Your work on task " + task.id + " was sent back with this note:\n\n" +
+         (*note)["text"].get<std::string>() + "\n\nAct on it, then report as before.\n";
+  } else if (p.empty()) {
     std::string error = task.error;
     if (error.empty()) {
       auto last = task.metadata.find("last_error");
@@ -49,7 +58,8 @@ std::string ResumePrompt(const Task& task, int resumed_attempt) {
     p += "\n\nContinue the task from where you left off, then report as before.\n";
   }
   p += "\nReport with: tx task done " + task.id + " --result \"<summary>\" (or tx task review " +
-       task.id + ", or tx task fail " + task.id + " --error \"<why>\").\n";
+       task.id + ", or tx task fail " + task.id + " --error \"<why>\"; or, for a question only a " +
+       "person can answer, tx task ask \"<question>\" and exit).\n";
   return p;
 }
 

@@ -30,9 +30,10 @@ struct ResumePlan {
 std::optional<ResumePlan> PlanResume(const Task& task, int attempt, const AgentProfile& profile,
                                      const std::vector<AttemptUsage>& history);
 
-// The prompt of a resumed attempt: the note of a retry or of requested changes given since the
-// resumed attempt (metadata.next_note), else how the last attempt ended (the task's error, or
-// metadata.last_error after a manual retry); then how to report.
+// The prompt of a resumed attempt: the answers to the questions the resumed attempt (or a later
+// one) asked (core/question.h); the note of a retry or of requested changes given since the
+// resumed attempt (metadata.next_note); else, with neither, how the last attempt ended (the
+// task's error, or metadata.last_error after a manual retry); then how to report.
 std::string ResumePrompt(const Task& task, int resumed_attempt);
 
 }  // namespace tx::agent

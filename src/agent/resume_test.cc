@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/question.h"
+
 namespace tx::agent {
 namespace {
 
@@ -49,6 +51,30 @@ TEST(Resume, ANoteSinceTheResumedAttemptIsItsPrompt) {
   ASSERT_TRUE(p.has_value());
   EXPECT_EQ(p->prompt.find("Use the new API"), std::string::npos) << p->prompt;
   EXPECT_NE(p->prompt.find("timed out after 30m"), std::string::npos) << p->prompt;
+}
+
+// Issue 22: the attempt after an answer resumes the session that asked, with the question and
+// the answer as its prompt; an earlier session's questions are not repeated.
+TEST(Resume, AnAnsweredQuestionIsThePromptOfTheSessionThatAsked) {
+  AgentProfile claude = BuiltInProfiles()["claude"];
+  Task t = TaskWithError("");
+  AddQuestion(t, "Which database should I use?", 1, 1000);
+  ASSERT_TRUE(AnswerOpenQuestion(t, "Use PostgreSQL", 2000).ok());
+  std::optional<ResumePlan> p = PlanResume(t, 2, claude, {Row(1, "claude", "s-1")});
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->session_id, "s-1");
+  EXPECT_NE(p->prompt.find("Which database should I use?"), std::string::npos) << p->prompt;
+  EXPECT_NE(p->prompt.find("Their answer:\n\nUse PostgreSQL"), std::string::npos) << p->prompt;
+  EXPECT_EQ(p->prompt.find("ended before it was reported"), std::string::npos) << p->prompt;
+  EXPECT_NE(p->prompt.find("tx task done task-abcdefgh"), std::string::npos) << p->prompt;
+  // Asked again by attempt 2 and answered: attempt 3 resumes session 2 with that answer alone.
+  AddQuestion(t, "Which port?", 2, 3000);
+  ASSERT_TRUE(AnswerOpenQuestion(t, "5432", 4000).ok());
+  p = PlanResume(t, 3, claude, {Row(1, "claude", "s-1"), Row(2, "claude", "s-2")});
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->session_id, "s-2");
+  EXPECT_NE(p->prompt.find("Which port?"), std::string::npos) << p->prompt;
+  EXPECT_EQ(p->prompt.find("Which database"), std::string::npos) << p->prompt;
 }
 
 TEST(Resume, NothingIsResumedAfterAFreshStartOrForAProfileThatCannot) {

@@ -74,6 +74,8 @@ void Metrics::Add(const Event& e) {
   } else if (t == "task.failed") {
     ++finished_["failed"];
     Observe("failed", e);
+  } else if (t == "task.asked") {
+    Observe("asked", e);  // an attempt that ended with a question for a person
   } else if (t == "task.retry_scheduled") {
     Observe("failed", e);  // an attempt that failed, with attempts left
   } else if (t == "task.requeued") {
@@ -105,9 +107,9 @@ std::string Metrics::Render(const MetricsSnapshot& now) const {
     counts[{c.queue, std::string(ToString(c.status))}] += c.count;
   }
   for (const auto& q : queues) {
-    for (TaskStatus s :
-         {TaskStatus::kBlocked, TaskStatus::kReady, TaskStatus::kRunning, TaskStatus::kReview,
-          TaskStatus::kApproved, TaskStatus::kDone, TaskStatus::kFailed, TaskStatus::kCancelled}) {
+    for (TaskStatus s : {TaskStatus::kBlocked, TaskStatus::kReady, TaskStatus::kRunning,
+                         TaskStatus::kWaiting, TaskStatus::kReview, TaskStatus::kApproved,
+                         TaskStatus::kDone, TaskStatus::kFailed, TaskStatus::kCancelled}) {
       std::string name(ToString(s));
       auto it = counts.find({q, name});
       out += fmt::format("tx_tasks{{queue=\"{}\",status=\"{}\"}} {}\n", Escape(q), name,

@@ -97,12 +97,13 @@ Result<Task> DecodeNewTask(const json& body) {
 }
 
 Result<TaskChange> DecodeTaskChange(const json& body) {
-  TX_RETURN_IF_ERROR(OnlyKnownFields(body, {"title", "priority", "after", "metadata", "status",
-                                            "token", "force", "result", "error", "note", "fresh"}));
+  TX_RETURN_IF_ERROR(
+      OnlyKnownFields(body, {"title", "priority", "after", "metadata", "status", "token", "force",
+                             "result", "error", "note", "fresh", "answer"}));
   TaskChange c;
   auto status = body.find("status");
   if (status == body.end() || status->is_null()) {
-    for (std::string_view f : {"token", "force", "result", "error", "note", "fresh"}) {
+    for (std::string_view f : {"token", "force", "result", "error", "note", "fresh", "answer"}) {
       if (body.contains(f)) {
         return Error::InvalidArgument("field '" + std::string(f) + "' goes with 'status'");
       }
@@ -148,6 +149,19 @@ Result<TaskChange> DecodeTaskChange(const json& body) {
   if (c.fresh && to != TaskStatus::kReady) {
     return Error::InvalidArgument("field 'fresh' goes with status 'ready' (a retry or changes)");
   }
+  if (body.contains("answer")) {
+    std::string answer;
+    TX_RETURN_IF_ERROR(ReadString(body, "answer", answer));
+    if (to != TaskStatus::kReady) {
+      return Error::InvalidArgument("field 'answer' goes with status 'ready'");
+    }
+    if (c.force || c.token || c.fresh || !result.empty() || !error.empty() || !note.empty()) {
+      return Error::InvalidArgument("status 'ready' with an 'answer' takes nothing else");
+    }
+    c.kind = TaskChange::Kind::kAnswer;
+    c.text = answer;
+    return c;
+  }
   switch (to) {
     case TaskStatus::kDone:
     case TaskStatus::kReview:
@@ -175,6 +189,10 @@ Result<TaskChange> DecodeTaskChange(const json& body) {
       return c;
     case TaskStatus::kRunning:
       return Error::InvalidArgument("a task starts running only when a worker claims it");
+    case TaskStatus::kWaiting:
+      return Error::InvalidArgument(
+          "a task waits only when its agent asks a question (tx task ask); answer one with "
+          "status 'ready' and 'answer'");
     case TaskStatus::kBlocked:
       return Error::InvalidArgument("a task is blocked only by its 'after' tasks: change 'after'");
     case TaskStatus::kApproved:

@@ -41,19 +41,21 @@ Result<Task> DecodeNewTask(const nlohmann::json& body);
 //   "status": "cancelled" with an optional "note";
 //   "status": "ready" | "todo" to retry a failed or cancelled task, with an optional "note" and
 //             "fresh": true (start the agent's conversation over rather than resume it).
-// Other statuses (running, blocked, approved) are reached only through claims, dependencies and
-// review, and are refused naming why.
+// Other statuses (running, blocked, waiting) are reached only through claims, dependencies and
+// an agent's question, and are refused naming why.
 //   "status": "approved" with an optional "note" approves a task in review; "ready" on a task in
-//             review requests changes (the note goes into its next prompt).
+//             review requests changes (the note goes into its next prompt);
+//   "status": "ready" with "answer" (and nothing else) answers the question of a task that is
+//             `waiting` (TaskService::Answer).
 struct TaskChange {
-  enum class Kind { kFields, kOutcome, kCancel, kRetry, kApprove };
+  enum class Kind { kFields, kOutcome, kCancel, kRetry, kApprove, kAnswer };
   Kind kind = Kind::kFields;
   service::TaskPatch fields;
   service::Outcome outcome = service::Outcome::kDone;
   std::optional<std::int64_t> token;
   bool force = false;
   bool fresh = false;  // kRetry: do not resume the agent's session
-  std::string text;    // result, error or note
+  std::string text;    // result, error, note or answer
 };
 Result<TaskChange> DecodeTaskChange(const nlohmann::json& body);
 

@@ -324,6 +324,11 @@ void ApiServer::Routes() {
           // "ready" is a retry of a failed or cancelled task, and a request for changes
           // of one in review; a task that moves meanwhile is refused by the call made.
           TX_ASSIGN_OR_RETURN(service::TaskDetail now, tasks.Show(id));
+          if (now.task.status == TaskStatus::kWaiting) {
+            return Error::Conflict("task " + id +
+                                   " is waiting for the answer to its agent's question: send "
+                                   "status 'ready' with 'answer'");
+          }
           if (now.task.status == TaskStatus::kReview) {
             TX_RETURN_IF_ERROR(tasks.RequestChanges(id, c.text, c.fresh));
           } else {
@@ -333,6 +338,9 @@ void ApiServer::Routes() {
         }
         case TaskChange::Kind::kApprove:
           TX_RETURN_IF_ERROR(tasks.Approve(id, c.text));
+          break;
+        case TaskChange::Kind::kAnswer:
+          TX_RETURN_IF_ERROR(tasks.Answer(id, c.text));
           break;
       }
       TX_ASSIGN_OR_RETURN(service::TaskDetail d, tasks.Show(id));

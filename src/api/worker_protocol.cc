@@ -259,6 +259,9 @@ Result<FencedBody> DecodeFenced(FencedCall call, const json& body) {
       TX_RETURN_IF_ERROR(
           ReadReason(body, {EndReason::kLeaseLost}, EndReason::kLeaseLost, f.reason));
       break;
+    case FencedCall::kAsk:
+      TX_RETURN_IF_ERROR(RequiredString(body, "question", f.text));
+      break;
   }
   return f;
 }

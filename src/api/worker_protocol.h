@@ -63,17 +63,18 @@ Result<ClaimBody> DecodeClaim(const nlohmann::json& body);
 //   release: "reason" released | shutdown (default released);
 //   report:  "outcome" done | review | fail (required), "text", "exit_code";
 //   fail:    "reason" failed | timed_out | stalled (default failed), "error", "exit_code";
-//   give-up: "reason" lease_lost (the default).
+//   give-up: "reason" lease_lost (the default);
+//   ask:     "question" (required): the agent's question for a person (ClaimService::Ask).
 struct FencedBody {
   std::string task_id;
   std::int64_t token = 0;
   EndReason reason = EndReason::kNone;
   service::Outcome outcome = service::Outcome::kDone;
-  std::string text;
+  std::string text;  // report's text, fail's error, ask's question
   std::optional<int> exit_code;
   std::optional<nlohmann::json> branch;  // report: the branch's summary, for a task going to review
 };
-enum class FencedCall { kRenew, kRelease, kReport, kFail, kGiveUp };
+enum class FencedCall { kRenew, kRelease, kReport, kFail, kGiveUp, kAsk };
 Result<FencedBody> DecodeFenced(FencedCall call, const nlohmann::json& body);
 
 // auto-merge: {"task_id", "token" (required), and "merge" (an object: it merged) or "why" (a

@@ -363,6 +363,10 @@ void ApiServer::WorkerRoutes() {
                       Task t, claims.Fail(f.task_id, f.token, f.reason, f.text, f.exit_code));
                   return json{{"task", ToJson(t, {})}};
                 }
+                case FencedCall::kAsk: {
+                  TX_ASSIGN_OR_RETURN(Task t, claims.Ask(f.task_id, f.token, f.text));
+                  return json{{"task", ToJson(t, {})}};
+                }
               }
               return Error::Internal("unhandled call");
             });
@@ -373,6 +377,7 @@ void ApiServer::WorkerRoutes() {
   h.Post("/api/worker/report", fenced(FencedCall::kReport));
   h.Post("/api/worker/fail", fenced(FencedCall::kFail));
   h.Post("/api/worker/give-up", fenced(FencedCall::kGiveUp));
+  h.Post("/api/worker/ask", fenced(FencedCall::kAsk));
 
   // The outcome of an auto-merge that a worker made on its own machine (worker/review.h
   // MergeTask): {"task_id", "token", "merge": {..}} when it merged, {"task_id", "token", "why"}

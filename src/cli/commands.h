@@ -43,6 +43,8 @@ Handler SetupTaskDone(CLI::App& cmd);
 Handler SetupTaskFail(CLI::App& cmd);
 Handler SetupTaskReview(CLI::App& cmd);
 Handler SetupTaskNote(CLI::App& cmd);
+Handler SetupTaskAsk(CLI::App& cmd);
+Handler SetupTaskAnswer(CLI::App& cmd);
 Handler SetupTaskCancel(CLI::App& cmd);
 Handler SetupTaskRetry(CLI::App& cmd);
 Handler SetupTaskApprove(CLI::App& cmd);

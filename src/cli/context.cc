@@ -43,8 +43,8 @@ std::optional<RemoteFleet> Context::Remote() const {
 Result<store::Store*> Context::Store(bool create) {
   if (!store_ && Remote()) {
     return Error::InvalidArgument(
-        "no store here, only the server at $TX_SERVER: task show, done, fail, review and note, "
-        "and an agent's task add, work through it (or pass --db)");
+        "no store here, only the server at $TX_SERVER: task show, done, fail, review, ask and "
+        "note, and an agent's task add, work through it (or pass --db)");
   }
   if (!store_) {
     store::OpenOptions o;
@@ -62,15 +62,15 @@ void Context::PrintJson(const nlohmann::json& j) {
   out_ << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
 }
 
-Result<std::int64_t> ResolveToken(const std::string& flag, const char* command) {
+Result<std::int64_t> ResolveToken(const std::string& flag, const char* command, bool forceable) {
   std::string text = flag;
   if (text.empty()) {
     if (const char* env = std::getenv("TX_CLAIM_TOKEN"); env != nullptr) text = env;
   }
   if (text.empty()) {
     return Error::InvalidArgument(std::string(command) +
-                                  " needs the claim's token: pass --token N or set "
-                                  "TX_CLAIM_TOKEN (an operator may use --force instead)");
+                                  " needs the claim's token: pass --token N or set TX_CLAIM_TOKEN" +
+                                  (forceable ? " (an operator may use --force instead)" : ""));
   }
   return ParseInteger("token", text);
 }

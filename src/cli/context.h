@@ -49,8 +49,8 @@ class Context {
   // argument saying which commands work there.
   Result<store::Store*> Store(bool create = false);
   // The fleet over HTTP, when TX_SERVER is set and neither --db nor TX_DB is: the commands an
-  // agent uses (task show, done, fail, review, note, and add for a subtask) then go through the
-  // server.
+  // agent uses (task show, done, fail, review, ask, note, and add for a subtask) then go through
+  // the server.
   std::optional<RemoteFleet> Remote() const;
 
   // Prints one JSON document (pretty) followed by a newline.
@@ -65,7 +65,8 @@ class Context {
 };
 
 // Reads --token, else TX_CLAIM_TOKEN. Invalid argument when neither is set or it is not an
-// integer.
-Result<std::int64_t> ResolveToken(const std::string& flag, const char* command);
+// integer; `forceable`: the message names --force, the operator's way without a token.
+Result<std::int64_t> ResolveToken(const std::string& flag, const char* command,
+                                  bool forceable = true);
 
 }  // namespace tx::cli

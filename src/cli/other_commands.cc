@@ -256,11 +256,13 @@ Handler SetupWorkerStatus(CLI::App& cmd) {
 Handler SetupOrchestratorReconcile(CLI::App&) {
   return [](Context& ctx) -> Status {
     TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
-    // The review timeout is the [orchestrator] section's, as the running orchestrator's.
+    // The review and question timeouts are the [orchestrator] section's, as the running
+    // orchestrator's.
     orchestrator::OrchestratorConfig config;
     TX_RETURN_IF_ERROR(orchestrator::ApplyOrchestratorFile(ctx.ConfigPath(), config));
     service::ServiceOptions options = ctx.options();
     options.review_timeout_ms = config.review_timeout_ms;
+    options.question_timeout_ms = config.question_timeout_ms;
     service::Reconciler reconciler(*store, options);
     Moment now = ctx.clock().Now();
     // As the orchestrator does: the agents of this host's workers about to be declared dead are

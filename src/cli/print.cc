@@ -4,6 +4,7 @@
 
 #include "cli/table.h"
 #include "core/duration.h"
+#include "core/question.h"
 
 namespace tx::cli {
 
@@ -106,9 +107,17 @@ void PrintTaskDetail(std::ostream& out, const Task& t, const std::vector<Claim>&
   for (std::size_t i = 0; i < t.steps.size(); ++i) {
     line(i == 0 ? "steps" : "", std::to_string(i + 1) + ". " + t.steps[i]);
   }
-  if (!t.metadata.empty()) line("metadata", t.metadata.dump());
+  // The questions are shown on their own below.
+  std::vector<Question> questions = Questions(t);
+  nlohmann::json metadata = t.metadata;
+  if (!questions.empty() && metadata.is_object()) metadata.erase("questions");
+  if (!metadata.empty()) line("metadata", metadata.dump());
   line("result", t.result);
   line("error", t.error);
+  if (std::optional<Question> open = OpenQuestion(t); open && t.status == TaskStatus::kWaiting) {
+    line("question", open->question);
+    line("", "answer with: tx task answer " + t.id + " \"<answer>\"");
+  }
   UsageTotal total;
   for (const auto& u : usage) total.Add(u);
   if (total.attempts > 0) {
@@ -117,6 +126,18 @@ void PrintTaskDetail(std::ostream& out, const Task& t, const std::vector<Claim>&
                       Count(total.tokens.cache_read) + " cache read, " +
                       Count(total.tokens.cache_write) + " cache write · " +
                       std::to_string(total.turns) + " turns");
+  }
+  if (!questions.empty()) {
+    out << "\nquestions\n";
+    for (const auto& q : questions) {
+      out << "  attempt " << q.attempt << ", " << Time(q.asked_at) << ": "
+          << Printable(q.question, true) << '\n';
+      if (q.answer) {
+        out << "    answered " << Time(q.answered_at) << ": " << Printable(*q.answer, true) << '\n';
+      } else {
+        out << "    not answered\n";
+      }
+    }
   }
   if (attempts.empty()) return;
   out << "\nattempts\n";
@@ -202,7 +223,8 @@ void PrintReport(std::ostream& out, const ReconcileReport& r) {
       << "  expired leases         " << r.expired_leases << "\n"
       << "  orphaned tasks         " << r.orphaned_tasks << "\n"
       << "  inconsistencies fixed  " << r.inconsistencies_fixed << "\n"
-      << "  overdue reviews        " << r.overdue_reviews << "\n";
+      << "  overdue reviews        " << r.overdue_reviews << "\n"
+      << "  expired questions      " << r.expired_questions << "\n";
 }
 
 }  // namespace tx::cli

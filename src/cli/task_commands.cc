@@ -255,7 +255,7 @@ Handler SetupTaskList(CLI::App& cmd) {
   };
   auto a = std::make_shared<Args>();
   NonEmpty(cmd.add_option("--status", a->status,
-                          "blocked|ready|running|review|approved|done|failed|"
+                          "blocked|ready|running|waiting|review|approved|done|failed|"
                           "cancelled (or todo, in-progress, completed, ...)")
                ->type_name("S"));
   NonEmpty(cmd.add_option("--queue", a->queue, "Only this queue")->type_name("Q"));

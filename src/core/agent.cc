@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include "core/question.h"
+
 namespace tx {
 namespace {
 
@@ -125,6 +127,13 @@ std::string BuildPrompt(const Task& task, int attempt) {
       p += "\n## Note\n" + text->get<std::string>() + "\n";
     }
   }
+  // What the agent asked a person (tx task ask) and what it was told, in any attempt after.
+  if (std::vector<Question> asked = Questions(task); !asked.empty()) {
+    p += "\n## Questions you asked, and the answers\n";
+    for (const auto& q : asked) {
+      p += "Q: " + q.question + "\nA: " + (q.answer ? *q.answer : "(no answer came)") + "\n";
+    }
+  }
   p += "\n## Reporting\n";
   // The task's id is written out: an agent's permissions may refuse a command holding a
   // variable (Claude Code cannot check one before it runs), and tx reads the token by itself.
@@ -133,6 +142,8 @@ std::string BuildPrompt(const Task& task, int attempt) {
   p += "- done:   tx task done " + task.id + " --result \"<one-line summary>\"\n";
   p += "- needs a human review: tx task review " + task.id + " --result \"<summary>\"\n";
   p += "- cannot be done: tx task fail " + task.id + " --error \"<why>\"\n";
+  p += "- a question only a person can answer: tx task ask \"<question>\", then stop and exit: "
+       "you are resumed with the answer\n";
   p += "If you exit without reporting, exit status 0 counts as done and any other as a failure.\n";
   return p;
 }

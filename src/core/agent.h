@@ -37,7 +37,8 @@ std::vector<std::string> ExpandTemplate(const std::vector<std::string>& argv,
 
 // The prompt for an agent: the task (id, title, owner, working directory, description,
 // instructions, deliverables, numbered steps), the attempt when it is a retry with the previous
-// error, and how to report back (`tx task done|review|fail "$TX_TASK_ID"`).
+// error, the questions its agents asked and their answers (core/question.h), and how to report
+// back (`tx task done|review|fail ID`, or `tx task ask QUESTION`).
 std::string BuildPrompt(const Task& task, int attempt);
 
 }  // namespace tx

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/question.h"
+
 namespace tx {
 namespace {
 
@@ -67,6 +69,54 @@ TEST(Agent, PromptCarriesTheChangesAReviewerRequested) {
             std::string::npos)
       << p;
   EXPECT_LT(p.find("Changes requested"), p.find("## Reporting"));
+}
+
+// Issue 22: every prompt tells the agent how to ask, and carries the questions asked so far with
+// their answers, whether or not the session is resumed.
+TEST(Agent, PromptCarriesTheQuestionsAskedAndTheirAnswers) {
+  Task t;
+  t.id = "task-abcdefgh";
+  std::string fresh = BuildPrompt(t, 1);
+  EXPECT_NE(fresh.find("tx task ask \"<question>\""), std::string::npos) << fresh;
+  EXPECT_EQ(fresh.find("## Questions you asked"), std::string::npos) << fresh;
+  AddQuestion(t, "Which database should I use?", 1, 1000);
+  ASSERT_TRUE(AnswerOpenQuestion(t, "Use PostgreSQL", 2000).ok());
+  AddQuestion(t, "And the port?", 2, 3000);
+  std::string p = BuildPrompt(t, 3);
+  EXPECT_NE(p.find("## Questions you asked, and the answers\n"
+                   "Q: Which database should I use?\nA: Use PostgreSQL\n"
+                   "Q: And the port?\nA: (no answer came)\n"),
+            std::string::npos)
+      << p;
+  EXPECT_LT(p.find("## Questions you asked"), p.find("## Reporting"));
+}
+
+TEST(Question, TheHistoryKeepsEachQuestionAndOnlyTheNewestMayBeOpen) {
+  Task t;
+  t.id = "task-abcdefgh";
+  EXPECT_FALSE(OpenQuestion(t));
+  EXPECT_EQ(AnswerOpenQuestion(t, "a", 1).error().code(), ErrorCode::kConflict);
+  AddQuestion(t, "first?", 1, 100);
+  ASSERT_TRUE(OpenQuestion(t));
+  EXPECT_EQ(OpenQuestion(t)->question, "first?");
+  EXPECT_EQ(OpenQuestion(t)->asked_at, 100);
+  EXPECT_EQ(OpenQuestion(t)->attempt, 1);
+  ASSERT_TRUE(AnswerOpenQuestion(t, "yes", 200).ok());
+  EXPECT_FALSE(OpenQuestion(t));
+  EXPECT_EQ(AnswerOpenQuestion(t, "again", 300).error().code(), ErrorCode::kConflict);
+  std::vector<Question> all = Questions(t);
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].answer, "yes");
+  EXPECT_EQ(all[0].answered_at, 200);
+  // Entries that are not questions (a hand-edited metadata) are passed over.
+  t.metadata["questions"].push_back(42);
+  t.metadata["questions"].push_back({{"answer", "orphan"}});
+  EXPECT_EQ(Questions(t).size(), 1u);
+  EXPECT_EQ(ValidateQuestionText("question", " \n", 10).error().code(),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(ValidateQuestionText("answer", "0123456789a", 10).error().message(),
+            "the answer is 11 bytes long; at most 10 are kept");
+  EXPECT_TRUE(ValidateQuestionText("answer", "ok", 10).ok());
 }
 
 TEST(Agent, PromptCarriesTheNoteOfARetryFromTheAttemptAfterIt) {

@@ -7,7 +7,7 @@ namespace tx {
 namespace {
 constexpr std::array<std::string_view, 4> kClaimStatus = {"active", "released", "expired",
                                                           "completed"};
-constexpr std::array<std::string_view, 16> kEndReasons = {"",
+constexpr std::array<std::string_view, 17> kEndReasons = {"",
                                                           "exited",
                                                           "failed",
                                                           "timed_out",
@@ -22,7 +22,8 @@ constexpr std::array<std::string_view, 16> kEndReasons = {"",
                                                           "rate_limited",
                                                           "spawn_failed",
                                                           "over_budget",
-                                                          "agent_unavailable"};
+                                                          "agent_unavailable",
+                                                          "asked"};
 
 template <typename Enum, std::size_t N>
 Result<Enum> ParseFrom(const std::array<std::string_view, N>& names, std::string_view name,
@@ -44,7 +45,8 @@ Result<EndReason> ParseEndReason(std::string_view name) {
 }
 bool CountsAsAttempt(EndReason r) {
   return r != EndReason::kShutdown && r != EndReason::kReleased && r != EndReason::kRateLimited &&
-         r != EndReason::kSpawnFailed && r != EndReason::kAgentUnavailable;
+         r != EndReason::kSpawnFailed && r != EndReason::kAgentUnavailable &&
+         r != EndReason::kAsked;
 }
 
 }  // namespace tx

@@ -35,11 +35,12 @@ enum class EndReason {
   kSpawnFailed,       // the agent's program could not be started (does not count as an attempt)
   kOverBudget,        // the agent was stopped once the task's budget was spent
   kAgentUnavailable,  // the agent could not log in (does not count as an attempt)
+  kAsked,             // the agent asked a person a question (does not count as an attempt)
 };
 
 // Whether an attempt that ended so counts against max_attempts: not a release, a shutdown, a
-// limit of the agent's account, a program missing on the worker's machine or an agent that
-// cannot log in there — none of them the task's fault.
+// limit of the agent's account, a program missing on the worker's machine, an agent that
+// cannot log in there — none of them the task's fault — or a question asked of a person.
 bool CountsAsAttempt(EndReason r);
 
 std::string_view ToString(EndReason r);

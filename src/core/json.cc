@@ -160,13 +160,10 @@ nlohmann::json ToJson(const Event& e) {
 
 nlohmann::json ToJson(const ReconcileReport& r) {
   return {
-      {"dead_workers", r.dead_workers},
-      {"expired_leases", r.expired_leases},
-      {"orphaned_tasks", r.orphaned_tasks},
-      {"inconsistencies_fixed", r.inconsistencies_fixed},
-      {"overdue_reviews", r.overdue_reviews},
-      {"agents_resumed", r.agents_resumed},
-      {"at", Time(r.at)},
+      {"dead_workers", r.dead_workers},       {"expired_leases", r.expired_leases},
+      {"orphaned_tasks", r.orphaned_tasks},   {"inconsistencies_fixed", r.inconsistencies_fixed},
+      {"overdue_reviews", r.overdue_reviews}, {"expired_questions", r.expired_questions},
+      {"agents_resumed", r.agents_resumed},   {"at", Time(r.at)},
   };
 }
 

@@ -18,6 +18,8 @@ struct ReconcileReport {
   // Tasks found waiting in review past the review timeout, marked overdue. Not a repair: not in
   // Total().
   int overdue_reviews = 0;
+  // Tasks whose question waited for an answer past the question timeout, failed. Not a repair.
+  int expired_questions = 0;
   // Agent limits found past their reset and announced resumed (agent.resumed). Not a repair.
   int agents_resumed = 0;
   Millis at = 0;

@@ -14,6 +14,7 @@ constexpr StatusName kStatusNames[] = {
     {TaskStatus::kRunning, "running"},   {TaskStatus::kReview, "review"},
     {TaskStatus::kApproved, "approved"}, {TaskStatus::kDone, "done"},
     {TaskStatus::kFailed, "failed"},     {TaskStatus::kCancelled, "cancelled"},
+    {TaskStatus::kWaiting, "waiting"},
 };
 constexpr StatusName kAliases[] = {
     {TaskStatus::kReady, "todo"},          {TaskStatus::kRunning, "in-progress"},
@@ -66,17 +67,34 @@ constexpr Transition kTransitions[] = {
     {S::kRunning, E::kForceReview, S::kReview},
     {S::kRunning, E::kBudgetSpent, S::kFailed},
     {S::kReady, E::kBudgetSpent, S::kFailed},
+    {S::kRunning, E::kAsk, S::kWaiting},
+    {S::kWaiting, E::kAnswer, S::kReady},
+    {S::kWaiting, E::kAnswer, S::kBlocked},
+    {S::kWaiting, E::kQuestionExpired, S::kFailed},
+    {S::kWaiting, E::kCancel, S::kCancelled},
+    {S::kWaiting, E::kForceDone, S::kDone},
+    {S::kWaiting, E::kForceFail, S::kFailed},
 };
 
-constexpr std::array<std::string_view, 16> kEventNames = {
-    "unblock",         "claim",
-    "succeed",         "submit for review",
-    "fail an attempt", "requeue",
-    "approve",         "request changes",
-    "merge",           "send back from a refused merge",
-    "cancel",          "retry",
-    "force done",      "force fail",
-    "force review",    "fail for its spent budget"};
+constexpr std::array<std::string_view, 19> kEventNames = {"unblock",
+                                                          "claim",
+                                                          "succeed",
+                                                          "submit for review",
+                                                          "fail an attempt",
+                                                          "requeue",
+                                                          "approve",
+                                                          "request changes",
+                                                          "merge",
+                                                          "send back from a refused merge",
+                                                          "cancel",
+                                                          "retry",
+                                                          "force done",
+                                                          "force fail",
+                                                          "force review",
+                                                          "fail for its spent budget",
+                                                          "ask a question about",
+                                                          "answer",
+                                                          "fail for an unanswered question"};
 }  // namespace
 
 std::string_view ToString(TaskStatus s) {
@@ -95,8 +113,8 @@ Result<TaskStatus> ParseTaskStatus(std::string_view name) {
   }
   return Error::InvalidArgument(
       "unknown status '" + std::string(name) +
-      "': expected one of blocked, ready, running, review, approved, done, failed, cancelled "
-      "(or todo, in-progress, active, claimed, in_review, completed)");
+      "': expected one of blocked, ready, running, waiting, review, approved, done, failed, "
+      "cancelled (or todo, in-progress, active, claimed, in_review, completed)");
 }
 
 bool IsTerminal(TaskStatus s) {

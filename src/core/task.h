@@ -21,7 +21,8 @@ enum class TaskStatus {
   kApproved,
   kDone,
   kFailed,
-  kCancelled
+  kCancelled,
+  kWaiting,  // its agent asked a person a question (tx task ask); an answer sends it back
 };
 
 std::string_view ToString(TaskStatus s);
@@ -32,22 +33,25 @@ bool IsTerminal(TaskStatus s);  // done, failed, cancelled
 
 // Why a status change happens; the transition table is keyed by it.
 enum class TaskEvent {
-  kUnblock,         // blocked -> ready: every after[] task is done
-  kClaim,           // ready -> running
-  kSucceed,         // running -> done
-  kSubmitReview,    // running -> review
-  kAttemptFailed,   // running -> ready (retry with backoff) or failed (attempts exhausted)
-  kRequeue,         // running -> ready: lease expired, worker dead, released, orphaned
-  kApprove,         // review -> approved
-  kRequestChanges,  // review -> ready
-  kMerge,           // approved -> done
-  kMergeRefused,    // approved -> ready: the merge met a conflict or a failing check
-  kCancel,          // any non-terminal -> cancelled
-  kRetry,           // failed / cancelled -> ready (or blocked while after[] is not done)
-  kForceDone,       // operator override: any non-terminal -> done
-  kForceFail,       // operator override: any non-terminal -> failed
-  kForceReview,     // operator override: running -> review
-  kBudgetSpent,     // running / ready -> failed: the task's agent budget is spent (not retried)
+  kUnblock,          // blocked -> ready: every after[] task is done
+  kClaim,            // ready -> running
+  kSucceed,          // running -> done
+  kSubmitReview,     // running -> review
+  kAttemptFailed,    // running -> ready (retry with backoff) or failed (attempts exhausted)
+  kRequeue,          // running -> ready: lease expired, worker dead, released, orphaned
+  kApprove,          // review -> approved
+  kRequestChanges,   // review -> ready
+  kMerge,            // approved -> done
+  kMergeRefused,     // approved -> ready: the merge met a conflict or a failing check
+  kCancel,           // any non-terminal -> cancelled
+  kRetry,            // failed / cancelled -> ready (or blocked while after[] is not done)
+  kForceDone,        // operator override: any non-terminal -> done
+  kForceFail,        // operator override: any non-terminal -> failed
+  kForceReview,      // operator override: running -> review
+  kBudgetSpent,      // running / ready -> failed: the task's agent budget is spent (not retried)
+  kAsk,              // running -> waiting: its agent asked a person a question (tx task ask)
+  kAnswer,           // waiting -> ready (or blocked while after[] is not done): a person answered
+  kQuestionExpired,  // waiting -> failed: unanswered past [orchestrator] question_timeout
 };
 
 std::string_view ToString(TaskEvent e);

@@ -32,9 +32,38 @@ TEST(TaskStatus, UnknownNameIsAnInvalidArgumentListingTheValidOnes) {
 
 TEST(TaskStatus, EveryCanonicalNameRoundTrips) {
   for (S s : {S::kBlocked, S::kReady, S::kRunning, S::kReview, S::kApproved, S::kDone, S::kFailed,
-              S::kCancelled}) {
+              S::kCancelled, S::kWaiting}) {
     EXPECT_EQ(*ParseTaskStatus(ToString(s)), s);
   }
+  EXPECT_EQ(ToString(S::kWaiting), "waiting");
+}
+
+// Issue 22: an agent's question takes a running task to `waiting`; an answer sends it back to
+// the queue (blocked while after[] is not done), a question timeout fails it; it may be
+// cancelled or forced, and nothing else moves it.
+TEST(TaskTransitions, AQuestionWaitsForAnAnswerOrItsTimeout) {
+  EXPECT_TRUE(IsAllowed(S::kRunning, E::kAsk, S::kWaiting));
+  EXPECT_TRUE(IsAllowed(S::kWaiting, E::kAnswer, S::kReady));
+  EXPECT_TRUE(IsAllowed(S::kWaiting, E::kAnswer, S::kBlocked));
+  EXPECT_TRUE(IsAllowed(S::kWaiting, E::kQuestionExpired, S::kFailed));
+  EXPECT_TRUE(IsAllowed(S::kWaiting, E::kCancel, S::kCancelled));
+  EXPECT_TRUE(IsAllowed(S::kWaiting, E::kForceDone, S::kDone));
+  EXPECT_TRUE(IsAllowed(S::kWaiting, E::kForceFail, S::kFailed));
+  EXPECT_FALSE(IsTerminal(S::kWaiting));
+  for (S s : {S::kBlocked, S::kReady, S::kReview, S::kApproved, S::kDone, S::kFailed, S::kCancelled,
+              S::kWaiting}) {
+    EXPECT_FALSE(IsAllowed(s, E::kAsk, S::kWaiting)) << ToString(s);
+  }
+  for (S s : {S::kBlocked, S::kReady, S::kRunning, S::kReview, S::kDone, S::kFailed}) {
+    EXPECT_FALSE(IsAllowed(s, E::kAnswer, S::kReady)) << ToString(s);
+  }
+  EXPECT_FALSE(IsAllowed(S::kWaiting, E::kClaim, S::kRunning));
+  EXPECT_FALSE(IsAllowed(S::kWaiting, E::kRetry, S::kReady));
+  EXPECT_FALSE(IsAllowed(S::kWaiting, E::kRequeue, S::kReady));
+  Status s = CheckTransition("task-abcdefgh", S::kDone, E::kAnswer, S::kReady);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().message(), "cannot answer task task-abcdefgh: it is done");
+  EXPECT_EQ(ToString(E::kQuestionExpired), "fail for an unanswered question");
 }
 
 TEST(TaskTransitions, TheHappyPathIsAllowed) {
@@ -57,7 +86,7 @@ TEST(TaskTransitions, FailedAttemptsRetryOrFail) {
 }
 
 TEST(TaskTransitions, CancelReachesEveryNonTerminalStateAndNoTerminalOne) {
-  for (S s : {S::kBlocked, S::kReady, S::kRunning, S::kReview, S::kApproved}) {
+  for (S s : {S::kBlocked, S::kReady, S::kRunning, S::kReview, S::kApproved, S::kWaiting}) {
     EXPECT_TRUE(IsAllowed(s, E::kCancel, S::kCancelled)) << ToString(s);
   }
   for (S s : {S::kDone, S::kFailed, S::kCancelled}) {
@@ -121,7 +150,7 @@ TEST(Backoff, JitterStaysWithinTwentyPercent) {
 }
 
 TEST(Claim, EndReasonsAndStatusesRoundTrip) {
-  for (int i = 0; i <= static_cast<int>(EndReason::kOrphaned); ++i) {
+  for (int i = 0; i <= static_cast<int>(EndReason::kAsked); ++i) {
     auto r = static_cast<EndReason>(i);
     EXPECT_EQ(*ParseEndReason(ToString(r)), r);
   }
@@ -129,6 +158,13 @@ TEST(Claim, EndReasonsAndStatusesRoundTrip) {
                  ClaimStatus::kCompleted}) {
     EXPECT_EQ(*ParseClaimStatus(ToString(s)), s);
   }
+}
+
+TEST(Claim, AQuestionIsNotAnAttemptUsedUp) {
+  EXPECT_EQ(ToString(EndReason::kAsked), "asked");
+  EXPECT_FALSE(CountsAsAttempt(EndReason::kAsked));
+  EXPECT_FALSE(CountsAsAttempt(EndReason::kShutdown));
+  EXPECT_TRUE(CountsAsAttempt(EndReason::kFailed));
 }
 
 TEST(Claim, IsExpiredAtTheLeaseDeadline) {

@@ -130,6 +130,13 @@ Status ApplyOrchestratorToml(const std::string& toml_text, const std::string& or
       } else {
         TX_RETURN_IF_ERROR(Dur(*t, origin, k, c.review_timeout_ms));
       }
+    } else if (k == "question_timeout") {
+      // Off by default; "0s" turns it off again.
+      if (node.value<std::string>() == std::optional<std::string>("0s")) {
+        c.question_timeout_ms = 0;
+      } else {
+        TX_RETURN_IF_ERROR(Dur(*t, origin, k, c.question_timeout_ms));
+      }
     } else if (k == "shutdown_timeout") {
       TX_RETURN_IF_ERROR(Dur(*t, origin, k, c.shutdown_timeout_ms));
     } else if (k == "restart_window") {
@@ -172,6 +179,7 @@ nlohmann::json ConfigJson(const OrchestratorConfig& c) {
           {"reconcile_interval_ms", c.reconcile_interval_ms},
           {"shutdown_timeout_ms", c.shutdown_timeout_ms},
           {"review_timeout_ms", c.review_timeout_ms},
+          {"question_timeout_ms", c.question_timeout_ms},
           {"max_queue_depth", c.max_queue_depth},
           {"heartbeat_file", c.heartbeat_file},
           {"http", c.http},

@@ -28,11 +28,12 @@ struct OrchestratorConfig {
   Millis reconcile_interval_ms = 60'000;
   Millis shutdown_timeout_ms = 300'000;
   Millis review_timeout_ms = 60 * 60'000;  // a task in review longer is marked overdue; 0 = never
-  Millis publish_interval_ms = 2'000;      // how often the pool is written to the store at least
-  std::int64_t max_queue_depth = 0;        // 0 = no backpressure
-  std::string heartbeat_file;              // mirror of the pool's heartbeat document; empty = none
-  std::string http;              // where the HTTP API is served ("http://…"); for status
-  std::vector<SinkSpec> notify;  // [[notify]]: where notifications go (docs/notifications.md)
+  Millis question_timeout_ms = 0;      // a task waiting for an answer longer is failed; 0 = never
+  Millis publish_interval_ms = 2'000;  // how often the pool is written to the store at least
+  std::int64_t max_queue_depth = 0;    // 0 = no backpressure
+  std::string heartbeat_file;          // mirror of the pool's heartbeat document; empty = none
+  std::string http;                    // where the HTTP API is served ("http://…"); for status
+  std::vector<SinkSpec> notify;        // [[notify]]: where notifications go (docs/notifications.md)
 
   // Flags for every worker, e.g. {"--agent", "claude", "--heartbeat-interval", "10s"}.
   std::vector<std::string> worker_args;
@@ -54,7 +55,7 @@ std::vector<std::string> MergeWorkerArgs(const std::vector<std::string>& pool,
 
 // Applies the [orchestrator] section of a TOML document (other sections are the worker's and are
 // not checked here). Keys: workers, max_workers, reconcile_interval, shutdown_timeout,
-// review_timeout ("0s": off),
+// review_timeout ("0s": off), question_timeout (off unless set; "0s": off),
 // max_restarts, restart_window, max_backoff, capacity_timeout, max_queue_depth, heartbeat_file,
 // and slots.<slot>.{agent, capabilities, queues}. Unknown keys and wrong types are refused with
 // invalid_argument naming the key; a syntax error names line and column.

@@ -143,6 +143,7 @@ Status Orchestrator::Start() {
   row_ = std::make_unique<service::OrchestratorService>(*store_, store_->clock());
   service::ServiceOptions reconcile_options;
   reconcile_options.review_timeout_ms = config_.review_timeout_ms;
+  reconcile_options.question_timeout_ms = config_.question_timeout_ms;
   reconciler_ = std::make_unique<service::Reconciler>(*store_, reconcile_options);
 
   id_ = PoolId(hostname_, config_.store_dir);

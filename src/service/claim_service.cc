@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/duration.h"
+#include "core/question.h"
 #include "core/validation.h"
 #include "service/lifecycle.h"
 
@@ -438,6 +439,33 @@ Result<Task> ClaimService::Fail(std::string_view task_id, std::int64_t token, En
     TX_RETURN_IF_ERROR(detail::EndClaim(txn, claim, ClaimStatus::kCompleted, reason, now, exit_code,
                                         {.heartbeat = now}));
     TX_RETURN_IF_ERROR(detail::FailAttempt(txn, task, error, now, options_));
+    out = std::move(task);
+    return Ok();
+  }));
+  return std::move(*out);
+}
+
+Result<Task> ClaimService::Ask(std::string_view task_id, std::int64_t token,
+                               const std::string& question) {
+  TX_RETURN_IF_ERROR(ValidateQuestionText("question", question, options_.limits.max_text));
+  std::optional<Task> out;
+  const Moment now = clock_.Now();
+  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+    Claim claim;
+    Task task;
+    TX_RETURN_IF_ERROR(CheckToken(txn, task_id, token, now, claim, task));
+    TX_RETURN_IF_ERROR(
+        CheckTransition(task.id, task.status, TaskEvent::kAsk, TaskStatus::kWaiting));
+    TX_RETURN_IF_ERROR(detail::EndClaim(txn, claim, ClaimStatus::kCompleted, EndReason::kAsked,
+                                        now.wall, std::nullopt, {.heartbeat = now}));
+    txn.WakeWatchersOnCommit();  // its worker sees the claim end now, not at its next look
+    if (task.attempt > 0) --task.attempt;  // a question is not an attempt used up
+    task.status = TaskStatus::kWaiting;
+    task.updated_at = now.wall;
+    AddQuestion(task, question, claim.attempt, now.wall);
+    TX_RETURN_IF_ERROR(txn.UpdateTask(task));
+    TX_RETURN_IF_ERROR(Emit(txn, now.wall, "task.asked", task.id, claim.worker_id,
+                            {{"question", question}, {"attempt", claim.attempt}}));
     out = std::move(task);
     return Ok();
   }));

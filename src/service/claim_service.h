@@ -135,6 +135,16 @@ class ClaimService {
                       const std::string& text, std::optional<int> exit_code = std::nullopt,
                       const nlohmann::json* branch = nullptr);
 
+  // The holder's agent asks a person `question` (tx task ask, docs/agents.md "Questions"): the
+  // claim ends `asked` (status completed, as the agent's own report: its worker lets it exit and
+  // reports nothing more), the attempt is given back (it does not count against max_attempts),
+  // and the task goes to `waiting` with the question appended to metadata.questions, event
+  // task.asked {"question", "attempt"}, in one transaction. The session the agent recorded in the
+  // ledger is resumed once the task is answered (TaskService::Answer). Same token checks as
+  // Report (conflict for a stale, expired or foreign token, nothing written); invalid_argument
+  // for a blank or oversized question.
+  Result<Task> Ask(std::string_view task_id, std::int64_t token, const std::string& question);
+
   // Records a failed attempt that the holder ended for a named reason (kFailed, kTimedOut,
   // kStalled): the claim ends with that reason and exit code, then the task retries with backoff
   // until max_attempts, as Report(kFail) does. Same token checks as Report.

@@ -20,6 +20,9 @@ struct ServiceOptions {
   // A task waiting in review longer than this is marked overdue by the reconciler (an event and
   // metadata.review_overdue_at, which the dashboard shows). 0 = never.
   Millis review_timeout_ms = 60 * 60'000;
+  // A task waiting for an answer to its agent's question (status `waiting`) longer than this is
+  // failed by the reconciler, its error saying so. 0 = never (the default).
+  Millis question_timeout_ms = 0;
   // A uniform random number in [0, 1) for backoff jitter; tests pin it.
   std::function<double()> unit_random;
   // Whether the orchestrator the store's row names still runs: its backpressure and its refusal

@@ -5,6 +5,7 @@
 
 #include "core/duration.h"
 #include "core/json.h"
+#include "core/question.h"
 #include "service/agent_service.h"
 #include "service/lifecycle.h"
 
@@ -175,6 +176,65 @@ Status Reconciler::MarkOverdueReviews(Millis now, ReconcileReport& report) {
   });
 }
 
+namespace {
+
+// When the task's open question was asked (the task's last change, for a question kept without
+// its time).
+Millis AskedAt(const Task& task) {
+  std::optional<Question> open = OpenQuestion(task);
+  return open && open->asked_at > 0 ? open->asked_at : task.updated_at;
+}
+
+}  // namespace
+
+Status Reconciler::FailUnansweredQuestions(Millis now, ReconcileReport& report) {
+  report.expired_questions = 0;
+  Millis timeout = options_.question_timeout_ms;
+  if (timeout <= 0) return Ok();
+  // Found by a read, which never holds up claimers; each is checked again inside the write.
+  std::vector<std::string> candidates;
+  TX_RETURN_IF_ERROR(store_.Read([&](store::Txn& txn) -> Status {
+    candidates.clear();
+    store::TaskFilter f;
+    f.status = TaskStatus::kWaiting;
+    TX_ASSIGN_OR_RETURN(std::vector<Task> waiting, txn.ListTasks(f));
+    for (const auto& t : waiting) {
+      if (now - AskedAt(t) >= timeout) candidates.push_back(t.id);
+    }
+    return Ok();
+  }));
+  if (candidates.empty()) return Ok();
+  return store_.Write([&](store::Txn& txn) -> Status {
+    report.expired_questions = 0;
+    for (const auto& id : candidates) {
+      TX_ASSIGN_OR_RETURN(Task task, detail::LoadTask(txn, id));
+      if (task.status != TaskStatus::kWaiting) continue;
+      Millis asked = AskedAt(task);
+      if (now - asked < timeout) continue;
+      TX_RETURN_IF_ERROR(
+          CheckTransition(task.id, task.status, TaskEvent::kQuestionExpired, TaskStatus::kFailed));
+      std::optional<Question> open = OpenQuestion(task);
+      std::string question = open ? open->question : "";
+      task.status = TaskStatus::kFailed;
+      Millis waited = now - asked >= 1000 ? (now - asked) / 1000 * 1000 : now - asked;
+      task.error = "question unanswered for " + FormatDuration(waited) + " (question_timeout " +
+                   FormatDuration(timeout) + "): " + question;
+      task.finished_at = now;
+      task.updated_at = now;
+      TX_RETURN_IF_ERROR(txn.UpdateTaskState(task));
+      TX_RETURN_IF_ERROR(Emit(txn, now, "task.failed", task.id, "",
+                              {{"reason", "question_timeout"},
+                               {"question", question},
+                               {"waiting_ms", now - asked},
+                               {"question_timeout_ms", timeout},
+                               {"attempt", task.attempt},
+                               {"error", task.error}}));
+      ++report.expired_questions;
+    }
+    return Ok();
+  });
+}
+
 Result<std::optional<Millis>> Reconciler::NextDueAt(const Moment& now) {
   std::optional<Millis> due;
   Millis observable = Observable(now);
@@ -210,6 +270,7 @@ Result<ReconcileReport> Reconciler::RunPasses(const Moment& now) {
   TX_RETURN_IF_ERROR(RequeueOrphanedTasks(now, report));
   TX_RETURN_IF_ERROR(FixInconsistencies(now, report));
   TX_RETURN_IF_ERROR(MarkOverdueReviews(now, report));
+  TX_RETURN_IF_ERROR(FailUnansweredQuestions(now, report));
   TX_ASSIGN_OR_RETURN(std::vector<AgentLimit> resumed, ResumeExpiredLimits(store_, now));
   report.agents_resumed = static_cast<int>(resumed.size());
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {

@@ -12,7 +12,9 @@
 // Then it marks overdue reviews: a task waiting in `review` longer than the review timeout since
 // it entered review (its last attempt's end) gets metadata.review_overdue_at and one event
 // task.review_overdue (a person is waited for; nothing is repaired). Entering review again clears
-// the mark.
+// the mark. And, with a question timeout (off by default), it fails each task whose agent's
+// question has waited for an answer longer than that: status `failed`, an error that says so,
+// event task.failed {"reason": "question_timeout", "question", ...}.
 // Finally it records last_reconcile_at and the report in the store's reconciler record. Running
 // it twice in a row finds nothing the second time; running it from two processes at once (a
 // leader that lost its lead a moment ago, or `tx orchestrator reconcile` by hand) is safe, as
@@ -65,6 +67,7 @@ class Reconciler {
   Status RequeueOrphanedTasks(Millis now, ReconcileReport& report);
   Status FixInconsistencies(Millis now, ReconcileReport& report);
   Status MarkOverdueReviews(Millis now, ReconcileReport& report);
+  Status FailUnansweredQuestions(Millis now, ReconcileReport& report);
 
   store::Store& store_;
   ServiceOptions options_;

@@ -8,6 +8,7 @@
 #include "core/claimable.h"
 #include "core/duration.h"
 #include "core/ids.h"
+#include "core/question.h"
 #include "core/validation.h"
 #include "service/lifecycle.h"
 
@@ -385,6 +386,34 @@ Result<Task> TaskService::Retry(std::string_view id, const std::string& note, bo
     TX_RETURN_IF_ERROR(txn.UpdateTask(task));
     TX_RETURN_IF_ERROR(Emit(txn, now, "task.retried", task.id, "",
                             {{"status", ToString(to)}, {"note", note}, {"fresh", fresh}}));
+    out = std::move(task);
+    return Ok();
+  }));
+  return std::move(*out);
+}
+
+Result<Task> TaskService::Answer(std::string_view id, const std::string& answer) {
+  TX_RETURN_IF_ERROR(ValidateQuestionText("answer", answer, options_.limits.max_text));
+  std::optional<Task> out;
+  Millis now = clock_.NowMs();
+  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+    TX_ASSIGN_OR_RETURN(Task task, LoadTask(txn, id));
+    if (task.status != TaskStatus::kWaiting) {
+      return Error::Conflict("task " + task.id + " is " + std::string(ToString(task.status)) +
+                             ", not waiting for an answer");
+    }
+    TX_ASSIGN_OR_RETURN(bool done, detail::DependenciesDone(txn, task.after));
+    TaskStatus to = done ? TaskStatus::kReady : TaskStatus::kBlocked;
+    TX_RETURN_IF_ERROR(CheckTransition(task.id, task.status, TaskEvent::kAnswer, to));
+    std::optional<Question> open = OpenQuestion(task);
+    TX_RETURN_IF_ERROR(AnswerOpenQuestion(task, answer, now));
+    task.status = to;
+    // The asking agent may still be exiting: its next attempt does not start beside it.
+    task.run_after = std::max(now, open->asked_at + ClaimService::kReportedFailureRetryMs);
+    task.updated_at = now;
+    TX_RETURN_IF_ERROR(txn.UpdateTask(task));
+    TX_RETURN_IF_ERROR(Emit(txn, now, "task.answered", task.id, "",
+                            {{"answer", answer}, {"question", open->question}}));
     out = std::move(task);
     return Ok();
   }));

@@ -95,14 +95,23 @@ class TaskService {
   // task whose after[] changes moves between `ready` and `blocked` accordingly.
   Result<Task> Update(std::string_view id, const TaskPatch& patch);
 
-  // Any non-terminal task -> cancelled; an active claim ends `cancelled`, so its holder's next
-  // renewal or report is refused.
+  // Any non-terminal task (a waiting one too) -> cancelled; an active claim ends `cancelled`, so
+  // its holder's next renewal or report is refused.
   Result<Task> Cancel(std::string_view id, const std::string& note);
 
   // failed / cancelled -> ready (or blocked while after[] is not done), with a fresh attempt
   // budget. The next attempt resumes the agent's last session (docs/agents.md) with the note
   // (or, without one, the failure) as its prompt, unless `fresh`.
   Result<Task> Retry(std::string_view id, const std::string& note = "", bool fresh = false);
+
+  // A person answers the question a task's agent asked (ClaimService::Ask): waiting -> ready, or
+  // blocked while after[] is not done; the answer is recorded beside its question in
+  // metadata.questions, and the next attempt resumes the agent's session with the question and
+  // the answer as its prompt (a fresh prompt lists them too: docs/agents.md). It is not claimed
+  // sooner than ClaimService::kReportedFailureRetryMs after the question, the time its worker
+  // takes to stop the asking agent. Event task.answered {"answer", "question"}.
+  // conflict: the task is not waiting. invalid_argument: a blank or oversized answer.
+  Result<Task> Answer(std::string_view id, const std::string& answer);
 
   // A reviewer's verdict on a task in `review`. Approve: `approved`, and — a task with no
   // repository having no branch to merge — on to `done` in the same transaction (events

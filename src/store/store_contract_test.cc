@@ -175,6 +175,44 @@ TEST_P(StoreContract, ListTasksFiltersAndPagesInInsertionOrder) {
   EXPECT_EQ(list(newest).first, (std::vector<std::string>{"task-00000002", "task-00000001"}));
 }
 
+// Issue 22: a task waiting for a person's answer (schema version 8 on both backends) is stored,
+// listed and counted under its own status, and never picked.
+TEST_P(StoreContract, AWaitingTaskIsStoredListedAndCountedButNeverPicked) {
+  Task waiting = NewTask("task-waiting1");
+  waiting.status = TaskStatus::kWaiting;
+  waiting.metadata = {{"questions", {{{"question", "Which database?"}, {"asked_at", 1000}}}}};
+  Insert(waiting);
+  Insert(NewTask("task-ready001"));
+  Task back = NewTask("task-waiting2");
+  Insert(back);
+  back.status = TaskStatus::kWaiting;
+  ASSERT_TRUE(store_->Write([&](Txn& txn) { return txn.UpdateTaskState(back); }).ok());
+  ASSERT_TRUE(store_
+                  ->Read([&](Txn& txn) -> Status {
+                    auto got = txn.GetTask(waiting.id).value().value();
+                    EXPECT_EQ(got.status, TaskStatus::kWaiting);
+                    EXPECT_EQ(got.metadata, waiting.metadata);
+                    TaskFilter f;
+                    f.status = TaskStatus::kWaiting;
+                    std::vector<std::string> ids;
+                    for (const auto& t : txn.ListTasks(f).value()) ids.push_back(t.id);
+                    EXPECT_EQ(ids, (std::vector<std::string>{"task-waiting1", "task-waiting2"}));
+                    std::int64_t counted = 0;
+                    for (const auto& c : txn.CountTasks().value()) {
+                      if (c.status == TaskStatus::kWaiting) counted += c.count;
+                    }
+                    EXPECT_EQ(counted, 2);
+                    EXPECT_EQ(txn.CountReadyTasks().value(), 1);
+                    auto picked = txn.PickReady(Default(), 10).value();
+                    EXPECT_EQ(picked.size(), 1u);
+                    if (!picked.empty()) {
+                      EXPECT_EQ(picked[0].id, "task-ready001");
+                    }
+                    return Ok();
+                  })
+                  .ok());
+}
+
 // Plain strings take a fast path in the SQLite store; the rest go through a JSON library.
 TEST_P(StoreContract, StringListsRoundTripWhateverTheyHold) {
   Task t = NewTask("task-bbbbbbbb", 0, "default");
@@ -925,7 +963,7 @@ TEST_P(StoreContract, DependenciesAreIndexedBothWays) {
 TEST_P(StoreContract, WorkersRoundTripAndListByStatus) {
   Worker w;
   w.id = "worker-aaaaaaaa";
-  w.name = "n";
+  w.name = "the-worker";
   w.slot = "slot-1";
   w.pool = "host-a:/srv/.tx";
   w.capabilities = {"a"};

@@ -10,8 +10,9 @@
 //   its lease was lost (a refused renewal, the worker evicted): kill now (lease_lost);
 //   the agent exited: finish (the worker reads how);
 //   it reported its outcome itself and has not exited within kReportGraceMs — kRetryGraceMs
-//   when it reported a failure, which may be retried elsewhere soon: stop it (the outcome
-//   stands; it is left that long to finish writing its session, its last output);
+//   when it reported a failure, which may be retried elsewhere soon, or asked a question, which
+//   may be answered soon: stop it (the outcome stands; it is left that long to finish writing
+//   its session, its last output);
 //   a second stop signal, or a first one while paused: stop it now (shutdown); a first: let it
 //   run up to the shutdown timeout, then stop it (shutdown);
 //   (while paused, nothing below applies)
@@ -45,7 +46,9 @@ struct AttemptObservation {
   bool revoked = false;
   // The agent reported its outcome itself (its claim is completed) and has not exited yet.
   bool reported = false;
-  bool reported_failure = false;  // what it reported was a failure: a retry may start soon
+  // What it reported was a failure or a question: a retry, or the answer's attempt, may start
+  // soon.
+  bool reported_failure = false;
   bool lease_lost = false;
   bool auth_failed = false;
   bool limit_seen = false;

@@ -82,6 +82,9 @@ class Coordinator {
   virtual Result<Task> Fail(std::string_view task_id, std::int64_t token, EndReason reason,
                             const std::string& error, std::optional<int> exit_code) = 0;
   virtual Result<Claim> GiveUp(std::string_view task_id, std::int64_t token, EndReason reason) = 0;
+  // As ClaimService::Ask: the holder's agent asks a person a question, and its task waits.
+  virtual Result<Task> Ask(std::string_view task_id, std::int64_t token,
+                           const std::string& question) = 0;
 
   // Auto-merge (docs/git.md): merges the branch of the task, in review and asking for it, here,
   // as `tx task merge` would (review.h MergeTask with auto_merge, `git`'s settings), and records

@@ -182,6 +182,14 @@ Result<Task> HttpCoordinator::Report(std::string_view task_id, std::int64_t toke
   return TaskFromJson(reply["task"]);
 }
 
+Result<Task> HttpCoordinator::Ask(std::string_view task_id, std::int64_t token,
+                                  const std::string& question) {
+  TX_ASSIGN_OR_RETURN(
+      json reply,
+      Post("/api/worker/ask", {{"task_id", task_id}, {"token", token}, {"question", question}}));
+  return TaskFromJson(reply["task"]);
+}
+
 Result<Task> HttpCoordinator::Fail(std::string_view task_id, std::int64_t token, EndReason reason,
                                    const std::string& error, std::optional<int> exit_code) {
   TX_ASSIGN_OR_RETURN(json reply,

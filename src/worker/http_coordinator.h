@@ -57,6 +57,8 @@ class HttpCoordinator : public RemoteCoordinator {
   Result<Task> Fail(std::string_view task_id, std::int64_t token, EndReason reason,
                     const std::string& error, std::optional<int> exit_code) override;
   Result<Claim> GiveUp(std::string_view task_id, std::int64_t token, EndReason reason) override;
+  Result<Task> Ask(std::string_view task_id, std::int64_t token,
+                   const std::string& question) override;
   Result<TaskMerge> AutoMerge(std::string_view task_id, std::int64_t token, const GitSettings& git,
                               int cancel_fd) override;
   Status RecordUsage(const AttemptUsage& usage) override;

@@ -65,6 +65,10 @@ class LocalCoordinator : public Coordinator {
   Result<Claim> GiveUp(std::string_view task_id, std::int64_t token, EndReason reason) override {
     return claims_.GiveUp(task_id, token, reason);
   }
+  Result<Task> Ask(std::string_view task_id, std::int64_t token,
+                   const std::string& question) override {
+    return claims_.Ask(task_id, token, question);
+  }
   Result<TaskMerge> AutoMerge(std::string_view task_id, std::int64_t token, const GitSettings& git,
                               int cancel_fd) override;
   Status RecordUsage(const AttemptUsage& usage) override { return agents_.RecordUsage(usage); }

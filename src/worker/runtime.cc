@@ -565,7 +565,8 @@ void WorkerRuntime::RunAttempt(service::ClaimResult claimed) {
     case EndReason::kOverBudget:
       finished = failed_for_good;
       break;
-    default:  // released (shutdown, by hand): the attempt does not count; still running
+    case EndReason::kAsked:  // waits for an answer; the next attempt resumes here
+    default:                 // released (shutdown, by hand): the attempt does not count
       break;
   }
   if (auto_merge) {
@@ -887,8 +888,12 @@ WorkerRuntime::RunEnd WorkerRuntime::FollowRun(const service::ClaimResult& claim
       // Completed: the agent's own report (it is left to exit). Anything else ended it under
       // the agent: a cancel, an operator's --force, an ended session, a lease given up.
       reported = reported || (held.ok() && held->status == ClaimStatus::kCompleted);
+      // A reported failure may be retried, and a question answered, within seconds: the next
+      // attempt resumes the same session, so this agent is stopped soon rather than left 30 s.
       reported_failure =
-          reported_failure || (reported && held.ok() && held->end_reason == EndReason::kFailed);
+          reported_failure ||
+          (reported && held.ok() &&
+           (held->end_reason == EndReason::kFailed || held->end_reason == EndReason::kAsked));
       seen.revoked = held.ok() && held->status != ClaimStatus::kActive &&
                      held->status != ClaimStatus::kCompleted;
     }
@@ -1166,9 +1171,15 @@ void WorkerRuntime::Finish(const service::ClaimResult& claimed, const exec::Exit
   std::string head = task.id + " attempt " + std::to_string(claim.attempt) + ": agent " + how;
   if (ended) {
     // The agent reported its own outcome (or the claim was revoked meanwhile): it stands.
-    spdlog::info("{}; claim already {} ({})", head, ToString(now->status),
-                 ToString(now->end_reason));
-    if (now->status == ClaimStatus::kCompleted) state_.CountCompleted();
+    if (now->end_reason == EndReason::kAsked) {
+      spdlog::info("{}; it asked a question: the task waits for an answer (tx task answer)", head);
+    } else {
+      spdlog::info("{}; claim already {} ({})", head, ToString(now->status),
+                   ToString(now->end_reason));
+    }
+    if (now->status == ClaimStatus::kCompleted && now->end_reason != EndReason::kAsked) {
+      state_.CountCompleted();
+    }
     state_.Drop();
     heartbeat_->Kick();
     return;
@@ -1231,7 +1242,9 @@ std::optional<Result<Task>> WorkerRuntime::Record(std::int64_t token, const std:
     if (held.ok() && held->status != ClaimStatus::kActive) {
       spdlog::info("{}; recorded after all: claim {} ({})", head, ToString(held->status),
                    ToString(held->end_reason));
-      if (held->status == ClaimStatus::kCompleted) state_.CountCompleted();
+      if (held->status == ClaimStatus::kCompleted && held->end_reason != EndReason::kAsked) {
+        state_.CountCompleted();
+      }
       state_.Drop();
       heartbeat_->Kick();
       return std::nullopt;

@@ -208,6 +208,40 @@ describe('the dashboard of a running pool', () => {
     assert.equal((await pool.json('task', 'show', task.id)).status, await status());
   });
 
+  test('a question from an agent waits for a person, who answers it from the page', async () => {
+    // The task's own command stands in for an agent: it asks (tx task ask, with the token the
+    // worker gave it) and exits; run again once answered, it prints the answer it was given.
+    const task = await pool.addTask('needs a decision', ['sh', '-c',
+      'if tx task show "$TX_TASK_ID" | grep "^ *answered "; then exit 0; else tx task ask "Blue or green?"; fi']);
+    await page.goto(pool.url + '/#' + task.id);
+    await pageUntil(page, () => document.querySelector('#detail-body').dataset.status === 'waiting' &&
+        !document.querySelector('#question').hidden, null, 15000);
+    assert.equal(await page.locator('#question-text').textContent(), 'Blue or green?');
+    assert.ok(await page.locator('#detail-actions button[data-act=cancel]').isVisible());
+    assert.ok(await page.locator('#detail-actions button[data-act=retry]').isHidden());
+    // What waits for a person has a box and a tab of its own in the queue.
+    await pageUntil(page, () => Number(document.querySelector('#counts .count-box[data-status="waiting"]').dataset.count) >= 1);
+    await page.click('#status-tabs button[data-filter="waiting"]');
+    await pageUntil(page, (id) => !!document.querySelector(`#task-table tr[data-task-id="${id}"][data-status="waiting"]`), task.id);
+    await page.click('#status-tabs button[data-filter=""]');
+    // An empty answer is not sent.
+    await page.click('#answer-send');
+    await pageUntil(page, () => /Write an answer first/.test(document.querySelector('#toasts').innerText));
+    assert.equal((await pool.json('task', 'show', task.id)).status, 'waiting');
+    await page.fill('#answer-input', 'Green, please');
+    await page.click('#answer-send');
+    await pageUntil(page, () => /Answered task-/.test(document.querySelector('#toasts').innerText));
+    await pageUntil(page, () => document.querySelector('#detail-body').dataset.status === 'done', null, 20000);
+    assert.ok(await page.locator('#question').isHidden());
+    await pageUntil(page, () => /Blue or green\? → Green, please/.test(document.querySelector('#detail-fields').textContent));
+    // The second attempt read the answer.
+    await pageUntil(page, () => /Green, please/.test(document.querySelector('#log').textContent), null, 15000);
+    const t = await pool.json('task', 'show', task.id);
+    assert.equal(t.metadata.questions[0].answer, 'Green, please');
+    assert.deepEqual(t.attempts.map((a) => a.end_reason), ['asked', 'exited']);
+    assert.equal(t.attempt, 1);
+  });
+
   test('a task\'s branch: its diff, the overdue mark, approve and merge from the page', async () => {
     // A repository on main; the task's agent commits a file on the task's branch, in its worktree.
     const repo = join(pool.dir, 'repo');

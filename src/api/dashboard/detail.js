@@ -1,6 +1,6 @@
 // The selected task: its fields, its attempts, the actions its status allows (cancel, retry,
-// approve, request changes, merge, kill the agent), its git branch (commits and diff against the
-// base) and a live tail of an attempt's log.
+// approve, request changes, merge, kill the agent, answer its agent's question), its git branch
+// (commits and diff against the base) and a live tail of an attempt's log.
 
 import {$, armed, el, fmtAge, stamp, toMs, toast} from './dom.js';
 import {ApiError, getJson, request, send, seg} from './api.js';
@@ -8,13 +8,19 @@ import {ApiError, getJson, request, send, seg} from './api.js';
 const LOG_TAIL = 32 * 1024;  // bytes asked for when a log is opened
 const LOG_KEEP = 256 * 1024;  // characters kept on screen
 const LOG_POLL_MS = 1000;  // how often the tail is read while the followed stream is silent
-const CANCELLABLE = new Set(['ready', 'blocked', 'running', 'review', 'approved']);
+const CANCELLABLE = new Set(['ready', 'blocked', 'running', 'waiting', 'review', 'approved']);
 const RETRYABLE = new Set(['failed', 'cancelled']);
 const DIFF_KEEP = 400 * 1024;  // characters of a diff shown; the rest is left to tx task diff
 
 // Whether the reconciler marked the task as waiting in review past the review timeout.
 export function reviewOverdue(t) {
   return t.status === 'review' && !!(t.metadata && t.metadata.review_overdue_at);
+}
+
+// The questions its agents asked (tx task ask), oldest first: {question, answer?, asked_at, ...}.
+function questionsOf(t) {
+  const q = t.metadata && t.metadata.questions;
+  return Array.isArray(q) ? q.filter((e) => e && typeof e.question === 'string') : [];
 }
 
 export function createDetail({changed, onSelect}) {
@@ -24,6 +30,7 @@ export function createDetail({changed, onSelect}) {
   let log = {key: '', ctrl: null, ended: false, missing: false};
   let sessionsSupported = true;
   let branchKey = '';  // the task state the branch view was read for
+  let questionKey = '';  // the question the answer box is for: a new one starts it empty
 
   const body = $('#detail-body');
   const logBox = $('#log');
@@ -68,6 +75,11 @@ export function createDetail({changed, onSelect}) {
         : (budget ? 'budget ' + dollars(budget) : '');
     const denials = (t.attempts || []).flatMap((a) => (a.usage && a.usage.permission_denials || [])
         .map((d) => `attempt ${a.n}: ${d.tool}${d.input ? '(' + d.input + ')' : ''}`));
+    const questions = questionsOf(t);
+    const last = questions[questions.length - 1];
+    const open = t.status === 'waiting' && last && typeof last.answer !== 'string' ? last : null;
+    const answered = questions.filter((q) => typeof q.answer === 'string')
+        .flatMap((q) => field('asked', q.question + ' → ' + q.answer));
     $('#detail-fields').replaceChildren(
         ...field('', facts),
         ...field('', times),
@@ -75,7 +87,17 @@ export function createDetail({changed, onSelect}) {
         ...field('cost', cost),
         ...field('result', t.result),
         ...field('error', t.error, 'error'),
-        ...field('denied', denials, 'error'));
+        ...field('denied', denials, 'error'),
+        ...answered);
+    const box = $('#question');
+    box.hidden = !open;
+    box.dataset.taskId = t.id;
+    const key = open ? t.id + '#' + questions.length : '';
+    if (key !== questionKey) {
+      questionKey = key;
+      $('#answer-input').value = '';
+    }
+    if (open) $('#question-text').textContent = open.question;
     $('#detail-more').replaceChildren(
         ...field('repository', t.repo ? t.repo + (t.base ? ' (base ' + t.base + ')' : '') : '', 'mono'),
         ...field('auto-merge', t.metadata && t.metadata.auto_merge === true ? 'on a green check' : ''),
@@ -350,6 +372,30 @@ export function createDetail({changed, onSelect}) {
     syncLog();
   });
   $('#detail-close').addEventListener('click', () => select(null));
+  // The answer to a waiting task's question: back to the queue, its agent resumed with it.
+  $('#question').addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    if (!task) return;
+    const tid = task.id;
+    const answer = $('#answer-input').value.trim();
+    if (!answer) {
+      toast('Write an answer first', 'error');
+      return;
+    }
+    const button = $('#answer-send');
+    button.disabled = true;
+    try {
+      await send('PATCH', '/api/tasks/' + seg(tid), {status: 'ready', answer});
+      if (id === tid) $('#answer-input').value = '';
+      toast('Answered ' + tid);
+    } catch (e) {
+      toast(`Could not answer ${tid}: ${e.message}`, 'error');
+    } finally {
+      button.disabled = false;
+    }
+    changed();
+    load().catch(() => {});
+  });
 
   return {
     select,

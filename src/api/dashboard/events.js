@@ -10,7 +10,7 @@ const HISTORY = 60;  // events shown from before the page opened
 function kindOf(type) {
   if (/dead|crashed|failed|lost|expired|orphan|stale/.test(type)) return 'bad';
   if (/done|registered|approved|running$/.test(type)) return 'good';
-  if (/requeued|retry|retried|cancelled|paused|stopp|released|forced|review|requested/.test(type)) return 'warn';
+  if (/requeued|retry|retried|cancelled|paused|stopp|released|forced|review|requested|asked/.test(type)) return 'warn';
   if (type.startsWith('task.')) return 'task';
   return '';
 }
@@ -21,7 +21,7 @@ function summary(e) {
   const parts = [];
   if (d.slot || d.name) parts.push(d.slot || d.name);
   else if (e.worker_id) parts.push(e.worker_id);
-  for (const k of ['title', 'description', 'reason', 'error', 'from', 'to', 'exit_code', 'attempt', 'note']) {
+  for (const k of ['title', 'description', 'reason', 'error', 'question', 'answer', 'from', 'to', 'exit_code', 'attempt', 'note']) {
     if (d[k] !== undefined && d[k] !== null && d[k] !== '' && typeof d[k] !== 'object') parts.push(k === 'title' ? '“' + d[k] + '”' : k + ' ' + d[k]);
     if (parts.length >= 4) break;
   }

@@ -5,7 +5,7 @@ import {$, ago, el, patchList, pill, toast} from './dom.js';
 import {reviewOverdue} from './detail.js';
 import {getJson, send} from './api.js';
 
-export const STATUSES = ['ready', 'running', 'review', 'blocked', 'done', 'failed', 'cancelled', 'approved'];
+export const STATUSES = ['ready', 'running', 'waiting', 'review', 'blocked', 'done', 'failed', 'cancelled', 'approved'];
 const SHOWN = 200;  // the newest this many tasks of the chosen status are listed
 const PAGE = 200;
 const MAX_PAGES = 500;
@@ -70,7 +70,7 @@ export function createTasks({selectTask, changed}) {
                     dataset: {status: s, count: counts[s] || 0}, onclick: () => setFilter(filter === s ? '' : s)},
          el('span', {class: 'n'}, String(counts[s] || 0)), el('span', {class: 'label'}, s)));
     countsBox.replaceChildren(...boxes);
-    const names = ['', 'ready', 'running', 'review', 'blocked', 'done', 'failed', 'cancelled'];
+    const names = ['', 'ready', 'running', 'waiting', 'review', 'blocked', 'done', 'failed', 'cancelled'];
     tabs.replaceChildren(...names.map((s) => el('button', {type: 'button', class: filter === s ? 'selected' : '',
       dataset: {filter: s}, onclick: () => setFilter(s)}, s || 'all', s && counts[s] ? ' ' + counts[s] : '')));
   }
