@@ -600,6 +600,37 @@ TEST_F(AgentsTest, AnAgentAsksAPersonAndItsNextAttemptResumesWithTheAnswer) {
   EXPECT_EQ(Tx({"task", "answer", id, "again"}).exit_code, 4);
 }
 
+// Issue 22: a question reaches a person: the orchestrator's [[notify]] sink gets task.asked, the
+// task as it waits and a line that quotes the question and says how to answer.
+TEST_F(AgentsTest, AnAgentsQuestionReachesTheNotificationSinks) {
+  std::string out = Path("notified.json");
+  WriteConfig("[[notify]]\ncommand = [\"sh\", \"-c\", \"cat > " + out + ".part && mv " + out +
+              ".part " + out + "\"]\nevents = [\"task.asked\"]\n");
+  BackgroundProcess orchestrator(TX_BINARY, Args{"orchestrator", "start", "--workers", "0"},
+                                 AgentEnv(), dir_.str(), Path("orchestrator.log"));
+  std::string id = AddTask("claude", "ask='Which database should I use?'");
+  auto worker = StartWorker();
+  ASSERT_TRUE(WaitForStatus(id, "waiting")) << worker->Output();
+  auto notified = [&] {
+    std::ifstream in(out);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  };
+  ASSERT_TRUE(WaitFor([&] { return !notified().empty(); }, 30s)) << orchestrator.Output();
+  json body = json::parse(notified());
+  EXPECT_EQ(body["event"]["type"], "task.asked");
+  EXPECT_EQ(body["event"]["data"]["question"], "Which database should I use?");
+  EXPECT_EQ(body["task"]["status"], "waiting");
+  EXPECT_EQ(body["text"], "tx: " + id +
+                              " \"t\" asks: Which database should I use? (tx task answer " + id +
+                              " \"...\")");
+  worker->Signal(SIGTERM);
+  EXPECT_EQ(worker->Wait(30s), 0) << worker->Output();
+  orchestrator.Signal(SIGTERM);
+  EXPECT_EQ(orchestrator.Wait(30s), 0) << orchestrator.Output();
+}
+
 // The same through the HTTP API alone: the agent of a remote worker asks through the server
 // (TX_SERVER), and a person answers with PATCH /api/tasks/ID.
 TEST_F(AgentsTest, AnAgentOfARemoteWorkerAsksThroughTheServerAndIsAnsweredOverHttp) {

@@ -346,6 +346,28 @@ TEST_F(McpTest, TaskDoneFinishesTheAgentsTask_Issue22) {
   EXPECT_EQ(t["result"], "--written, with a dash");
 }
 
+// After the merge of questions (issue 22): task_ask sends the agent's task to `waiting` with
+// its question, the attempt uncounted; a second ask with the ended token is refused.
+TEST_F(McpTest, TaskAskPutsTheTaskInWaitingWithTheQuestion_Issue22) {
+  std::string id = Add("choose a database");
+  std::string token = Claim(id);
+  auto mcp = StartMcp(AgentEnv(id, token));
+  mcp->Initialize();
+  json asked = mcp->Call("task_ask", {{"question", "--Which database should I use?"}});
+  EXPECT_EQ(asked["isError"], false) << asked;
+  json t = Show(id);
+  EXPECT_EQ(t["status"], "waiting");
+  ASSERT_EQ(t["metadata"]["questions"].size(), 1u) << t;
+  EXPECT_EQ(t["metadata"]["questions"][0]["question"], "--Which database should I use?");
+  EXPECT_EQ(t["attempts"][0]["end_reason"], "asked");
+  EXPECT_EQ(t["attempt"], 0) << "an attempt that asked is not counted";
+  json again = mcp->Call("task_ask", {{"question", "And which port?"}});
+  EXPECT_EQ(again["isError"], true) << again;
+  EXPECT_EQ(Show(id)["metadata"]["questions"].size(), 1u);
+  Must({"task", "answer", id, "Use PostgreSQL"});
+  EXPECT_EQ(Show(id)["status"], "ready");
+}
+
 TEST_F(McpTest, ACallWithAStaleTokenIsRefusedAndChangesNothing_Issue22) {
   std::string id = Add("t");
   std::string stale = Claim(id);

@@ -166,8 +166,9 @@ TEST_F(NotifyTest, ACommandSinkGetsTheSameJsonOnItsStandardInput) {
 // A sink that never takes it: tried until give_up_after, then failed, with a notify.failed event
 // that the dashboard and tx notify list show.
 TEST_F(NotifyTest, ADeliveryNeverTakenFailsAfterGiveUpAfterWithAnEvent) {
-  WriteConfig("[[notify]]\ncommand = [\"sh\", \"-c\", \"echo refused >&2; exit 7\"]\n"
-              "give_up_after = \"3s\"\n");
+  WriteConfig(
+      "[[notify]]\ncommand = [\"sh\", \"-c\", \"echo refused >&2; exit 7\"]\n"
+      "give_up_after = \"3s\"\n");
   StartOrchestrator({"--workers", "1"});
   std::string id = AddFailingTask();
   ASSERT_TRUE(WaitFor([&] { return Deliveries("failed").size() == 1; }, 60s)) << Log();

@@ -20,8 +20,8 @@ namespace tx {
 struct SinkSpec {
   std::string url;
   std::vector<std::string> command;
-  std::string secret;               // signs a webhook's body (X-Tx-Signature); "" = unsigned
-  std::vector<std::string> events;  // event types, "prefix.*" patterns; empty = the defaults
+  std::string secret;                    // signs a webhook's body (X-Tx-Signature); "" = unsigned
+  std::vector<std::string> events;       // event types, "prefix.*" patterns; empty = the defaults
   Millis give_up_ms = 24 * 60 * 60'000;  // a delivery is tried this long, then failed
   // Names the sink in the store's deliveries: its URL, or its command joined by spaces.
   std::string Key() const;
