@@ -166,6 +166,14 @@ std::vector<int> WorkerRuntime::ReadStopSignals() {
   std::vector<int> stops;
   signalfd_siginfo si{};
   while (::read(signal_fd_, &si, sizeof si) == sizeof si) {
+    bool from_parent = !config_.slot.empty() && si.ssi_signo == SIGTERM &&
+                       static_cast<pid_t>(si.ssi_pid) == parent_pid_ && parent_pid_ > 1;
+    if (from_parent && parent_stop_seen_) {
+      spdlog::info("Terminated again by the orchestrator (pid {}) as it dies: still draining",
+                   parent_pid_);
+      continue;
+    }
+    parent_stop_seen_ = parent_stop_seen_ || from_parent;
     if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
       stops.push_back(static_cast<int>(si.ssi_signo));
     }

@@ -29,6 +29,8 @@
 // budget stops the agent. Claims pass over the agent tasks that may not start now (the gate:
 // service/agent_gate.h), and a task claimed as a limit or budget came in is given back.
 
+#include <unistd.h>
+
 #include <chrono>
 #include <functional>
 #include <map>
@@ -154,6 +156,12 @@ class WorkerRuntime {
   int signal_fd_ = -1;
   int wake_fd_ = -1;
   int signals_seen_ = 0;  // SIGTERM/SIGINT (or a stop request): 1 = drain, 2+ = hurry
+  // The orchestrator that started this (supervised) worker. It sends one SIGTERM to drain and
+  // never a second (a forced stop is SIGKILL); but when it dies, the kernel sends the parent-death
+  // signal again as each of its threads exits (the worker is handed from thread to thread), all
+  // from its pid. So from it, only the first SIGTERM counts.
+  pid_t parent_pid_ = ::getppid();
+  bool parent_stop_seen_ = false;
   bool paused_ = false;
   std::chrono::steady_clock::time_point paused_since_{};
   std::chrono::steady_clock::duration paused_total_{};  // in the current attempt
