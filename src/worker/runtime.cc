@@ -166,7 +166,7 @@ std::vector<int> WorkerRuntime::ReadStopSignals() {
   std::vector<int> stops;
   signalfd_siginfo si{};
   while (::read(signal_fd_, &si, sizeof si) == sizeof si) {
-    bool from_parent = !config_.slot.empty() && si.ssi_signo == SIGTERM &&
+    bool from_parent = pooled_ && si.ssi_signo == SIGTERM &&
                        static_cast<pid_t>(si.ssi_pid) == parent_pid_ && parent_pid_ > 1;
     if (from_parent && parent_stop_seen_) {
       spdlog::info("Terminated again by the orchestrator (pid {}) as it dies: still draining",

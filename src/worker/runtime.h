@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <memory>
@@ -156,7 +157,10 @@ class WorkerRuntime {
   int signal_fd_ = -1;
   int wake_fd_ = -1;
   int signals_seen_ = 0;  // SIGTERM/SIGINT (or a stop request): 1 = drain, 2+ = hurry
-  // The orchestrator that started this (supervised) worker. It sends one SIGTERM to drain and
+  // Started by an orchestrator (which gives its workers TX_POOL_DB), not by a person or a test
+  // with --slot, who may send a second SIGTERM on purpose.
+  bool pooled_ = std::getenv("TX_POOL_DB") != nullptr;
+  // The orchestrator that started this (pooled) worker. It sends one SIGTERM to drain and
   // never a second (a forced stop is SIGKILL); but when it dies, the kernel sends the parent-death
   // signal again as each of its threads exits (the worker is handed from thread to thread), all
   // from its pid. So from it, only the first SIGTERM counts.
