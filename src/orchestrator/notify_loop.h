@@ -1,8 +1,8 @@
 #pragma once
 // NotifyLoop: the thread that runs the notifications' rounds (notify::Dispatcher) for an
 // orchestrator while it leads the store's reconciler, so that one process at a time sends
-// (docs/notifications.md). It has a connection of its own. With no sinks it still moves the
-// outbox's cursor past new events, so that sinks configured later are not sent old news.
+// (docs/notifications.md). It has a connection of its own; an orchestrator without sinks runs
+// none.
 
 #include <condition_variable>
 #include <functional>

@@ -862,8 +862,11 @@ void Orchestrator::Loop() {
 }
 
 Result<int> Orchestrator::Run(const std::function<void(const std::string&)>& on_running) {
-  TX_ASSIGN_OR_RETURN(notify_, NotifyLoop::Start(config_.db_path, config_.notify,
-                                                 [this] { return leads_.load(); }));
+  // Without sinks there is nothing to send, and no thread or connection is spent on it.
+  if (!config_.notify.empty()) {
+    TX_ASSIGN_OR_RETURN(notify_, NotifyLoop::Start(config_.db_path, config_.notify,
+                                                   [this] { return leads_.load(); }));
+  }
   TX_RETURN_IF_ERROR(Start());
   // Start the first workers before saying we run, so a broken worker command shows at once.
   Apply(pool_->Step(Now()));

@@ -31,7 +31,7 @@ class NotifyOutbox {
 
   // Queues the deliveries of up to `limit` events past the cursor and moves the cursor past
   // them. A delivery's body (NotificationBody) carries the task as it stands at the fan-out.
-  // With no sinks the cursor still moves: what happened while nobody listened is not replayed.
+  // With no sinks the cursor still moves (nothing wants those events).
   Result<FanOutReport> FanOut(const std::vector<SinkSpec>& sinks, int limit = 256);
 
   // Pending deliveries due now, the earliest first.
