@@ -62,6 +62,19 @@ void Context::PrintJson(const nlohmann::json& j) {
   out_ << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
 }
 
+Result<std::string> ResolveAgentTask(const std::string& flag, const char* command) {
+  std::string id = flag;
+  if (id.empty()) {
+    if (const char* env = std::getenv("TX_TASK_ID"); env != nullptr) id = env;
+  }
+  if (id.empty()) {
+    return Error::InvalidArgument(std::string(command) +
+                                  " needs the task: pass --task ID or set TX_TASK_ID (as a worker "
+                                  "does for its agent)");
+  }
+  return id;
+}
+
 Result<std::int64_t> ResolveToken(const std::string& flag, const char* command, bool forceable) {
   std::string text = flag;
   if (text.empty()) {

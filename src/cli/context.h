@@ -64,6 +64,10 @@ class Context {
   std::unique_ptr<store::Store> store_;
 };
 
+// The task an agent's command acts on: --task, else TX_TASK_ID. Invalid argument when neither is
+// set.
+Result<std::string> ResolveAgentTask(const std::string& flag, const char* command);
+
 // Reads --token, else TX_CLAIM_TOKEN. Invalid argument when neither is set or it is not an
 // integer; `forceable`: the message names --force, the operator's way without a token.
 Result<std::int64_t> ResolveToken(const std::string& flag, const char* command,

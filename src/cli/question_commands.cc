@@ -25,15 +25,7 @@ Handler SetupTaskAsk(CLI::App& cmd) {
       cmd.add_option("--token", a->token, "The claim's fencing token (default: $TX_CLAIM_TOKEN)")
           ->type_name("N"));
   return [a](Context& ctx) -> Status {
-    std::string id = a->task;
-    if (id.empty()) {
-      if (const char* env = std::getenv("TX_TASK_ID"); env != nullptr) id = env;
-    }
-    if (id.empty()) {
-      return Error::InvalidArgument(
-          "tx task ask needs the task: pass --task ID or set TX_TASK_ID (as a worker does for "
-          "its agent)");
-    }
+    TX_ASSIGN_OR_RETURN(std::string id, ResolveAgentTask(a->task, "tx task ask"));
     TX_ASSIGN_OR_RETURN(std::int64_t token,
                         ResolveToken(a->token, "tx task ask", /*forceable=*/false));
     Task asked;

@@ -445,14 +445,7 @@ Handler SetupTaskNote(CLI::App& cmd) {
       cmd.add_option("--token", a->token, "The claim's fencing token (default: $TX_CLAIM_TOKEN)")
           ->type_name("N"));
   return [a](Context& ctx) -> Status {
-    std::string id = a->task;
-    if (id.empty()) {
-      if (const char* env = std::getenv("TX_TASK_ID"); env != nullptr) id = env;
-    }
-    if (id.empty()) {
-      return Error::InvalidArgument(
-          "tx task note needs the task: pass --task ID or set TX_TASK_ID");
-    }
+    TX_ASSIGN_OR_RETURN(std::string id, ResolveAgentTask(a->task, "tx task note"));
     const char* env_token = std::getenv("TX_CLAIM_TOKEN");
     if (a->token.empty() && (env_token == nullptr || *env_token == '\0')) {
       return Error::InvalidArgument(
