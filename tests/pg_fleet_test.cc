@@ -248,7 +248,9 @@ TEST_F(FleetTest, WhenTheLeadersHostDiesTheOtherOrchestratorTakesOverAndRecovers
       },
       60s))
       << Poll(a_, {"worker", "list"}).dump(2);
-  std::vector<std::string> ids = AddTasks(a_, 12, "sleep 2");
+  // Tasks long enough that a loaded machine, whose every `tx worker list` may take a second or
+  // two, still sees A's two workers busy at once before the queue drains.
+  std::vector<std::string> ids = AddTasks(a_, 12, "sleep 4");
   // Both pools busy; A's two workers hold tasks.
   std::vector<std::string> a_workers;
   ASSERT_TRUE(WaitFor(
@@ -261,7 +263,7 @@ TEST_F(FleetTest, WhenTheLeadersHostDiesTheOtherOrchestratorTakesOverAndRecovers
         }
         return a_workers.size() == 2u;
       },
-      20s));
+      40s));
 
   // The power cut: freeze the whole host first (so that nothing of it reacts), then kill it.
   auto host_a = [&] {
@@ -298,7 +300,7 @@ TEST_F(FleetTest, WhenTheLeadersHostDiesTheOtherOrchestratorTakesOverAndRecovers
         }
         return true;
       },
-      90s));
+      120s));
   for (const auto& w : a_workers) {
     json shown = TxJson(b_, {"worker", "status", w});
     EXPECT_EQ(shown.value("status", ""), "dead") << shown.dump(2);
