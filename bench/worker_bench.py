@@ -11,7 +11,7 @@
   idle       RSS of an idle worker, and the CPU it uses heartbeating every 1 s (over --idle-secs).
 
 Prints a markdown table and a JSON line. Usage:
-  bench/worker_bench.py --tx build/bench/tx [--samples 50] [--tasks 2000] [--runs 3]
+  bench/worker_bench.py --tx build/bench/tx [--samples 50] [--tasks 2000] [--runs 3] [--sandbox bwrap]
 """
 import argparse
 import json
@@ -106,7 +106,7 @@ def bench_dispatch(n_workers, samples):
             log.close()
 
 
-def bench_drain(tasks, n_workers=4):
+def bench_drain(tasks, n_workers=4, extra=()):
     with tempfile.TemporaryDirectory(prefix="tx-bench-drain-") as d:
         tx(["init"], d)
         # Seed in one transaction per 1000 through SQLite would bypass tx; use the CLI's batch
@@ -115,7 +115,8 @@ def bench_drain(tasks, n_workers=4):
             tx(["task", "add", f"t{i}", "--command", "/bin/true"], d)
         log = open(os.path.join(d, "workers.log"), "w")
         t0 = time.time()
-        workers = [start_worker(d, ["--poll-interval", "10m"], log) for _ in range(n_workers)]
+        workers = [start_worker(d, ["--poll-interval", "10m"] + list(extra), log)
+                   for _ in range(n_workers)]
         try:
             while True:
                 with db(d) as c:
@@ -170,6 +171,8 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--idle-secs", type=float, default=20)
     ap.add_argument("--skip", default="", help="comma list of dispatch,drain,idle")
+    ap.add_argument("--sandbox", default="",
+                    help="also drain with workers in this sandbox (bwrap), interleaved")
     a = ap.parse_args()
     TX = os.path.abspath(a.tx)
     skip = set(a.skip.split(","))
@@ -185,11 +188,15 @@ def main():
                         f"(min {min(lat):.1f}, max {max(lat):.1f}; {len(lat)} tasks) | median < 20 ms, p99 < 100 ms |")
             print(rows[-1], file=sys.stderr)
     if "drain" not in skip:
-        tx_rates, raw_rates = [], []
+        tx_rates, raw_rates, boxed_rates = [], [], []
         for _ in range(a.runs):
             raw_rates.append(bench_xargs(a.tasks))
             tx_rates.append(bench_drain(a.tasks))
-            print(f"drain run: tx {tx_rates[-1]:.0f}/s, xargs {raw_rates[-1]:.0f}/s", file=sys.stderr)
+            if a.sandbox:
+                boxed_rates.append(bench_drain(a.tasks, extra=["--sandbox", a.sandbox]))
+            print(f"drain run: tx {tx_rates[-1]:.0f}/s, xargs {raw_rates[-1]:.0f}/s"
+                  + (f", tx in {a.sandbox} {boxed_rates[-1]:.0f}/s" if a.sandbox else ""),
+                  file=sys.stderr)
         m_tx, m_raw = statistics.median(tx_rates), statistics.median(raw_rates)
         spread = 50 * (max(tx_rates) - min(tx_rates)) / m_tx
         out["drain"] = {"tx": tx_rates, "xargs": raw_rates, "tx_median": m_tx, "xargs_median": m_raw,
@@ -197,6 +204,13 @@ def main():
         rows.append(f"| drain-process: {a.tasks} × /bin/true, 4 workers | **{m_tx:.0f} tasks/s** "
                     f"(±{spread:.0f}%, runs {', '.join(f'{r:.0f}' for r in tx_rates)}) = "
                     f"**{100 * m_tx / m_raw:.0f}%** of xargs -P4 ({m_raw:.0f}/s) | ≥ 50% of raw |")
+        if boxed_rates:
+            m_box = statistics.median(boxed_rates)
+            out["drain_sandboxed"] = {"sandbox": a.sandbox, "tx": boxed_rates, "tx_median": m_box,
+                                      "ratio_to_unsandboxed": m_box / m_tx}
+            rows.append(f"| drain-process in {a.sandbox}: {a.tasks} × /bin/true, 4 workers | "
+                        f"**{m_box:.0f} tasks/s** (runs {', '.join(f'{r:.0f}' for r in boxed_rates)})"
+                        f" = {100 * m_box / m_tx:.0f}% of unsandboxed in the same runs | — |")
     if "idle" not in skip:
         rss, cpu = bench_idle(a.idle_secs)
         out["idle"] = {"rss_mb": rss, "cpu_percent": cpu}

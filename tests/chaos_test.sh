@@ -16,7 +16,7 @@
 # had ended, no active claim, no live worker, one task.done event per task, no attempt that
 # failed, PRAGMA integrity_check (PostgreSQL: amcheck's index checks) ok; on the machine: no
 # process whose environment carries
-# TX_POOL_DB=<db> (a worker of the pool) or TX_DB=<db> (an agent) is left.
+# TX_POOL_DB=<db> (a worker of the pool), and no agent (TX_AGENT_SOCKET, running here), is left.
 #
 # Knobs (environment): TX_CHAOS_TASKS (500), TX_CHAOS_WORKERS (6), TX_CHAOS_KILL_MS (300),
 # TX_CHAOS_RESTARTS orchestrator kills (2), TX_CHAOS_DEADLINE seconds for the whole run (600),
@@ -79,7 +79,18 @@ pids_with_env() {
     sed -e 's|^/proc/||' -e 's|/environ$||'
 }
 pool_pids() { pids_with_env "TX_POOL_DB=$DB"; }   # workers of this store's pool
-agent_pids() { pids_with_env "TX_DB=$DB"; }       # agents run by those workers
+# Agents run by those workers: an agent has its worker's socket (TX_AGENT_SOCKET), not the store,
+# and runs here.
+agent_pids() {
+  local file pid
+  { grep -lzs -- "^TX_AGENT_SOCKET=" /proc/[0-9]*/environ 2>/dev/null || true; } |
+    while read -r file; do
+      pid=${file#/proc/}
+      pid=${pid%/environ}
+      [[ $(readlink "/proc/$pid/cwd" 2>/dev/null) == "$WORK" ]] && echo "$pid"
+    done
+  return 0
+}
 # The workers alone: an agent between its fork and its exec still carries its worker's
 # environment (and command line), but its parent is a worker, not the orchestrator.
 worker_pids() {

@@ -155,9 +155,14 @@ class RealAgentsTest : public ::testing::Test {
                                                 "enabled = false\n\n"
                                                 "[features]\n"
                                                 "plugins = false\n";
+    // With a bwrap on PATH (tx's sandbox installs Debian's), Codex's sandbox runs its helper
+    // through an alias it makes only when CODEX_HOME is not under the temporary directory: the
+    // test's is under /tmp, so TMPDIR names another.
+    fs::create_directories(Path("tmp"));
     env_ = {{"PATH", bin_ + ":" + SystemPath()},
             {"HOME", Path("home")},
             {"CODEX_HOME", Path("codex")},
+            {"TMPDIR", Path("tmp")},
             {"MOCK_KEY", "sk-mock"}};
   }
 
@@ -487,7 +492,7 @@ TEST_F(RealAgentsTest, CodexReportsDoneFromItsSandboxAndTheLedgerHoldsItsTokens)
   ASSERT_TRUE(WaitForStatus(id, "done")) << worker->Output();
   ASSERT_TRUE(WaitForUsage(id)) << worker->Output();
   json t = Show(id);
-  EXPECT_EQ(t["result"], "real-codex");
+  EXPECT_EQ(t["result"], "real-codex") << Tx({"task", "log", id, "--raw"}).out;
   const json& u = t["attempts"][0]["usage"];
   EXPECT_EQ(u["agent"], "codex");
   EXPECT_EQ(u["tokens"]["input"], 7000 - 3000);  // cached input counted apart
@@ -502,12 +507,15 @@ TEST_F(RealAgentsTest, CodexReportsDoneFromItsSandboxAndTheLedgerHoldsItsTokens)
   EXPECT_NE(log.find("→ shell: /bin/bash -c 'tx task done \"$TX_TASK_ID\" --result real-codex'"),
             std::string::npos)
       << log;
-  // It ran in the profile's sandbox, the store's directory writable.
+  // It ran in the profile's sandbox, the directory of its worker's socket writable (the store's
+  // is not: its tx reaches the store through the worker).
   std::vector<json> requests = Requests();
   ASSERT_EQ(requests.size(), 2u);
   json meta = json::parse(requests[0]["headers"].value("x-codex-turn-metadata", "{}"));
   EXPECT_EQ(meta["sandbox_mode"], "workspace-write") << meta;
-  EXPECT_NE(requests[0]["body"].dump().find("<path>" + Path(".tx") + "</path>"), std::string::npos);
+  std::string body = requests[0]["body"].dump();
+  EXPECT_NE(body.find("<path>/tmp/tx-agent-"), std::string::npos) << body;
+  EXPECT_EQ(body.find("<path>" + Path(".tx") + "</path>"), std::string::npos) << body;
 }
 
 TEST_F(RealAgentsTest, ACodexUsageLimitLimitsCodexUntilTheResetItNames) {

@@ -219,21 +219,56 @@ TEST_F(WorkerTest, AnAgentThatKeepsPrintingIsNotStalled) {
 TEST_F(WorkerTest, AgentsSeeTheirTaskInTheEnvironmentAndTheAllowList) {
   std::string id = AddShellTask(
       "echo id=$TX_TASK_ID worker=$TX_WORKER_ID token=$TX_CLAIM_TOKEN attempt=$TX_ATTEMPT "
-      "db=$TX_DB allowed=$TX_ALLOWED_COMMANDS; tx task add sneaky; echo add-exit=$?");
+      "db=$TX_DB socket=$TX_AGENT_SOCKET allowed=$TX_ALLOWED_COMMANDS; tx task add sneaky; "
+      "echo add-exit=$?");
   auto worker = StartWorker({"--allowed-commands", "task.show,task.done"});
   ASSERT_TRUE(WaitForStatus(id, "done")) << worker->Output();
   json t = Show(id);
   std::string log = ReadFile(Path(".tx/logs/" + id + "/1.log"));
   std::string worker_id = t["attempts"][0]["worker_id"];
   std::string token = std::to_string(t["attempts"][0]["token"].get<int>());
-  EXPECT_NE(log.find("id=" + id + " worker=" + worker_id + " token=" + token + " attempt=1 db=" +
-                     fs::canonical(Path(".tx/tx.db")).string() + " allowed=task.show,task.done"),
+  // No way to the store of its own: its tx reaches the worker's socket.
+  EXPECT_NE(log.find("id=" + id + " worker=" + worker_id + " token=" + token +
+                     " attempt=1 db= socket=/tmp/tx-agent-"),
             std::string::npos)
       << log;
-  EXPECT_NE(log.find("'tx task add' is not allowed here"), std::string::npos) << log;
+  EXPECT_NE(log.find("/tx.sock allowed=task.show,task.done"), std::string::npos) << log;
+  EXPECT_NE(log.find("'tx task add' is not allowed here: the worker's allowed_commands="
+                     "task.show,task.done"),
+            std::string::npos)
+      << log;
   EXPECT_NE(log.find("add-exit=2"), std::string::npos) << log;
   RunResult list = Tx({"--json", "task", "list"});
   EXPECT_EQ(json::parse(list.out).size(), 1u) << list.out;  // nothing was added
+}
+
+// Issue 25: the allow-list is the worker's, not the agent's environment's. Unsetting or widening
+// TX_ALLOWED_COMMANDS, --force, another task's id, --db: all refused by the worker, while the
+// agent's own report works.
+TEST_F(WorkerTest, AnAgentCannotWidenItsAllowListOrActOnAnotherTask_Issue25) {
+  std::string other = AddShellTask("exit 0", {"--queue", "elsewhere"});
+  std::string script =
+      "env -u TX_ALLOWED_COMMANDS tx task cancel " + other + "; echo unset=$?; " +
+      "TX_ALLOWED_COMMANDS=\"*\" tx task done " + other + " --force; echo widened=$?; " +
+      "tx task done " + other + "; echo other=$?; " +
+      "tx --db " + Path(".tx/tx.db") + " task list; echo db=$?; " +
+      "tx task show; echo show=$?; " +
+      "tx task done --result mine; echo mine=$?";
+  std::string id = AddShellTask(script);
+  auto worker = StartWorker({"--allowed-commands", "task.*"});
+  ASSERT_TRUE(WaitForStatus(id, "done")) << worker->Output();
+  std::string log = ReadFile(Path(".tx/logs/" + id + "/1.log"));
+  for (const char* refused : {"unset=2", "widened=2", "other=2", "db=2"}) {
+    EXPECT_NE(log.find(refused), std::string::npos) << refused << "\n" << log;
+  }
+  EXPECT_NE(log.find("'tx task cancel' is not for an agent"), std::string::npos) << log;
+  EXPECT_NE(log.find("'--force' is not for an agent"), std::string::npos) << log;
+  EXPECT_NE(log.find("task " + other + " is not this agent's"), std::string::npos) << log;
+  EXPECT_NE(log.find("'--db' is not for an agent"), std::string::npos) << log;
+  EXPECT_NE(log.find("show=0"), std::string::npos) << log;
+  EXPECT_NE(log.find("mine=0"), std::string::npos) << log;
+  EXPECT_EQ(Show(id)["result"], "mine");
+  EXPECT_EQ(Status(other), "ready") << "the other task was left alone";
 }
 
 TEST_F(WorkerTest, AnIdleWorkerHearsOfANewTaskWithoutWaitingForThePoll) {

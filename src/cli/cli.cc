@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 
+#include "cli/agent_relay.h"
 #include "cli/commands.h"
 #include "cli/http_handoff.h"
 #include "core/argv.h"
@@ -180,6 +181,7 @@ CLI::Option* OnePerFlag(CLI::Option* option) { return option->allow_extra_args(f
 int Run(int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);
   RewriteColonCommands(args);
+  if (std::optional<int> relayed = RelayToWorker({args.begin() + 1, args.end()})) return *relayed;
   try {
     return RunParsed(std::move(args));
   } catch (const std::exception& e) {

@@ -62,6 +62,9 @@ Handler SetupWorkerStart(CLI::App& cmd) {
   NonEmpty(cmd.add_option("--allowed-commands", a->allowed,
                           "tx commands agents may run, e.g. task.show,task.done")
                ->type_name("LIST"));
+  NonEmpty(cmd.add_option("--sandbox", a->sandbox,
+                          "Run agents in a sandbox: none (default) or bwrap (docs/sandbox.md)")
+               ->type_name("KIND"));
   NonEmpty(cmd.add_option("--workdir", a->workdir,
                           "Where agents run when their task names no workdir (default: here)")
                ->type_name("DIR"));
@@ -105,6 +108,7 @@ Handler SetupWorkerStart(CLI::App& cmd) {
     // A remote worker keeps its config.toml and its agents' logs in ./.tx, as a store would.
     std::string home = remote->url.empty() ? ctx.DbPath() : ".tx/tx.db";
     TX_ASSIGN_OR_RETURN(worker::WorkerConfig c, worker::BuildWorkerConfig(home, SelfExe(), *a));
+    TX_RETURN_IF_ERROR(worker::CheckSandbox(c.sandbox));
     if (!remote->url.empty()) {
       if (!remote->url.starts_with("http://") && !remote->url.starts_with("https://")) {
         return Error::InvalidArgument("--server must be an http:// or https:// URL, not '" +

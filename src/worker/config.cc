@@ -169,6 +169,14 @@ Status ApplyWorker(const toml::table& w, const std::string& origin, WorkerConfig
   TX_RETURN_IF_ERROR(t.String("agent", c.agent));
   TX_RETURN_IF_ERROR(t.String("allowed_commands", c.allowed_commands));
   TX_RETURN_IF_ERROR(t.String("workdir", c.workdir));
+  std::string sandbox;
+  TX_RETURN_IF_ERROR(t.String("sandbox", sandbox));
+  if (!sandbox.empty()) {
+    Result<SandboxKind> kind = ParseSandboxKind(sandbox);
+    if (!kind.ok())
+      return Error::InvalidArgument(origin + ": worker.sandbox: " + kind.error().message());
+    c.sandbox.kind = *kind;
+  }
   TX_RETURN_IF_ERROR(t.Strings("capabilities", c.capabilities));
   TX_RETURN_IF_ERROR(t.Strings("queues", c.queues));
   TX_RETURN_IF_ERROR(t.Between("max_subtasks", c.max_subtasks, 0, kMaxSubtasksSetting));
@@ -496,6 +504,23 @@ Status ApplyConfigToml(const std::string& toml_text, const std::string& origin,
       Table api(*t, "api.", origin);
       TX_RETURN_IF_ERROR(api.Strings("allowed_hosts", c.api_allowed_hosts));
       TX_RETURN_IF_ERROR(api.RefuseUnknown());
+    } else if (k == "sandbox" && t != nullptr) {
+      Table s(*t, "sandbox.", origin);
+      std::string network;
+      TX_RETURN_IF_ERROR(s.String("network", network));
+      if (!network.empty() && network != "none" && network != "host") {
+        return Error::InvalidArgument(
+            origin + ": sandbox.network must be \"none\" or \"host\", not '" + network + "'");
+      }
+      if (!network.empty()) c.sandbox.network = network == "host";
+      TX_RETURN_IF_ERROR(s.Strings("writable", c.sandbox.writable));
+      for (const auto& p : c.sandbox.writable) {
+        if (!p.starts_with("/") && !p.starts_with("~/")) {
+          return Error::InvalidArgument(origin + ": sandbox.writable: '" + p +
+                                        "' is neither absolute nor under ~/");
+        }
+      }
+      TX_RETURN_IF_ERROR(s.RefuseUnknown());
     } else if (k == "orchestrator" || k == "notify") {
       // Read by the orchestrator (and [[notify]] by tx notify as well: notify/config.h).
     } else {

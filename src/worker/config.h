@@ -17,6 +17,7 @@
 #include "exec/spawn_spec.h"
 #include "service/agent_service.h"
 #include "service/task_service.h"
+#include "worker/sandbox.h"
 
 namespace tx::worker {
 
@@ -88,7 +89,8 @@ struct WorkerConfig {
   int max_subtasks = service::kDefaultMaxSubtasks;
   std::string workdir;  // where agents run when their task names no workdir; empty = inherited
   exec::ResourceLimits limits;
-  std::string logs_dir;  // <store dir>/logs
+  SandboxSettings sandbox;  // [worker] sandbox, [sandbox] (sandbox.h)
+  std::string logs_dir;     // <store dir>/logs
   std::uint64_t log_cap_bytes = 8ull << 20;
   std::string tx_binary;  // this executable: its directory leads the agents' PATH
   GitSettings git;        // [git]

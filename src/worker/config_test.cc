@@ -299,8 +299,10 @@ TEST(SpawnPlan, TheSpecCarriesTheAgentArgvEnvironmentLogAndLimits) {
   claim.worker_id = "worker-12345678";
   claim.attempt = 2;
   t.attempt = 2;
+  const std::string socket = "/tmp/tx-agent-abc/tx.sock";
   auto plan =
-      PlanSpawn(c, t, claim, {"HOME=/root", "PATH=/usr/bin:/bin", "TX_CLAIM_TOKEN=1", "TX_DB=/x"});
+      PlanSpawn(c, t, claim, {"HOME=/root", "PATH=/usr/bin:/bin", "TX_CLAIM_TOKEN=1", "TX_DB=/x"},
+                nullptr, {}, socket);
   ASSERT_TRUE(plan.ok()) << plan.error().message();
   const exec::SpawnSpec& spec = plan->spec;
   ASSERT_EQ(spec.argv.size(), agent::BuiltInProfiles()["claude"].argv.size());
@@ -314,10 +316,10 @@ TEST(SpawnPlan, TheSpecCarriesTheAgentArgvEnvironmentLogAndLimits) {
                                        "TX_WORKER_ID=worker-12345678",
                                        "TX_CLAIM_TOKEN=77",
                                        "TX_ATTEMPT=2",
-                                       "TX_DB=/data/.tx/tx.db",
+                                       "TX_AGENT_SOCKET=" + socket,
                                        "TX_ALLOWED_COMMANDS=task.done",
                                        "TX_MAX_SUBTASKS=10"};
-  EXPECT_EQ(spec.env, want_env);
+  EXPECT_EQ(spec.env, want_env) << "no TX_DB: the agent reaches the store through its worker";
   EXPECT_EQ(spec.cwd, "/repo");
   // A structured agent's raw output is kept beside the readable log the worker writes.
   EXPECT_EQ(spec.log_path, "/data/.tx/logs/task-abcdefgh/2.raw");
@@ -388,15 +390,16 @@ TEST(SpawnPlan, AResumeRunsTheResumeFormUnderTheSessionsAccount) {
   EXPECT_TRUE(has("PATH=/opt/claude"));
   EXPECT_TRUE(has("HOME=/h"));
 
-  // Codex may write the store's directory from its sandbox; a resume keeps its options first.
+  // Codex may write its worker's socket's directory from its sandbox; a resume keeps its options
+  // first.
   t.agent = "codex";
   choice = {};
   choice.resume = agent::ResumePlan{"th-1", "", "go on", {}};
-  plan = PlanSpawn(c, t, claim, {}, nullptr, choice);
+  plan = PlanSpawn(c, t, claim, {}, nullptr, choice, "/tmp/tx-agent-abc/tx.sock");
   ASSERT_TRUE(plan.ok());
   const auto& cx = plan->spec.argv;
   EXPECT_EQ(std::vector<std::string>(cx.begin(), cx.begin() + 4),
-            (std::vector<std::string>{"codex", "exec", "--add-dir", "/data/.tx"}));
+            (std::vector<std::string>{"codex", "exec", "--add-dir", "/tmp/tx-agent-abc"}));
   EXPECT_EQ(std::vector<std::string>(cx.end() - 3, cx.end()),
             (std::vector<std::string>{"resume", "th-1", "go on"}));
 }
@@ -505,7 +508,7 @@ TEST(SpawnPlan, AProfileWithMcpRegistersTxsServerForTheRun_Issue22) {
             (std::vector<std::string>{"--allowedTools", "mcp__tx", "Bash(tx:*)"}));
 
   t.agent = "codex";
-  plan = PlanSpawn(c, t, claim, {"PATH=/bin"});
+  plan = PlanSpawn(c, t, claim, {"PATH=/bin"}, nullptr, {}, "/tmp/tx-agent-abc/tx.sock");
   ASSERT_TRUE(plan.ok()) << plan.error().message();
   std::vector<std::string> head(plan->spec.argv.begin(), plan->spec.argv.begin() + 10);
   EXPECT_EQ(
@@ -513,8 +516,8 @@ TEST(SpawnPlan, AProfileWithMcpRegistersTxsServerForTheRun_Issue22) {
       (std::vector<std::string>{
           "codex", "exec", "-c", R"(mcp_servers.tx.command="/opt/tx/bin/tx")", "-c",
           R"(mcp_servers.tx.args=["mcp"])", "-c",
-          R"(mcp_servers.tx.env_vars=["TX_TASK_ID","TX_WORKER_ID","TX_CLAIM_TOKEN","TX_ATTEMPT","TX_DB","TX_MAX_SUBTASKS"])",
-          "--add-dir", "/data/.tx"}));
+          R"(mcp_servers.tx.env_vars=["TX_TASK_ID","TX_WORKER_ID","TX_CLAIM_TOKEN","TX_ATTEMPT","TX_AGENT_SOCKET","TX_MAX_SUBTASKS"])",
+          "--add-dir", "/tmp/tx-agent-abc"}));
 
   // Only the adapters that can take a server may ask for one.
   WorkerConfig other;

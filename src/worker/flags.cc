@@ -35,6 +35,9 @@ Result<WorkerConfig> BuildWorkerConfig(const std::string& db_path, const std::st
   if (!a.queues.empty()) c.queues = SplitCommas({a.queues});
   if (!a.agent.empty()) c.agent = a.agent;
   if (!a.allowed.empty()) c.allowed_commands = a.allowed;
+  if (!a.sandbox.empty()) {
+    TX_ASSIGN_OR_RETURN(c.sandbox.kind, ParseSandboxKind(a.sandbox));
+  }
   if (!a.workdir.empty()) c.workdir = fs::absolute(a.workdir).string();
   auto duration = [](const std::string& text, Millis& out) -> Status {
     if (text.empty()) return Ok();
@@ -101,6 +104,7 @@ Status ApplyWorkerArgs(const std::vector<std::string>& args, WorkerFlags& flags)
       {"--config", &WorkerFlags::config},
       {"--allowed-commands", &WorkerFlags::allowed},
       {"--workdir", &WorkerFlags::workdir},
+      {"--sandbox", &WorkerFlags::sandbox},
       {"--heartbeat-interval", &WorkerFlags::heartbeat},
       {"--lease", &WorkerFlags::lease},
       {"--stall-timeout", &WorkerFlags::stall},

@@ -12,7 +12,7 @@
 namespace tx::worker {
 
 struct WorkerFlags {
-  std::string name, slot, capabilities, queues, agent, config, allowed, workdir;
+  std::string name, slot, capabilities, queues, agent, config, allowed, workdir, sandbox;
   std::string heartbeat, lease, stall, task_timeout_cap, shutdown, kill_grace, poll;
   std::string memory_mb, cpu_percent, open_files, processes, cpu_seconds;
 };

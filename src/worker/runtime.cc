@@ -28,6 +28,7 @@
 #include "exec/program.h"
 #include "exec/unique_fd.h"
 #include "service/agent_gate.h"
+#include "worker/agent_gateway.h"
 #include "worker/attempt_policy.h"
 #include "worker/local_coordinator.h"
 #include "worker/remote.h"
@@ -675,9 +676,19 @@ void WorkerRuntime::RunAgent(const service::ClaimResult& claimed, const Worktree
       }
     }
   }
+  // The agent's tx reaches the store through this worker alone, for this attempt alone.
+  AgentGateway::Options access;
+  access.agent = {task.id, std::to_string(claim.token), config_.allowed_commands};
+  access.tx_binary = config_.tx_binary;
+  access.env = WorkerTxEnv(config_, task, claim);
+  Result<std::unique_ptr<AgentGateway>> gateway = AgentGateway::Start(std::move(access));
+  if (!gateway.ok()) {
+    fail_counted("the agent's gateway: " + gateway.error().message());
+    return;
+  }
   for (;;) {
-    Result<AttemptPlan> plan =
-        PlanSpawn(config_, task, claim, CurrentEnvironment(), worktree, choice);
+    Result<AttemptPlan> plan = PlanSpawn(config_, task, claim, CurrentEnvironment(), worktree,
+                                         choice, (*gateway)->socket_path());
     if (!plan.ok()) {
       fail_counted(plan.error().message());
       return;

@@ -7,6 +7,8 @@
 #include "core/validation.h"
 #include "core/worker.h"
 #include "store/location.h"
+#include "worker/agent_gateway.h"
+#include "worker/sandbox.h"
 
 extern char** environ;
 
@@ -50,9 +52,32 @@ std::string AgentPrompt(const Task& task, int attempt, const Worktree* worktree)
          "committed is reviewed and merged.\n";
 }
 
+std::vector<std::string> WorkerTxEnv(const WorkerConfig& config, const Task& task,
+                                     const Claim& claim) {
+  std::vector<std::string> env = {"TX_TASK_ID=" + task.id,
+                                  "TX_WORKER_ID=" + claim.worker_id,
+                                  "TX_CLAIM_TOKEN=" + std::to_string(claim.token),
+                                  "TX_ATTEMPT=" + std::to_string(claim.attempt),
+                                  "TX_MAX_SUBTASKS=" + std::to_string(config.max_subtasks),
+                                  std::string(kAgentSocketEnv) + "="};
+  if (config.server_url.empty()) {
+    env.push_back("TX_DB=" + config.db_path);
+  } else {
+    env.push_back("TX_SERVER=" + config.server_url);
+    env.push_back("TX_API_TOKEN=" + config.server_token);
+    if (!config.server_credential.empty()) {
+      env.push_back(std::string(kWorkerCredentialEnv) + "=" + config.server_credential);
+    }
+  }
+  if (!config.allowed_commands.empty()) {
+    env.push_back("TX_ALLOWED_COMMANDS=" + config.allowed_commands);
+  }
+  return env;
+}
+
 Result<AttemptPlan> PlanSpawn(const WorkerConfig& config, const Task& task, const Claim& claim,
                               const std::vector<std::string>& base_env, const Worktree* worktree,
-                              const RunChoice& choice) {
+                              const RunChoice& choice, const std::string& agent_socket) {
   TX_ASSIGN_OR_RETURN(AttemptPlan plan, ProfileFor(config, task));
   std::string workdir = task.workdir.empty() ? config.workdir : task.workdir;
   if (worktree != nullptr) workdir = worktree->path;
@@ -74,15 +99,12 @@ Result<AttemptPlan> PlanSpawn(const WorkerConfig& config, const Task& task, cons
 
   exec::SpawnSpec& spec = plan.spec;
   spec.argv = ExpandTemplate(argv_template, context);
-  // Codex's workspace-write sandbox lets it write its working directory alone: the agent's
-  // `tx task done` writes a SQLite store, whose directory is added (before any `resume`). (That
-  // directory holds the store's config and token too: docs/security.md.) A PostgreSQL store is
-  // reached over the network, which the profile's sandbox settings allow.
-  if (!plan.is_command && plan.profile.family == agent::Family::kCodex && !config.db_path.empty() &&
-      !store::IsPostgresUrl(config.db_path)) {
+  // Codex's workspace-write sandbox lets it write its working directory alone: its `tx` reaches
+  // the worker's socket, whose directory is added (before any `resume`).
+  if (!plan.is_command && plan.profile.family == agent::Family::kCodex && !agent_socket.empty()) {
     auto exec = std::find(spec.argv.begin(), spec.argv.end(), "exec");
     if (exec != spec.argv.end()) {
-      std::string dir = std::filesystem::path(config.db_path).parent_path().string();
+      std::string dir = std::filesystem::path(agent_socket).parent_path().string();
       spec.argv.insert(exec + 1, {"--add-dir", dir});
     }
   }
@@ -121,20 +143,13 @@ Result<AttemptPlan> PlanSpawn(const WorkerConfig& config, const Task& task, cons
     }
   }
   spec.env.push_back("PATH=" + path);
+  // The agent reaches the store only through its worker (agent_gateway.h): no TX_DB, no server
+  // token, no password.
   spec.env.push_back("TX_TASK_ID=" + task.id);
   spec.env.push_back("TX_WORKER_ID=" + claim.worker_id);
   spec.env.push_back("TX_CLAIM_TOKEN=" + std::to_string(claim.token));
   spec.env.push_back("TX_ATTEMPT=" + std::to_string(claim.attempt));
-  if (config.server_url.empty()) {
-    spec.env.push_back("TX_DB=" + config.db_path);
-  } else {
-    // A remote worker's agents reach the fleet as it does: over HTTP (tx reads these).
-    spec.env.push_back("TX_SERVER=" + config.server_url);
-    spec.env.push_back("TX_API_TOKEN=" + config.server_token);
-    if (!config.server_credential.empty()) {
-      spec.env.push_back(std::string(kWorkerCredentialEnv) + "=" + config.server_credential);
-    }
-  }
+  if (!agent_socket.empty()) spec.env.push_back(std::string(kAgentSocketEnv) + "=" + agent_socket);
   if (!config.allowed_commands.empty()) {
     spec.env.push_back("TX_ALLOWED_COMMANDS=" + config.allowed_commands);
   }
@@ -154,6 +169,27 @@ Result<AttemptPlan> PlanSpawn(const WorkerConfig& config, const Task& task, cons
   }
   if (worktree != nullptr && worktree->needs_setup) {
     spec.argv = WithSetup(*worktree, GitSettingsFor(config, task.repo).setup, spec.argv);
+  }
+  if (config.sandbox.kind == SandboxKind::kBwrap) {
+    SandboxPaths paths;
+    paths.workdir = workdir.empty() ? std::filesystem::current_path().string() : workdir;
+    if (!agent_socket.empty()) {
+      paths.writable.push_back(std::filesystem::path(agent_socket).parent_path().string());
+    }
+    // A worktree's commits are written to its repository's git directory.
+    if (worktree != nullptr) paths.writable.push_back(worktree->repo + "/.git");
+    if (!config.db_path.empty() && !store::IsPostgresUrl(config.db_path)) {
+      paths.hidden.push_back(std::filesystem::path(config.db_path).parent_path().string());
+    }
+    if (!config.local_dir.empty()) paths.hidden.push_back(config.local_dir);
+    paths.programs.push_back(tx_dir);
+    if (!spec.argv.empty() && spec.argv[0].find('/') != std::string::npos) {
+      paths.programs.push_back(std::filesystem::path(spec.argv[0]).parent_path().string());
+    }
+    for (const auto& kv : spec.env) {
+      if (kv.starts_with("HOME=")) paths.home = kv.substr(5);
+    }
+    spec.argv = BwrapArgv(config.sandbox, paths, spec.argv);
   }
   spec.cwd = workdir;
   plan.log_path = AttemptLogPath(config.logs_dir, task.id, claim.attempt);

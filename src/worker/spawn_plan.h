@@ -49,16 +49,25 @@ Result<AttemptPlan> ProfileFor(const WorkerConfig& config, const Task& task);
 // resume prompt when `choice` resumes, else the fresh one with the task's prompt — with the
 // placeholders expanded. The environment is `base_env` (the worker's own) without any TX_*
 // variable, plus the account's variables, TX_TASK_ID, TX_WORKER_ID, TX_CLAIM_TOKEN, TX_ATTEMPT,
-// TX_DB (or TX_SERVER and TX_API_TOKEN), TX_ALLOWED_COMMANDS (when the worker has an
-// allow-list) and PATH led by the directory of the tx binary, so an agent can run `tx task
-// done`. invalid_argument: an unknown agent profile or a bad template.
+// TX_AGENT_SOCKET (`agent_socket`: the attempt's AgentGateway, through which alone the agent's
+// tx reaches the store), TX_ALLOWED_COMMANDS (when the worker has an allow-list; the gateway
+// applies it), TX_MAX_SUBTASKS and PATH led by the directory of the tx binary, so an agent can
+// run `tx task done`. Never TX_DB, a server's URL or token. invalid_argument: an unknown agent
+// profile or a bad template.
 //
 // With a worktree (a task that names a repository): the agent runs there, with AgentGitEnv's
 // variables, and after the setup commands of the repository ([git] setup) when the worktree
 // still needs them (WithSetup).
 Result<AttemptPlan> PlanSpawn(const WorkerConfig& config, const Task& task, const Claim& claim,
                               const std::vector<std::string>& base_env,
-                              const Worktree* worktree = nullptr, const RunChoice& choice = {});
+                              const Worktree* worktree = nullptr, const RunChoice& choice = {},
+                              const std::string& agent_socket = "");
+
+// What the worker's own tx runs an agent's gated commands with (AgentGateway::Options::env):
+// the task's TX_* variables with the worker's way to the store (TX_DB, or TX_SERVER with its
+// token and credential), and TX_AGENT_SOCKET emptied so that it does not relay again.
+std::vector<std::string> WorkerTxEnv(const WorkerConfig& config, const Task& task,
+                                     const Claim& claim);
 
 // The prompt of an attempt (BuildPrompt), with the worktree as the working directory and a note
 // on its branch when there is one. Also what WriteInstructions puts in CLAUDE.md and AGENTS.md.

@@ -1,0 +1,159 @@
+#include "worker/agent_gateway.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "exec/command.h"
+
+namespace tx::worker {
+namespace {
+
+constexpr std::size_t kMaxRequestBytes = 1u << 20;
+constexpr int kRequestTimeoutMs = 10'000;
+// A gated command is a report or a question: seconds at most, even on a busy PostgreSQL.
+constexpr long long kCommandTimeoutMs = 120'000;
+constexpr std::size_t kOutputCap = 1u << 20;
+
+Error Errno(const std::string& what) {
+  return Error::Unavailable(what + ": " + std::strerror(errno));
+}
+
+// Reads one line (without its '\n') within the timeout; "" with ok=false on anything else.
+bool ReadLine(int fd, std::string& line) {
+  char buf[4096];
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, kRequestTimeoutMs) <= 0) return false;
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n <= 0) return false;
+    line.append(buf, static_cast<std::size_t>(n));
+    if (auto nl = line.find('\n'); nl != std::string::npos) {
+      line.resize(nl);
+      return true;
+    }
+    if (line.size() > kMaxRequestBytes) return false;
+  }
+}
+
+void WriteAll(int fd, const std::string& data) {
+  for (std::size_t at = 0; at < data.size();) {
+    ssize_t n = ::send(fd, data.data() + at, data.size() - at, MSG_NOSIGNAL);
+    if (n <= 0) return;  // the agent's tx went away: nothing to tell
+    at += static_cast<std::size_t>(n);
+  }
+}
+
+}  // namespace
+
+Result<std::unique_ptr<AgentGateway>> AgentGateway::Start(Options options) {
+  std::string templ = options.parent + "/tx-agent-XXXXXX";
+  if (::mkdtemp(templ.data()) == nullptr) return Errno("mkdtemp " + templ);
+  std::string dir = templ;
+  auto remove_dir = [&] {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  };
+  std::string path = dir + "/tx.sock";
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr.sun_path) {
+    remove_dir();
+    return Error::Unavailable("socket path too long: " + path);
+  }
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  exec::UniqueFd listener(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!listener.valid()) {
+    remove_dir();
+    return Errno("socket");
+  }
+  if (::bind(listener.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::chmod(path.c_str(), 0600) != 0 || ::listen(listener.get(), 16) != 0) {
+    Error e = Errno("listen on " + path);
+    remove_dir();
+    return e;
+  }
+  exec::UniqueFd stop(::eventfd(0, EFD_CLOEXEC));
+  if (!stop.valid()) {
+    remove_dir();
+    return Errno("eventfd");
+  }
+  return std::unique_ptr<AgentGateway>(
+      new AgentGateway(std::move(options), dir, std::move(listener), std::move(stop)));
+}
+
+AgentGateway::AgentGateway(Options options, std::string dir, exec::UniqueFd listener,
+                           exec::UniqueFd stop)
+    : options_(std::move(options)),
+      dir_(std::move(dir)),
+      listener_(std::move(listener)),
+      stop_(std::move(stop)),
+      thread_([this] { Serve(); }) {}
+
+AgentGateway::~AgentGateway() {
+  std::uint64_t one = 1;
+  (void)!::write(stop_.get(), &one, sizeof one);
+  thread_.join();
+  std::error_code ec;
+  std::filesystem::remove_all(dir_, ec);
+}
+
+void AgentGateway::Serve() {
+  // Signals are the worker's main loop's (its signalfd): never delivered to this thread.
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, nullptr);
+  for (;;) {
+    pollfd fds[] = {{listener_.get(), POLLIN, 0}, {stop_.get(), POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      spdlog::warn("agent gateway: poll: {}", std::strerror(errno));
+      return;
+    }
+    if ((fds[1].revents & POLLIN) != 0) return;
+    if ((fds[0].revents & POLLIN) == 0) continue;
+    exec::UniqueFd connection(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    if (connection.valid()) Answer(connection.get());
+  }
+}
+
+void AgentGateway::Answer(int connection) {
+  std::string line;
+  if (!ReadLine(connection, line)) return;
+  AgentReply reply;
+  Result<std::vector<std::string>> args = DecodeAgentRequest(line);
+  if (args.ok()) args = GateAgentCommand(*args, options_.agent);
+  if (!args.ok()) {
+    reply.exit_code = ExitCode(args.error().code());
+    reply.err = "tx: " + args.error().message() + "\n";
+    spdlog::info("{}: refused the agent's request: {}", options_.agent.task_id,
+                 args.error().message());
+    WriteAll(connection, EncodeAgentReply(reply));
+    return;
+  }
+  std::vector<std::string> argv = {options_.tx_binary};
+  argv.insert(argv.end(), args->begin(), args->end());
+  Result<exec::CommandResult> ran = exec::RunCommand(argv, options_.cwd, options_.env, kOutputCap,
+                                                     kCommandTimeoutMs, stop_.get());
+  if (!ran.ok()) {
+    reply.exit_code = ExitCode(ran.error().code());
+    reply.err = "tx: " + ran.error().message() + "\n";
+  } else {
+    reply.exit_code = ran->exit_code;
+    reply.out = std::move(ran->out);
+    reply.err = std::move(ran->err);
+    if (ran->timed_out) reply.err += "tx: the worker's tx did not finish within 120 s\n";
+  }
+  WriteAll(connection, EncodeAgentReply(reply));
+}
+
+}  // namespace tx::worker

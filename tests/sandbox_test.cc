@@ -1,0 +1,235 @@
+// End-to-end tests of agents in a bubblewrap sandbox (issue 25): the real tx worker, real bwrap,
+// real agent processes, a real TCP server on the loopback. docs/sandbox.md says what each check
+// stands for.
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "tx_proc.h"
+#include "tx_process.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using nlohmann::json;
+using namespace tx::testing;
+using Args = std::vector<std::string>;
+
+class SandboxTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(Tx({"init"}).exit_code, 0);
+    fs::create_directories(Path("work"));
+  }
+
+  RunResult Tx(const Args& args, const Env& env = {}) { return RunTx(args, env, dir_.str()); }
+  std::string Path(const std::string& name) const { return (dir_.path() / name).string(); }
+
+  // A task running `bash work/agent.sh` (the script written there) in work/.
+  std::string AddScriptTask(const std::string& script, Args extra = {}) {
+    std::ofstream(Path("work/agent.sh")) << script;
+    Args args = {"--json",    "task",      "add",
+                 "sandboxed", "--command", "bash " + Path("work/agent.sh"),
+                 "--workdir", Path("work")};
+    args.insert(args.end(), extra.begin(), extra.end());
+    RunResult r = Tx(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.exit_code == 0 ? json::parse(r.out)["id"].get<std::string>() : "";
+  }
+
+  std::unique_ptr<BackgroundProcess> StartWorker(Args extra = {}) {
+    Args args = {"worker", "start",        "--sandbox", "bwrap",           "--heartbeat-interval",
+                 "300ms",  "--kill-grace", "500ms",     "--poll-interval", "1s"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return std::make_unique<BackgroundProcess>(TX_BINARY, args, Env{}, dir_.str(),
+                                               Path("worker.log"));
+  }
+
+  json Show(const std::string& id) {
+    RunResult r = Tx({"--json", "task", "show", id});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.exit_code == 0 ? json::parse(r.out) : json::object();
+  }
+  bool WaitForStatus(const std::string& id, const std::string& status,
+                     std::chrono::seconds limit = 60s) {
+    return WaitFor([&] { return Show(id).value("status", "") == status; }, limit);
+  }
+  std::string Log(const std::string& id) { return ReadFile(Path(".tx/logs/" + id + "/1.log")); }
+
+  static std::vector<pid_t> ProcessesWith(const std::string& entry) {
+    std::vector<pid_t> out;
+    for (pid_t pid : AllPids()) {
+      if (!Running(pid)) continue;
+      for (const auto& e : EnvironOf(pid)) {
+        if (e == entry) out.push_back(pid);
+      }
+    }
+    return out;
+  }
+
+  TempDir dir_;
+};
+
+// A TCP server on the loopback that accepts (the kernel does, from its backlog) while it lives.
+class LoopbackServer {
+ public:
+  LoopbackServer() : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && ::listen(fd_, 16) == 0 &&
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+      port_ = ntohs(a.sin_port);
+    }
+  }
+  ~LoopbackServer() { ::close(fd_); }
+  int port() const { return port_; }
+
+ private:
+  int fd_;
+  int port_ = 0;
+};
+
+TEST_F(SandboxTest, AnAgentWritesItsWorkdirButNotBesideItSeesAPrivateTmpAndNoNetwork_Issue25) {
+  LoopbackServer server;
+  ASSERT_GT(server.port(), 0);
+  std::string marker = "/tmp/tx-sandbox-host-" + std::to_string(::getpid());
+  std::ofstream(marker) << "host";
+  std::string agent_tmp = "/tmp/tx-sandbox-agent-" + std::to_string(::getpid());
+  std::string db = Path(".tx/tx.db");
+  std::string port = std::to_string(server.port());
+  // A path outside /tmp, on the host's root (the source tree): read-only in the sandbox.
+  std::string on_root =
+      std::string(TX_SOURCE_DIR) + "/.sandbox-probe-" + std::to_string(::getpid());
+  std::string id = AddScriptTask(
+      "echo in > inside.txt; echo inside=$?\n"
+      "echo out > ../beside.txt; echo beside=$?\n"
+      "echo out > " +
+      on_root +
+      "; echo rootwrite=$?\n"
+      "cat " +
+      marker +
+      "; echo hostmarker=$?\n"
+      "echo agent > " +
+      agent_tmp +
+      "; echo agenttmp=$?\n"
+      "echo x >> " +
+      db +
+      "; echo storewrite=$?\n"
+      "cat " +
+      Path(".tx/token") +
+      "; echo token=$?\n"
+      "(exec 3<>/dev/tcp/127.0.0.1/" +
+      port +
+      ") 2>/dev/null; echo tcp=$?\n"
+      "tx task done --result sandboxed; echo done=$?\n");
+  // The same script outside a sandbox reaches the server: the refusal below is the sandbox's.
+  RunResult reach =
+      RunProcess("/bin/bash", {"-c", "exec 3<>/dev/tcp/127.0.0.1/" + port}, {}, "", 10s);
+  ASSERT_EQ(reach.exit_code, 0) << reach.err;
+
+  auto worker = StartWorker();
+  ASSERT_TRUE(WaitForStatus(id, "done")) << worker->Output() << Log(id);
+  std::string log = Log(id);
+  EXPECT_EQ(Show(id)["result"], "sandboxed") << log;
+  EXPECT_NE(log.find("inside=0"), std::string::npos) << log;
+  EXPECT_EQ(ReadFile(Path("work/inside.txt")), "in\n");
+  // (Beside it is under /tmp here, the agent's own tmpfs: what it wrote there never reached the
+  // host. Outside /tmp the read-only root refuses the write.)
+  EXPECT_FALSE(fs::exists(Path("beside.txt"))) << log;
+  EXPECT_EQ(log.find("rootwrite=0"), std::string::npos) << log;
+  EXPECT_FALSE(fs::exists(on_root));
+  fs::remove(on_root);
+  EXPECT_EQ(log.find("hostmarker=0"), std::string::npos) << log;
+  EXPECT_NE(log.find("agenttmp=0"), std::string::npos) << "its own /tmp is writable\n" << log;
+  EXPECT_FALSE(fs::exists(agent_tmp)) << "the agent's /tmp is not the host's";
+  EXPECT_EQ(log.find("storewrite=0"), std::string::npos) << log;
+  EXPECT_EQ(log.find("token=0"), std::string::npos) << log;
+  EXPECT_EQ(log.find("tcp=0"), std::string::npos) << log;
+  EXPECT_NE(log.find("done=0"), std::string::npos) << log;
+  // The store was not touched from inside: it still opens, its one task done.
+  RunResult list = Tx({"--json", "task", "list"});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_EQ(json::parse(list.out).size(), 1u);
+  fs::remove(marker);
+}
+
+TEST_F(SandboxTest, InsideTheSandboxTheStoreCannotBeReachedAroundTheWorker_Issue25) {
+  std::string other = Tx({"--json", "task", "add", "not yours", "--queue", "elsewhere"}).out;
+  std::string other_id = json::parse(other)["id"];
+  std::string id = AddScriptTask(
+      "env -u TX_AGENT_SOCKET tx --db " + Path(".tx/tx.db") + " task cancel " + other_id +
+      "; echo direct=$?\n"
+      "cd " +
+      dir_.str() + " 2>/dev/null && env -u TX_AGENT_SOCKET tx task cancel " + other_id +
+      "; echo discovered=$?\n"
+      "tx task cancel " +
+      other_id +
+      "; echo relayed=$?\n"
+      "tx task ask 'Which port?'; echo ask=$?\n");
+  auto worker = StartWorker();
+  ASSERT_TRUE(WaitForStatus(id, "waiting")) << worker->Output() << Log(id);
+  std::string log = Log(id);
+  for (const char* refused : {"direct=0", "discovered=0", "relayed=0"}) {
+    EXPECT_EQ(log.find(refused), std::string::npos) << refused << "\n" << log;
+  }
+  EXPECT_NE(log.find("ask=0"), std::string::npos) << log;
+  EXPECT_EQ(Show(other_id)["status"], "ready") << log;
+}
+
+TEST_F(SandboxTest, KillingTheWorkerLeavesNoSandboxedProcess_Issue25) {
+  std::string id = AddScriptTask("sleep 300 & sleep 300; wait\n");
+  auto worker = StartWorker();
+  ASSERT_TRUE(WaitFor([&] { return ProcessesWith("TX_TASK_ID=" + id).size() >= 3u; }, 30s))
+      << worker->Output();
+  worker->Signal(SIGKILL);
+  worker->Wait(10s);
+  EXPECT_TRUE(WaitFor([&] { return ProcessesWith("TX_TASK_ID=" + id).empty(); }, 15s))
+      << ProcessesWith("TX_TASK_ID=" + id).size() << " processes of the agent left";
+}
+
+TEST_F(SandboxTest, TimeoutsAndStallDetectionStillStopASandboxedAgent_Issue25) {
+  std::string timed =
+      AddScriptTask("echo started; for i in $(seq 3000); do echo $i; sleep 0.1; done\n",
+                    {"--timeout", "2s", "--max-attempts", "1"});
+  auto worker = StartWorker({"--stall-timeout", "1s"});
+  ASSERT_TRUE(WaitForStatus(timed, "failed")) << worker->Output();
+  EXPECT_EQ(Show(timed)["attempts"][0]["end_reason"], "timed_out");
+  std::string silent = AddScriptTask("echo started; sleep 300\n", {"--max-attempts", "1"});
+  ASSERT_TRUE(WaitForStatus(silent, "failed")) << worker->Output();
+  EXPECT_EQ(Show(silent)["attempts"][0]["end_reason"], "stalled");
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        return ProcessesWith("TX_TASK_ID=" + timed).empty() &&
+               ProcessesWith("TX_TASK_ID=" + silent).empty();
+      },
+      15s));
+}
+
+TEST_F(SandboxTest, AWorkerThatCannotRunBwrapSaysWhyInOneLineAndDoesNotStart_Issue25) {
+  RunResult r =
+      RunTx({"worker", "start", "--sandbox", "bwrap"}, {{"PATH", "/nonexistent"}}, dir_.str());
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("sandbox = bwrap, but bwrap cannot be run here"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  RunResult bad = Tx({"worker", "start", "--sandbox", "podman-ish"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("unknown sandbox 'podman-ish' (none or bwrap)"), std::string::npos)
+      << bad.err;
+}
+
+}  // namespace
