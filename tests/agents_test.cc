@@ -20,6 +20,7 @@
 #include "http_client.h"
 #include "tx_proc.h"
 #include "tx_process.h"
+#include "worker/config.h"
 
 namespace {
 
@@ -44,6 +45,7 @@ class AgentsTest : public ::testing::Test {
   void SetUp() override {
     RunResult r = Tx({"init"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
+    WriteConfig("");
   }
 
   std::string Path(const std::string& name) const { return (dir_.path() / name).string(); }
@@ -57,7 +59,15 @@ class AgentsTest : public ::testing::Test {
             {"CODEX_HOME", Path("codex-home")}};
   }
 
-  void WriteConfig(const std::string& toml) { std::ofstream(Path(".tx/config.toml")) << toml; }
+  // config.toml: `toml`, after a [worker] pass_env that lets STANDIN_CALLS through to the
+  // stand-ins besides the default list (an agent gets no other variable of its worker's).
+  void WriteConfig(const std::string& toml) {
+    std::string pass_env = "[worker]\npass_env = [";
+    for (std::string_view name : tx::worker::kDefaultPassEnv) {
+      pass_env.append("\"").append(name).append("\", ");
+    }
+    std::ofstream(Path(".tx/config.toml")) << pass_env << "\"STANDIN_CALLS\"]\n" << toml;
+  }
 
   // Adds a task for `agent` whose instructions tell the stand-in what to do; returns its id.
   std::string AddTask(const std::string& agent, const std::string& directives, Args extra = {}) {
@@ -527,6 +537,7 @@ TEST_F(AgentsTest, ARemoteWorkerRecordsUsageAndLimitsThroughItsServer) {
     return true;
   }));
   fs::create_directories(Path("far/.tx"));
+  fs::copy_file(Path(".tx/config.toml"), Path("far/.tx/config.toml"));  // its pass_env
   BackgroundProcess remote(
       TX_BINARY,
       {"worker", "start", "--server", "http://127.0.0.1:" + std::to_string(port), "--token",
@@ -647,6 +658,7 @@ TEST_F(AgentsTest, AnAgentOfARemoteWorkerAsksThroughTheServerAndIsAnsweredOverHt
     return true;
   }));
   fs::create_directories(Path("far/.tx"));
+  fs::copy_file(Path(".tx/config.toml"), Path("far/.tx/config.toml"));  // its pass_env
   BackgroundProcess remote(
       TX_BINARY,
       {"worker", "start", "--server", "http://127.0.0.1:" + std::to_string(port), "--token",

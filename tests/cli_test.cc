@@ -371,6 +371,51 @@ TEST_F(Cli, RefusalWithJsonPrintsAnErrorDocumentAndStillOneLineOnStderr) {
   EXPECT_EQ(r.err, "tx: " + j["error"]["message"].get<std::string>() + "\n");
 }
 
+// Issue 25: `tx worker start --print-env ID` shows the environment the task's next agent would
+// get from a worker started here (config.toml, flags, this environment), sorted, and starts no
+// worker and writes nothing; an unknown task is not found.
+TEST_F(Cli, WorkerStartPrintEnvShowsTheNextAgentsEnvironmentAndWritesNothing_Issue25) {
+  std::string id = Add("a");
+  std::ofstream(Path(".tx/config.toml")) << "[worker]\npass_env = [\"MY_TOOL_*\", \"HOME\"]\n";
+  Env env = {{"MY_TOOL_HOME", "/opt/tool"},
+             {"HOME", "/home/op"},
+             {"AWS_SECRET_ACCESS_KEY", "aws"},
+             {"TX_TEST_SECRET", "hunter2"}};
+  std::string tx_dir = fs::canonical(TX_BINARY).parent_path().string();
+  json before = StoreState();
+  RunResult r =
+      Must({"worker", "start", "--print-env", id, "--allowed-commands", "task.done"}, env);
+  // No way to the store: the agent's tx reaches its worker's socket (named per attempt).
+  EXPECT_EQ(r.out,
+            "HOME=/home/op\nMY_TOOL_HOME=/opt/tool\nPATH=" + tx_dir +
+                ":/usr/local/bin:/usr/bin:/bin\nTX_AGENT_SOCKET=/tmp/tx-agent-XXXXXX/tx.sock\n"
+                "TX_ALLOWED_COMMANDS=task.done\nTX_ATTEMPT=1\nTX_CLAIM_TOKEN=0\n"
+                "TX_MAX_SUBTASKS=10\nTX_TASK_ID=" +
+                id + "\nTX_WORKER_ID=(print-env)\n");
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(StoreState(), before);
+  EXPECT_EQ(MustJson({"worker", "list"}).size(), 0u);
+
+  // A claimed task's next agent runs its second attempt; --json is one object, name → value.
+  ClaimToken(id);
+  json j = MustJson({"worker", "start", "--print-env", id}, env);
+  EXPECT_EQ(j, json({{"HOME", "/home/op"},
+                     {"MY_TOOL_HOME", "/opt/tool"},
+                     {"PATH", tx_dir + ":/usr/local/bin:/usr/bin:/bin"},
+                     {"TX_AGENT_SOCKET", "/tmp/tx-agent-XXXXXX/tx.sock"},
+                     {"TX_ATTEMPT", "2"},
+                     {"TX_CLAIM_TOKEN", "0"},
+                     {"TX_MAX_SUBTASKS", "10"},
+                     {"TX_TASK_ID", id},
+                     {"TX_WORKER_ID", "(print-env)"}}));
+
+  EXPECT_TRUE(RefusedWithoutWriting({"worker", "start", "--print-env", "task-aaaaaaaa"}, 3,
+                                    "task-aaaaaaaa"));
+  // The config is read as the worker would read it: a bad one is refused.
+  std::ofstream(Path(".tx/config.toml")) << "[worker]\npass_env = [\"MY-TOOL\"]\n";
+  EXPECT_TRUE(RefusedWithoutWriting({"worker", "start", "--print-env", id}, 2, "worker.pass_env"));
+}
+
 TEST_F(Cli, JsonOutputOfEveryCommandIsOneDocument) {
   std::string id = Add("a");
   std::string token = ClaimToken(id);

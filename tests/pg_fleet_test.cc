@@ -316,6 +316,34 @@ TEST_F(FleetTest, WhenTheLeadersHostDiesTheOtherOrchestratorTakesOverAndRecovers
   for (pid_t p : frozen) EXPECT_FALSE(Running(p)) << CommandLineOf(p);
 }
 
+// Issue 25: a worker whose store URL carries a password gives its agent neither the URL nor the
+// password (the server trusts the loopback, so the password is accepted and ignored); the agent
+// still reports through the worker.
+TEST_F(FleetTest, APostgresPasswordNeverReachesTheAgent_Issue25) {
+  const std::string scheme = "postgresql://tx@";
+  ASSERT_EQ(url_.rfind(scheme, 0), 0u) << url_;
+  std::string with_password = "postgresql://tx:s3cret-pw@" + url_.substr(scheme.size());
+  std::string id =
+      AddTasks(a_, 1, "env > agent-env.txt; tx task done --result reported; echo done=$?")[0];
+  BackgroundProcess worker(TX_BINARY,
+                           {"--db", with_password, "worker", "start", "--heartbeat-interval",
+                            "300ms", "--poll-interval", "1s"},
+                           {}, a_.str(), (a_.dir.path() / "worker.log").string());
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return Poll(a_, {"task", "show", id}).value("status", "") == "done";
+      },
+      60s))
+      << worker.Output();
+  EXPECT_EQ(Poll(a_, {"task", "show", id}).value("result", ""), "reported");
+  std::string env = ReadFile((a_.dir.path() / "agent-env.txt").string());
+  ASSERT_NE(env.find("TX_AGENT_SOCKET="), std::string::npos) << env;
+  EXPECT_EQ(env.find("s3cret-pw"), std::string::npos) << env;
+  EXPECT_EQ(env.find("postgresql://"), std::string::npos) << env;
+  worker.Signal(SIGTERM);
+  EXPECT_EQ(worker.Wait(30s), 0) << worker.Output();
+}
+
 // A leader that stops hands the lead over at once, not after its own workers have drained.
 TEST_F(FleetTest, AStoppingLeaderHandsOverTheLeadBeforeItsWorkersDrain) {
   StartOrchestrator(a_, {"--workers", "1"});

@@ -123,10 +123,9 @@ class RealAgentsTest : public ::testing::Test {
             {"ANTHROPIC_BASE_URL", "http://127.0.0.1:" + std::to_string(port)},
             {"HOME", Path("home")},
             {"CLAUDE_CONFIG_DIR", Path("claude")},
+            // It stands for DISABLE_AUTOUPDATER, DISABLE_TELEMETRY and DISABLE_ERROR_REPORTING,
+            // which the default [worker] pass_env does not let through to an agent.
             {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"},
-            {"DISABLE_AUTOUPDATER", "1"},
-            {"DISABLE_TELEMETRY", "1"},
-            {"DISABLE_ERROR_REPORTING", "1"},
             {"CLAUDE_CODE_MAX_RETRIES", "0"}};
     if (logged_in) {
       env_["ANTHROPIC_API_KEY"] = "sk-test";
@@ -148,7 +147,7 @@ class RealAgentsTest : public ::testing::Test {
                                              << port
                                              << "/v1\"\n"
                                                 "wire_api = \"responses\"\n"
-                                                "env_key = \"MOCK_KEY\"\n"
+                                                "env_key = \"OPENAI_MOCK_KEY\"\n"
                                                 "request_max_retries = 0\n"
                                                 "stream_max_retries = 0\n\n"
                                                 "[analytics]\n"
@@ -163,7 +162,7 @@ class RealAgentsTest : public ::testing::Test {
             {"HOME", Path("home")},
             {"CODEX_HOME", Path("codex")},
             {"TMPDIR", Path("tmp")},
-            {"MOCK_KEY", "sk-mock"}};
+            {"OPENAI_MOCK_KEY", "sk-mock"}};  // OPENAI_*: the default pass_env lets it through
   }
 
   std::string AddTask(const std::string& agent, Args extra = {}) {

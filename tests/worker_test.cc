@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -63,8 +64,9 @@ class WorkerTest : public ::testing::Test {
   }
   std::string Status(const std::string& id) { return Show(id)["status"]; }
 
-  // `tx worker start` with short intervals; a flag in `extra` replaces its default.
-  std::unique_ptr<BackgroundProcess> StartWorker(Args extra = {}) {
+  // `tx worker start` with short intervals; a flag in `extra` replaces its default. `env` is added
+  // to the worker's environment.
+  std::unique_ptr<BackgroundProcess> StartWorker(Args extra = {}, const Env& env = {}) {
     Args args = {"worker", "start"};
     for (auto [flag, value] :
          {std::pair{"--heartbeat-interval", "300ms"}, std::pair{"--kill-grace", "500ms"},
@@ -75,7 +77,7 @@ class WorkerTest : public ::testing::Test {
     }
     args.insert(args.end(), extra.begin(), extra.end());
     std::string log = Path("worker-" + std::to_string(++workers_) + ".log");
-    return std::make_unique<BackgroundProcess>(TX_BINARY, args, Env{}, dir_.str(), log);
+    return std::make_unique<BackgroundProcess>(TX_BINARY, args, env, dir_.str(), log);
   }
 
   // Polls `pred` every 50 ms for up to `limit`.
@@ -247,13 +249,12 @@ TEST_F(WorkerTest, AgentsSeeTheirTaskInTheEnvironmentAndTheAllowList) {
 // agent's own report works.
 TEST_F(WorkerTest, AnAgentCannotWidenItsAllowListOrActOnAnotherTask_Issue25) {
   std::string other = AddShellTask("exit 0", {"--queue", "elsewhere"});
-  std::string script =
-      "env -u TX_ALLOWED_COMMANDS tx task cancel " + other + "; echo unset=$?; " +
-      "TX_ALLOWED_COMMANDS=\"*\" tx task done " + other + " --force; echo widened=$?; " +
-      "tx task done " + other + "; echo other=$?; " +
-      "tx --db " + Path(".tx/tx.db") + " task list; echo db=$?; " +
-      "tx task show; echo show=$?; " +
-      "tx task done --result mine; echo mine=$?";
+  std::string script = "env -u TX_ALLOWED_COMMANDS tx task cancel " + other + "; echo unset=$?; " +
+                       "TX_ALLOWED_COMMANDS=\"*\" tx task done " + other +
+                       " --force; echo widened=$?; " + "tx task done " + other +
+                       "; echo other=$?; " + "tx --db " + Path(".tx/tx.db") +
+                       " task list; echo db=$?; " + "tx task show; echo show=$?; " +
+                       "tx task done --result mine; echo mine=$?";
   std::string id = AddShellTask(script);
   auto worker = StartWorker({"--allowed-commands", "task.*"});
   ASSERT_TRUE(WaitForStatus(id, "done")) << worker->Output();
@@ -269,6 +270,74 @@ TEST_F(WorkerTest, AnAgentCannotWidenItsAllowListOrActOnAnotherTask_Issue25) {
   EXPECT_NE(log.find("mine=0"), std::string::npos) << log;
   EXPECT_EQ(Show(id)["result"], "mine");
   EXPECT_EQ(Status(other), "ready") << "the other task was left alone";
+}
+
+// Issue 25: an agent's environment is built from [worker] pass_env, not inherited: a variable of
+// the worker's that no pattern names never reaches it, nor do the worker's own TX_* variables.
+// `tx worker start --print-env` shows what the agent gets.
+TEST_F(WorkerTest, AnAgentGetsOnlyTheWorkersVariablesPassEnvAllows_Issue25) {
+  const std::string print_env = std::string(TX_SOURCE_DIR) + "/tests/agents/print_env.sh";
+  const Env worker_env = {{"TX_TEST_SECRET", "hunter2"},
+                          {"MY_TOOL_HOME", "x"},
+                          {"AWS_SECRET_ACCESS_KEY", "aws-secret"},
+                          {"ANTHROPIC_API_KEY", "sk-ant-test"}};
+  // Runs `command` as a task's agent under a worker with worker_env; returns the task's id.
+  auto run = [&](const Args& command) {
+    std::string joined;
+    for (const auto& word : command) joined += (joined.empty() ? "" : " ") + word;
+    RunResult r = Tx({"--json", "task", "add", "t", "--command", joined});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::string id = json::parse(r.out)["id"];
+    auto worker = StartWorker({}, worker_env);
+    EXPECT_TRUE(WaitForStatus(id, "done")) << worker->Output();
+    worker->Signal(SIGTERM);
+    EXPECT_EQ(worker->Wait(30s), 0) << worker->Output();
+    return id;
+  };
+  auto printed = [&](const std::string& id) {
+    std::string log = ReadFile(Path(".tx/logs/" + id + "/1.log"));
+    return log.substr(0, log.find("cwd="));
+  };
+  // "NAME=value" lines as a map, without the values of one claim.
+  auto variables = [](const std::string& lines) {
+    std::map<std::string, std::string> out;
+    std::istringstream in(lines);
+    for (std::string line; std::getline(in, line);) {
+      std::size_t eq = line.find('=');
+      if (eq != std::string::npos) out[line.substr(0, eq)] = line.substr(eq + 1);
+    }
+    for (const char* per_claim :
+         {"TX_ATTEMPT", "TX_CLAIM_TOKEN", "TX_WORKER_ID", "TX_AGENT_SOCKET"}) {
+      EXPECT_EQ(out.erase(per_claim), 1u) << per_claim << " missing from\n" << lines;
+    }
+    return out;
+  };
+
+  std::ofstream(Path(".tx/config.toml"))
+      << "[worker]\npass_env = [\"MY_TOOL_*\", \"PATH\", \"HOME\"]\n";
+  std::string id = run(
+      {print_env, "MY_TOOL_HOME", "TX_TEST_SECRET", "AWS_SECRET_ACCESS_KEY", "ANTHROPIC_API_KEY"});
+  EXPECT_EQ(printed(id),
+            "MY_TOOL_HOME=x\nTX_TEST_SECRET\nAWS_SECRET_ACCESS_KEY\nANTHROPIC_API_KEY\n");
+  // The whole environment, as env(1) prints it: the three allowed and the task's variables.
+  id = run({"/usr/bin/env"});
+  std::map<std::string, std::string> got = variables(ReadFile(Path(".tx/logs/" + id + "/1.log")));
+  std::vector<std::string> names;
+  for (const auto& [name, value] : got) names.push_back(name);
+  EXPECT_EQ(names, (std::vector<std::string>{"HOME", "MY_TOOL_HOME", "PATH", "TX_MAX_SUBTASKS",
+                                             "TX_TASK_ID"}));
+  // --print-env, from the same config and environment, shows just that (a new claim's values
+  // aside).
+  RunResult shown = Tx({"worker", "start", "--print-env", id}, worker_env);
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_EQ(variables(shown.out), got) << shown.out;
+
+  // The default list: an agent CLI's API key passes, another service's secret does not.
+  fs::remove(Path(".tx/config.toml"));
+  id = run(
+      {print_env, "ANTHROPIC_API_KEY", "AWS_SECRET_ACCESS_KEY", "MY_TOOL_HOME", "TX_TEST_SECRET"});
+  EXPECT_EQ(printed(id),
+            "ANTHROPIC_API_KEY=sk-ant-test\nAWS_SECRET_ACCESS_KEY\nMY_TOOL_HOME\nTX_TEST_SECRET\n");
 }
 
 TEST_F(WorkerTest, AnIdleWorkerHearsOfANewTaskWithoutWaitingForThePoll) {

@@ -1,4 +1,4 @@
-// tx worker start, tx task log
+// tx worker start (and --print-env), tx worker stop|pause|resume, tx task log
 
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <thread>
 
@@ -32,11 +33,52 @@ namespace {
 // The directory holding the store (.tx): its config.toml and logs/ live there.
 fs::path StoreDir(const Context& ctx) { return store::LocalDir(ctx.DbPath()); }
 
+// tx worker start --print-env TASK: the environment the task's next attempt's agent would get
+// from a worker started with `config` here and now (PlanSpawn over this process's environment),
+// under its profile's first account, with claim token 0, worker id "(print-env)" and the
+// attempt's socket as "/tmp/tx-agent-XXXXXX/tx.sock" (its name is made per attempt). Without the
+// variables of a worktree (TX_REPO, TX_WORKTREE, TX_BRANCH, TX_BASE_BRANCH and git's exclude
+// file), which the worker adds once it has made one. Starts nothing and writes nothing.
+// not_found: no such task.
+Status PrintAgentEnvironment(Context& ctx, const worker::WorkerConfig& config,
+                             const std::string& id) {
+  TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
+  service::TaskService tasks(*store, ctx.clock(), ctx.options());
+  TX_ASSIGN_OR_RETURN(service::TaskDetail detail, tasks.Show(id));
+  Task task = detail.task;
+  ++task.attempt;  // as a claim counts it
+  Claim claim;
+  claim.token = 0;
+  claim.task_id = task.id;
+  claim.worker_id = "(print-env)";
+  claim.attempt = static_cast<int>(detail.attempts.size()) + 1;
+  worker::RunChoice choice;
+  TX_ASSIGN_OR_RETURN(worker::AttemptPlan profile, worker::ProfileFor(config, task));
+  if (!profile.is_command && !profile.profile.accounts.empty()) {
+    choice.account = profile.profile.accounts.front().name;
+  }
+  TX_ASSIGN_OR_RETURN(worker::AttemptPlan plan,
+                      worker::PlanSpawn(config, task, claim, worker::CurrentEnvironment(), nullptr,
+                                        choice, "/tmp/tx-agent-XXXXXX/tx.sock"));
+  std::map<std::string, std::string> env;
+  for (const auto& kv : plan.spec.env) {
+    std::size_t eq = kv.find('=');
+    env[kv.substr(0, eq)] = eq == std::string::npos ? "" : kv.substr(eq + 1);
+  }
+  if (ctx.json()) {
+    ctx.PrintJson(nlohmann::json(env));
+    return Ok();
+  }
+  for (const auto& [name, value] : env) ctx.out() << name << '=' << value << '\n';
+  return Ok();
+}
+
 }  // namespace
 
 Handler SetupWorkerStart(CLI::App& cmd) {
   auto a = std::make_shared<worker::WorkerFlags>();
   auto remote = std::make_shared<RemoteFleet>();
+  auto print_env = std::make_shared<std::string>();
   NonEmpty(cmd.add_option("--server", remote->url,
                           "Reach the fleet over HTTP alone, at this tx server (no store here)")
                ->type_name("URL"));
@@ -101,13 +143,21 @@ Handler SetupWorkerStart(CLI::App& cmd) {
   NonEmpty(cmd.add_option("--open-files", a->open_files, "Agent RLIMIT_NOFILE")->type_name("N"));
   NonEmpty(cmd.add_option("--processes", a->processes, "Agent RLIMIT_NPROC")->type_name("N"));
   NonEmpty(cmd.add_option("--cpu-seconds", a->cpu_seconds, "Agent RLIMIT_CPU")->type_name("N"));
-  return [a, remote](Context& ctx) -> Status {
+  NonEmpty(cmd.add_option("--print-env", *print_env,
+                          "Start nothing: print the environment the task's next agent would get "
+                          "from this worker (NAME=value lines, sorted)")
+               ->type_name("TASK"));
+  return [a, remote, print_env](Context& ctx) -> Status {
     if (remote->url.empty() && !remote->token.empty()) {
       return Error::InvalidArgument("--token goes with --server");
+    }
+    if (!print_env->empty() && !remote->url.empty()) {
+      return Error::InvalidArgument("--print-env reads the task from the store: not with --server");
     }
     // A remote worker keeps its config.toml and its agents' logs in ./.tx, as a store would.
     std::string home = remote->url.empty() ? ctx.DbPath() : ".tx/tx.db";
     TX_ASSIGN_OR_RETURN(worker::WorkerConfig c, worker::BuildWorkerConfig(home, SelfExe(), *a));
+    if (!print_env->empty()) return PrintAgentEnvironment(ctx, c, *print_env);
     TX_RETURN_IF_ERROR(worker::CheckSandbox(c.sandbox));
     if (!remote->url.empty()) {
       if (!remote->url.starts_with("http://") && !remote->url.starts_with("https://")) {

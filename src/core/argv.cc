@@ -52,10 +52,9 @@ Result<std::vector<std::string>> SplitArgv(std::string_view line) {
   return out;
 }
 
-namespace {
-// '*' matches any run of characters. On a mismatch only the last star takes one more character,
-// so the time is O(|pattern| x |text|), never exponential in the number of stars.
-bool Glob(std::string_view pattern, std::string_view text) {
+// On a mismatch only the last star takes one more character, so the time is
+// O(|pattern| x |text|), never exponential in the number of stars.
+bool MatchesGlob(std::string_view pattern, std::string_view text) {
   std::size_t p = 0, t = 0;
   std::size_t star = std::string_view::npos, star_text = 0;
   while (t < text.size()) {
@@ -76,6 +75,7 @@ bool Glob(std::string_view pattern, std::string_view text) {
   return p == pattern.size();
 }
 
+namespace {
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
   while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
@@ -87,7 +87,7 @@ bool IsAllowed(std::string_view command, std::string_view allow_list) {
   while (!allow_list.empty()) {
     std::size_t comma = allow_list.find(',');
     std::string_view item = Trim(allow_list.substr(0, comma));
-    if (!item.empty() && Glob(item, command)) return true;
+    if (!item.empty() && MatchesGlob(item, command)) return true;
     if (comma == std::string_view::npos) break;
     allow_list.remove_prefix(comma + 1);
   }

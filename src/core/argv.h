@@ -17,4 +17,8 @@ Result<std::vector<std::string>> SplitArgv(std::string_view line);
 // '*' matches any run of characters ("claim.*", "task.show,task.done").
 bool IsAllowed(std::string_view command, std::string_view allow_list);
 
+// True when `text` matches `pattern` whole, where '*' matches any run of characters (none
+// included) and every other character itself; O(|pattern| x |text|) at worst.
+bool MatchesGlob(std::string_view pattern, std::string_view text);
+
 }  // namespace tx

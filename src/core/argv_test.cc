@@ -35,6 +35,18 @@ TEST(AllowList, MatchesExactNamesAndWildcards) {
   EXPECT_FALSE(IsAllowed("task.show", ""));
 }
 
+TEST(Glob, AStarMatchesAnyRunAndTheRestMatchesWhole) {
+  EXPECT_TRUE(MatchesGlob("LC_*", "LC_ALL"));
+  EXPECT_TRUE(MatchesGlob("LC_*", "LC_"));
+  EXPECT_FALSE(MatchesGlob("LC_*", "XLC_ALL"));
+  EXPECT_TRUE(MatchesGlob("PATH", "PATH"));
+  EXPECT_FALSE(MatchesGlob("PATH", "PATHS"));
+  EXPECT_FALSE(MatchesGlob("PATH", "path"));
+  EXPECT_TRUE(MatchesGlob("*_PROXY", "HTTPS_PROXY"));
+  EXPECT_TRUE(MatchesGlob("*", ""));
+  EXPECT_FALSE(MatchesGlob("", "A"));
+}
+
 // Found by fuzz/fuzz_argv (fuzz/regressions/argv/): the recursive matcher tried every split of the
 // text for every star, so a few dozen stars hung the check.
 TEST(AllowList, ManyStarsMatchInPolynomialTime) {

@@ -59,6 +59,25 @@ class Table {
     return Ok();
   }
 
+  // Patterns of environment variable names: letters, digits, '_' and '*' (any run of them).
+  Status NamePatterns(std::string_view key, std::vector<std::string>& out) {
+    std::vector<std::string> v = out;
+    TX_RETURN_IF_ERROR(Strings(key, v));
+    for (const auto& p : v) {
+      bool ok = !p.empty();
+      for (char ch : p) {
+        ok = ok && ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
+                    (ch >= '0' && ch <= '9') || ch == '_' || ch == '*');
+      }
+      if (!ok) {
+        return Bad(key, "an array of variable name patterns (letters, digits, '_' and '*'), not '" +
+                            p + "'");
+      }
+    }
+    out = std::move(v);
+    return Ok();
+  }
+
   template <typename T>
   Status Count(std::string_view key, std::optional<T>& out, std::int64_t max) {
     seen_.emplace_back(key);
@@ -168,6 +187,7 @@ Status ApplyWorker(const toml::table& w, const std::string& origin, WorkerConfig
   TX_RETURN_IF_ERROR(t.Duration("poll_interval", c.poll_ms));
   TX_RETURN_IF_ERROR(t.String("agent", c.agent));
   TX_RETURN_IF_ERROR(t.String("allowed_commands", c.allowed_commands));
+  TX_RETURN_IF_ERROR(t.NamePatterns("pass_env", c.pass_env));
   TX_RETURN_IF_ERROR(t.String("workdir", c.workdir));
   std::string sandbox;
   TX_RETURN_IF_ERROR(t.String("sandbox", sandbox));

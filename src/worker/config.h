@@ -2,10 +2,12 @@
 // WorkerConfig: everything a worker process runs with, from defaults (design.md §6), then
 // `.tx/config.toml` ([worker], [worker.limits], [agents.NAME]), then command-line flags.
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "agent/prices.h"
@@ -23,6 +25,22 @@ namespace tx::worker {
 
 // The largest [worker] max_subtasks accepted.
 inline constexpr int kMaxSubtasksSetting = 1000;
+
+// [worker] pass_env when the config sets none: which of the worker's variables an agent gets
+// (patterns of names, '*' any run of characters; PlanSpawn). What agent CLIs need to run, find
+// their logins and reach their APIs; nothing else of the worker's reaches an agent, and never,
+// whatever the list, a TX_* variable.
+inline constexpr std::array<std::string_view, 31> kDefaultPassEnv = {
+    // the shell's basics, locale and terminal
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_*", "TERM", "COLORTERM",
+    "NO_COLOR", "TZ", "TMPDIR", "XDG_*",
+    // the agent CLIs' own (their API keys, config directories and settings)
+    "ANTHROPIC_*", "CLAUDE_*", "OPENAI_*", "CODEX_*",
+    // git's, ssh's and gpg's (an agent commits, perhaps signed, and may fetch over ssh)
+    "GIT_*", "SSH_AUTH_SOCK", "SSH_AGENT_PID", "GNUPGHOME",
+    // proxies and CA certificates, to reach the APIs from behind them
+    "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
+    "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR"};
 
 // Git isolation of tasks that name a repository (worker/worktree.h, docs/git.md).
 struct GitSettings {
@@ -84,6 +102,8 @@ struct WorkerConfig {
   std::vector<std::string> api_allowed_hosts;
   std::string config_file;  // the config.toml read, read again for [budgets] (budgets_source.h)
   std::string allowed_commands;  // TX_ALLOWED_COMMANDS for agents; empty = no restriction
+  // [worker] pass_env: which of the worker's variables its agents get (kDefaultPassEnv's form).
+  std::vector<std::string> pass_env{kDefaultPassEnv.begin(), kDefaultPassEnv.end()};
   // [worker] max_subtasks: how many subtasks an agent may add under its task (docs/mcp.md),
   // handed to agents as TX_MAX_SUBTASKS; 0 = none.
   int max_subtasks = service::kDefaultMaxSubtasks;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "worker/spawn_plan.h"
 
 namespace tx::worker {
@@ -476,6 +478,145 @@ TEST(WorkerConfig, MaxSubtasksIsReadAndReachesTheAgentsEnvironment_Issue22) {
   ASSERT_TRUE(plan.ok()) << plan.error().message();
   EXPECT_EQ(std::count(plan->spec.env.begin(), plan->spec.env.end(), "TX_MAX_SUBTASKS=0"), 1);
   EXPECT_EQ(std::count(plan->spec.env.begin(), plan->spec.env.end(), "TX_MAX_SUBTASKS=99"), 0);
+}
+
+TEST(WorkerConfig, PassEnvReplacesTheDefaultListAndBadPatternsAreRefusedNamingIt_Issue25) {
+  WorkerConfig c;
+  EXPECT_EQ(c.pass_env, std::vector<std::string>(kDefaultPassEnv.begin(), kDefaultPassEnv.end()));
+  for (const char* name : {"PATH", "HOME", "LC_*", "ANTHROPIC_*", "OPENAI_*", "GIT_*",
+                           "SSH_AUTH_SOCK", "https_proxy", "SSL_CERT_DIR"}) {
+    EXPECT_NE(std::find(c.pass_env.begin(), c.pass_env.end(), name), c.pass_env.end()) << name;
+  }
+  ASSERT_TRUE(ApplyConfigToml("[worker]\npass_env = [\"PATH\", \"MY_TOOL_*\", \"*_lower9\"]\n",
+                              "config.toml", c)
+                  .ok());
+  EXPECT_EQ(c.pass_env, (std::vector<std::string>{"PATH", "MY_TOOL_*", "*_lower9"}));
+  ASSERT_TRUE(ApplyConfigToml("[worker]\npass_env = []\n", "config.toml", c).ok());
+  EXPECT_TRUE(c.pass_env.empty());
+
+  struct Case {
+    const char* toml;
+    const char* needle;
+  } cases[] = {
+      {"[worker]\npass_env = \"PATH\"\n", "'worker.pass_env' must be an array of strings"},
+      {"[worker]\npass_env = [\"PATH\", 3]\n", "'worker.pass_env' must be an array of strings"},
+      {"[worker]\npass_env = [\"PATH\", \"\"]\n",
+       "'worker.pass_env' must be an array of variable "
+       "name patterns (letters, digits, '_' and '*'), "
+       "not ''"},
+      {"[worker]\npass_env = [\"MY-TOOL\"]\n",
+       "'worker.pass_env' must be an array of variable "
+       "name patterns (letters, digits, '_' and '*'), not "
+       "'MY-TOOL'"},
+      {"[worker]\npass_env = [\"A=B\"]\n", "not 'A=B'"},
+      {"[worker]\npass_env = [\"LC_?\"]\n", "not 'LC_?'"},
+      {"[worker]\npass_env = [\" HOME\"]\n", "not ' HOME'"},
+  };
+  for (const auto& k : cases) {
+    WorkerConfig fresh;
+    Status s = ApplyConfigToml(k.toml, "config.toml", fresh);
+    ASSERT_FALSE(s.ok()) << k.toml;
+    EXPECT_NE(s.error().message().find(k.needle), std::string::npos) << s.error().message();
+    EXPECT_EQ(fresh.pass_env,
+              std::vector<std::string>(kDefaultPassEnv.begin(), kDefaultPassEnv.end()));
+  }
+}
+
+TEST(SpawnPlan, OnlyTheWorkersVariablesPassEnvNamesReachTheAgent_Issue25) {
+  WorkerConfig c;
+  c.db_path = "/data/.tx/tx.db";
+  c.logs_dir = "/data/.tx/logs";
+  c.tx_binary = "/opt/tx/bin/tx";
+  c.agent = "generic";
+  c.profiles["claude"].accounts = {{"work", {"CLAUDE_CONFIG_DIR=/c/work", "VAULT_TOKEN=v"}}};
+  Task t;
+  t.id = "task-abcdefgh";
+  t.title = "t";
+  Claim claim;
+  claim.token = 5;
+  claim.worker_id = "worker-12345678";
+  claim.attempt = 1;
+  std::vector<std::string> worker_env = {"PATH=/usr/bin:/bin",
+                                         "HOME=/home/op",
+                                         "LC_ALL=C.UTF-8",
+                                         "ANTHROPIC_API_KEY=sk-ant",
+                                         "AWS_SECRET_ACCESS_KEY=aws",
+                                         "DATABASE_URL=postgres://u:pw@h/db",
+                                         "MY_TOOL_HOME=/t",
+                                         "TX_API_TOKEN=tok",
+                                         "TX_DB=/other.db",
+                                         "TX_TEST_SECRET=hunter2"};
+  auto env_of = [&](const WorkerConfig& config, const RunChoice& choice = {}) {
+    Result<AttemptPlan> plan = PlanSpawn(config, t, claim, worker_env, nullptr, choice);
+    EXPECT_TRUE(plan.ok()) << plan.error().message();
+    return plan.ok() ? plan->spec.env : std::vector<std::string>{};
+  };
+  auto has = [](const std::vector<std::string>& env, const std::string& kv) {
+    return std::count(env.begin(), env.end(), kv) == 1;
+  };
+  auto names = [](const std::vector<std::string>& env) {
+    std::vector<std::string> out;
+    for (const auto& kv : env) out.push_back(kv.substr(0, kv.find('=')));
+    return out;
+  };
+
+  // The default list: what agent CLIs need, and nothing else of the worker's; no TX_* of its own.
+  std::vector<std::string> env = env_of(c);
+  EXPECT_EQ(names(env), (std::vector<std::string>{"HOME", "LC_ALL", "ANTHROPIC_API_KEY", "PATH",
+                                                  "TX_TASK_ID", "TX_WORKER_ID", "TX_CLAIM_TOKEN",
+                                                  "TX_ATTEMPT", "TX_MAX_SUBTASKS"}));
+  EXPECT_TRUE(has(env, "PATH=/opt/tx/bin:/usr/bin:/bin"));
+  EXPECT_TRUE(has(env, "ANTHROPIC_API_KEY=sk-ant"));
+
+  // An operator's list replaces the default: a matched pattern passes, the rest (even
+  // ANTHROPIC_*) does not. Without PATH in it, the agent still gets one that finds tx.
+  WorkerConfig own = c;
+  own.pass_env = {"MY_TOOL_*", "HOME", "TX_*"};
+  env = env_of(own);
+  EXPECT_EQ(names(env),
+            (std::vector<std::string>{"HOME", "MY_TOOL_HOME", "PATH", "TX_TASK_ID", "TX_WORKER_ID",
+                                      "TX_CLAIM_TOKEN", "TX_ATTEMPT", "TX_MAX_SUBTASKS"}));
+  EXPECT_TRUE(has(env, "MY_TOOL_HOME=/t"));
+  EXPECT_TRUE(has(env, "PATH=/opt/tx/bin:/usr/local/bin:/usr/bin:/bin"));
+  EXPECT_FALSE(has(env, "TX_API_TOKEN=tok"));
+  EXPECT_FALSE(has(env, "TX_TEST_SECRET=hunter2"));
+
+  // "*" is everything of the worker's but its TX_* variables.
+  own.pass_env = {"*"};
+  env = env_of(own);
+  EXPECT_TRUE(has(env, "AWS_SECRET_ACCESS_KEY=aws"));
+  EXPECT_FALSE(has(env, "TX_TEST_SECRET=hunter2"));
+  EXPECT_FALSE(has(env, "TX_DB=/other.db"));
+
+  // Nothing at all: the task's variables and a PATH.
+  own.pass_env = {};
+  env = env_of(own);
+  EXPECT_EQ(names(env),
+            (std::vector<std::string>{"PATH", "TX_TASK_ID", "TX_WORKER_ID", "TX_CLAIM_TOKEN",
+                                      "TX_ATTEMPT", "TX_MAX_SUBTASKS"}));
+
+  // An account's variables are configured for the agent: they pass whatever pass_env says.
+  t.agent = "claude";
+  RunChoice work;
+  work.account = "work";
+  env = env_of(own, work);
+  EXPECT_TRUE(has(env, "CLAUDE_CONFIG_DIR=/c/work"));
+  EXPECT_TRUE(has(env, "VAULT_TOKEN=v"));
+  EXPECT_FALSE(has(env, "ANTHROPIC_API_KEY=sk-ant"));
+
+  // In a worktree, git's count goes on from the GIT_CONFIG_COUNT that passed, not from one
+  // pass_env held back (which would leave a key git refuses).
+  t.agent = "generic";
+  worker_env = {"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=a.b", "GIT_CONFIG_VALUE_0=c"};
+  Worktree wt{"/repo", "/repo/.tx/worktrees/task-abcdefgh",  "tx/task-abcdefgh",
+              "main",  "/repo/.git/worktrees/task-abcdefgh", true,
+              false};
+  own.pass_env = {"PATH"};
+  Result<AttemptPlan> plan = PlanSpawn(own, t, claim, worker_env, &wt);
+  ASSERT_TRUE(plan.ok()) << plan.error().message();
+  EXPECT_TRUE(has(plan->spec.env, "GIT_CONFIG_KEY_0=core.excludesFile"));
+  EXPECT_TRUE(has(plan->spec.env, "GIT_CONFIG_COUNT=1"));
+  EXPECT_FALSE(has(plan->spec.env, "GIT_CONFIG_KEY_0=a.b"));
 }
 
 TEST(SpawnPlan, AProfileWithMcpRegistersTxsServerForTheRun_Issue22) {

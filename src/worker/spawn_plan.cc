@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "core/agent.h"
+#include "core/argv.h"
 #include "core/validation.h"
 #include "core/worker.h"
 #include "store/location.h"
@@ -120,9 +121,17 @@ Result<AttemptPlan> PlanSpawn(const WorkerConfig& config, const Task& task, cons
     }
     return false;
   };
-  std::string path;
+  // The worker's variables the agent gets: those [worker] pass_env names, never its own TX_*.
+  std::vector<std::string> passed;
   for (const auto& kv : base_env) {
-    if (kv.rfind("TX_", 0) == 0) continue;  // never leak the worker's own TX_* settings
+    std::string_view name = std::string_view(kv).substr(0, kv.find('='));
+    if (name.starts_with("TX_")) continue;
+    bool allowed = false;
+    for (const auto& pattern : config.pass_env) allowed = allowed || MatchesGlob(pattern, name);
+    if (allowed) passed.push_back(kv);
+  }
+  std::string path;
+  for (const auto& kv : passed) {
     if (overridden(kv)) continue;
     // AgentGitEnv adds to the count it found.
     if (worktree != nullptr && kv.rfind("GIT_CONFIG_COUNT=", 0) == 0) continue;
@@ -132,9 +141,10 @@ Result<AttemptPlan> PlanSpawn(const WorkerConfig& config, const Task& task, cons
     }
     spec.env.push_back(kv);
   }
-  std::string tx_dir = std::filesystem::path(config.tx_binary).parent_path().string();
-  if (!tx_dir.empty()) path = path.empty() ? tx_dir : tx_dir + ":" + path;
+  // The agent must find tx whatever pass_env says: a PATH, led by tx's directory.
   if (path.empty()) path = "/usr/local/bin:/usr/bin:/bin";
+  std::string tx_dir = std::filesystem::path(config.tx_binary).parent_path().string();
+  if (!tx_dir.empty()) path = tx_dir + ":" + path;
   for (const auto& kv : account_env) {
     if (kv.rfind("PATH=", 0) == 0) {
       path = kv.substr(5);
@@ -155,7 +165,7 @@ Result<AttemptPlan> PlanSpawn(const WorkerConfig& config, const Task& task, cons
   }
   spec.env.push_back("TX_MAX_SUBTASKS=" + std::to_string(config.max_subtasks));
   if (worktree != nullptr) {
-    for (auto& kv : AgentGitEnv(*worktree, base_env)) spec.env.push_back(std::move(kv));
+    for (auto& kv : AgentGitEnv(*worktree, passed)) spec.env.push_back(std::move(kv));
   }
   // tx's MCP server, registered for this run (docs/mcp.md), is told which of the agent's
   // variables are its task's.

@@ -47,17 +47,22 @@ Result<AttemptPlan> ProfileFor(const WorkerConfig& config, const Task& task);
 
 // The task's `command` when it has one, else its profile's argv — the resume form with the
 // resume prompt when `choice` resumes, else the fresh one with the task's prompt — with the
-// placeholders expanded. The environment is `base_env` (the worker's own) without any TX_*
-// variable, plus the account's variables, TX_TASK_ID, TX_WORKER_ID, TX_CLAIM_TOKEN, TX_ATTEMPT,
+// placeholders expanded. invalid_argument: an unknown agent profile or a bad template.
+//
+// The environment is built, not inherited (docs/security.md): of `base_env` (the worker's own)
+// only the variables whose names match a pattern of config.pass_env (kDefaultPassEnv unless the
+// config sets it), never a TX_* one; then the account's variables, which replace the worker's of
+// the same names; then the task's: TX_TASK_ID, TX_WORKER_ID, TX_CLAIM_TOKEN, TX_ATTEMPT,
 // TX_AGENT_SOCKET (`agent_socket`: the attempt's AgentGateway, through which alone the agent's
-// tx reaches the store), TX_ALLOWED_COMMANDS (when the worker has an allow-list; the gateway
-// applies it), TX_MAX_SUBTASKS and PATH led by the directory of the tx binary, so an agent can
-// run `tx task done`. Never TX_DB, a server's URL or token. invalid_argument: an unknown agent
-// profile or a bad template.
+// tx reaches the store; never TX_DB, a server's URL or token), TX_ALLOWED_COMMANDS (when the
+// worker has an allow-list; the gateway applies it) and TX_MAX_SUBTASKS. PATH is always set, led by
+// the directory of the tx binary so that an agent can run `tx task done`: the worker's PATH when
+// pass_env lets it through, else the default
+// "/usr/local/bin:/usr/bin:/bin" (an account's own PATH replaces it whole).
 //
 // With a worktree (a task that names a repository): the agent runs there, with AgentGitEnv's
-// variables, and after the setup commands of the repository ([git] setup) when the worktree
-// still needs them (WithSetup).
+// variables (counting on from the GIT_CONFIG_COUNT that passed), and after the setup commands of
+// the repository ([git] setup) when the worktree still needs them (WithSetup).
 Result<AttemptPlan> PlanSpawn(const WorkerConfig& config, const Task& task, const Claim& claim,
                               const std::vector<std::string>& base_env,
                               const Worktree* worktree = nullptr, const RunChoice& choice = {},

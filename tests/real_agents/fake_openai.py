@@ -13,7 +13,7 @@ killed. Point Codex at it with a model provider in $CODEX_HOME/config.toml:
     name = "mock"
     base_url = "http://127.0.0.1:PORT/v1"     # Codex POSTs to {base_url}/responses
     wire_api = "responses"
-    env_key = "MOCK_KEY"                      # its bearer token, from this variable
+    env_key = "OPENAI_MOCK_KEY"               # its bearer token, from this variable
     request_max_retries = 0
     stream_max_retries = 0
 
