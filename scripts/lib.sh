@@ -5,7 +5,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PACKAGES=(g++ cmake ninja-build ccache python3 libsqlite3-dev nlohmann-json3-dev libcli11-dev
           libgtest-dev libbenchmark-dev libspdlog-dev libtomlplusplus-dev
-          libcpp-httplib-dev libboost-dev pkg-config libpq-dev postgresql-15 faketime tzdata git bubblewrap)
+          libcpp-httplib-dev libboost-dev pkg-config libpq-dev postgresql-15 faketime tzdata git bubblewrap podman runc busybox-static)
 
 install_deps() {
   local missing=()

@@ -7,12 +7,14 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -37,11 +39,12 @@ class SandboxTest : public ::testing::Test {
   RunResult Tx(const Args& args, const Env& env = {}) { return RunTx(args, env, dir_.str()); }
   std::string Path(const std::string& name) const { return (dir_.path() / name).string(); }
 
-  // A task running `bash work/agent.sh` (the script written there) in work/.
-  std::string AddScriptTask(const std::string& script, Args extra = {}) {
+  // A task running `SHELL work/agent.sh` (the script written there) in work/.
+  std::string AddScriptTask(const std::string& script, Args extra = {},
+                            const std::string& shell = "bash") {
     std::ofstream(Path("work/agent.sh")) << script;
     Args args = {"--json",    "task",      "add",
-                 "sandboxed", "--command", "bash " + Path("work/agent.sh"),
+                 "sandboxed", "--command", shell + " " + Path("work/agent.sh"),
                  "--workdir", Path("work")};
     args.insert(args.end(), extra.begin(), extra.end());
     RunResult r = Tx(args);
@@ -143,6 +146,8 @@ TEST_F(SandboxTest, AnAgentWritesItsWorkdirButNotBesideItSeesAPrivateTmpAndNoNet
 
   auto worker = StartWorker();
   ASSERT_TRUE(WaitForStatus(id, "done")) << worker->Output() << Log(id);
+  // Done once its report is in, which is before it says so.
+  ASSERT_TRUE(WaitFor([&] { return Log(id).find("done=") != std::string::npos; })) << Log(id);
   std::string log = Log(id);
   EXPECT_EQ(Show(id)["result"], "sandboxed") << log;
   EXPECT_NE(log.find("inside=0"), std::string::npos) << log;
@@ -182,6 +187,7 @@ TEST_F(SandboxTest, InsideTheSandboxTheStoreCannotBeReachedAroundTheWorker_Issue
       "tx task ask 'Which port?'; echo ask=$?\n");
   auto worker = StartWorker();
   ASSERT_TRUE(WaitForStatus(id, "waiting")) << worker->Output() << Log(id);
+  ASSERT_TRUE(WaitFor([&] { return Log(id).find("ask=") != std::string::npos; })) << Log(id);
   std::string log = Log(id);
   for (const char* refused : {"direct=0", "discovered=0", "relayed=0"}) {
     EXPECT_EQ(log.find(refused), std::string::npos) << refused << "\n" << log;
@@ -228,8 +234,233 @@ TEST_F(SandboxTest, AWorkerThatCannotRunBwrapSaysWhyInOneLineAndDoesNotStart_Iss
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   RunResult bad = Tx({"worker", "start", "--sandbox", "podman-ish"});
   EXPECT_EQ(bad.exit_code, 2);
-  EXPECT_NE(bad.err.find("unknown sandbox 'podman-ish' (none or bwrap)"), std::string::npos)
+  EXPECT_NE(bad.err.find("unknown sandbox 'podman-ish' (none, bwrap, podman or docker)"),
+            std::string::npos)
       << bad.err;
+}
+
+// ================================ containers (podman) ================================
+
+// The same checks with podman, in an image the test makes from a local root file system (busybox,
+// and the libraries tx-agent needs when it is not static) with `podman import`: no registry. On a
+// machine where podman cannot start a container even with the runtime options this machine kind
+// needs (runc, cgroupfs: hybrid cgroups), each test says so and is reported skipped.
+class ContainerTest : public SandboxTest {
+ protected:
+  void SetUp() override {
+    SandboxTest::SetUp();
+    image_ = "localhost/tx-test-agent:" + std::to_string(::getpid());
+    std::string why;
+    if (!MakeImage(why)) GTEST_SKIP() << "podman cannot be tried here: " << why;
+    for (const Args& args : {Args{}, Args{"--runtime", "runc", "--cgroup-manager", "cgroupfs"}}) {
+      Args run = args;
+      run.insert(run.end(), {"run", "--rm", "--network", "none", "--ulimit", "nofile=1024:1024",
+                             "--ulimit", "nproc=1024:1024", image_, "true"});
+      RunResult r = RunProcess("/usr/bin/podman", run, {}, "", 120s);
+      if (r.exit_code == 0) {
+        engine_args_ = args;
+        usable_ = true;
+        break;
+      }
+      why = r.err.substr(0, r.err.find('\n'));
+    }
+    if (!usable_) {
+      GTEST_SKIP() << "podman cannot start a container on this machine: " << why;
+    }
+    std::string engine_args;
+    for (const auto& a : engine_args_)
+      engine_args += (engine_args.empty() ? "\"" : ", \"") + a + "\"";
+    std::ofstream(Path(".tx/config.toml"))
+        << "[worker]\nsandbox = \"podman\"\n\n[sandbox]\nengine_args = [" << engine_args
+        << "]\n\n[sandbox.images]\ndefault = \"" << image_ << "\"\n";
+  }
+  void TearDown() override {
+    if (!image_.empty()) RunProcess("/usr/bin/podman", {"rmi", "-f", image_}, {}, "", 60s);
+  }
+
+  bool MakeImage(std::string& why) {
+    if (access("/usr/bin/podman", X_OK) != 0) {
+      why = "/usr/bin/podman is missing";
+      return false;
+    }
+    const char* busybox = access("/bin/busybox", X_OK) == 0 ? "/bin/busybox" : nullptr;
+    if (busybox == nullptr) {
+      why = "/bin/busybox is missing";
+      return false;
+    }
+    fs::path root = Path("rootfs");
+    fs::create_directories(root / "bin");
+    fs::create_directories(root / "tmp");
+    fs::copy_file(busybox, root / "bin/busybox");
+    RunResult list = RunProcess(busybox, {"--list"}, {}, "", 30s);
+    std::istringstream applets(list.out);
+    for (std::string applet; applets >> applet;) {
+      if (applet != "busybox") fs::create_symlink("busybox", root / "bin" / applet);
+    }
+    // tx-agent's libraries, when it has any (a sanitizer build), at their paths.
+    std::string agent = fs::path(TX_BINARY).parent_path() / "tx-agent";
+    RunResult ldd = RunProcess("/usr/bin/ldd", {agent}, {}, "", 30s);
+    std::istringstream lines(ldd.out);
+    for (std::string line; std::getline(lines, line);) {
+      std::size_t slash = line.find('/');
+      if (slash == std::string::npos) continue;
+      std::string lib = line.substr(slash, line.find(' ', slash) - slash);
+      fs::create_directories(root / fs::path(lib).relative_path().parent_path());
+      fs::copy_file(lib, root / fs::path(lib).relative_path(),
+                    fs::copy_options::overwrite_existing);
+    }
+    RunResult tar = RunProcess("/bin/sh",
+                               {"-c",
+                                "tar -C rootfs -cf rootfs.tar . && podman import -q "
+                                "rootfs.tar " +
+                                    image_},
+                               {}, dir_.str(), 120s);
+    if (tar.exit_code != 0) why = "podman import: " + tar.err;
+    return tar.exit_code == 0;
+  }
+
+  std::string Podman(Args args) {
+    Args full = engine_args_;
+    full.insert(full.end(), args.begin(), args.end());
+    RunResult r = RunProcess("/usr/bin/podman", full, {}, "", 60s);
+    return r.out;
+  }
+  std::string ContainersLabelled(const std::string& label) {
+    return Podman({"ps", "-a", "-q", "--filter", "label=" + label});
+  }
+
+  std::unique_ptr<BackgroundProcess> StartPodmanWorker() {
+    return std::make_unique<BackgroundProcess>(
+        TX_BINARY,
+        Args{"worker", "start", "--heartbeat-interval", "300ms", "--kill-grace", "500ms",
+             "--poll-interval", "1s"},
+        Env{}, dir_.str(), Path("worker.log"));
+  }
+
+  std::string image_;
+  Args engine_args_;
+  bool usable_ = false;
+};
+
+TEST_F(ContainerTest, AnAgentInAContainerWritesItsWorkdirOnlyHasNoNetworkAndItsLimits_Issue25) {
+  LoopbackServer server;
+  ASSERT_GT(server.port(), 0);
+  std::string marker = "/tmp/tx-container-host-" + std::to_string(::getpid());
+  std::ofstream(marker) << "host";
+  std::string agent_tmp = "/tmp/tx-container-agent-" + std::to_string(::getpid());
+  std::string id = AddScriptTask(
+      "echo in > inside.txt; echo inside=$?\n"
+      "echo out > ../beside.txt; echo beside=$?\n"
+      "cat " +
+          marker +
+          "; echo hostmarker=$?\n"
+          "echo agent > " +
+          agent_tmp +
+          "; echo agenttmp=$?\n"
+          "cat " +
+          Path(".tx/tx.db") +
+          " > /dev/null; echo store=$?\n"
+          "nc -z -w 2 127.0.0.1 " +
+          std::to_string(server.port()) +
+          "; echo tcp=$?\n"
+          "sleep 3\n"
+          "tx task done --result contained; echo done=$?\n",
+      {"--metadata", R"({"limits": {"memory_mb": 64, "processes": 50}})"}, "sh");
+  auto worker = StartPodmanWorker();
+  std::string name = "tx-" + id + "-1";
+  ASSERT_TRUE(WaitFor([&] { return !ContainersLabelled("tx.task=" + id).empty(); }, 60s))
+      << worker->Output();
+  EXPECT_EQ(
+      Podman({"inspect", name, "--format", "{{.HostConfig.Memory}} {{.HostConfig.PidsLimit}}"}),
+      "67108864 50\n");
+  ASSERT_TRUE(WaitForStatus(id, "done", 90s)) << worker->Output() << Log(id);
+  ASSERT_TRUE(WaitFor([&] { return Log(id).find("done=") != std::string::npos; })) << Log(id);
+  std::string log = Log(id);
+  EXPECT_EQ(Show(id)["result"], "contained") << log;
+  EXPECT_NE(log.find("inside=0"), std::string::npos) << log;
+  EXPECT_EQ(ReadFile(Path("work/inside.txt")), "in\n");
+  EXPECT_FALSE(fs::exists(Path("beside.txt"))) << log;
+  EXPECT_EQ(log.find("hostmarker=0"), std::string::npos) << log;
+  EXPECT_FALSE(fs::exists(agent_tmp)) << "the agent's /tmp is not the host's";
+  EXPECT_EQ(log.find("store=0"), std::string::npos) << log;
+  EXPECT_EQ(log.find("tcp=0"), std::string::npos) << log;
+  EXPECT_NE(log.find("done=0"), std::string::npos) << log;
+  EXPECT_TRUE(WaitFor([&] { return ContainersLabelled("tx.task=" + id).empty(); }, 30s))
+      << "the attempt's container was removed";
+  fs::remove(marker);
+}
+
+TEST_F(ContainerTest, AWorkerKilledWithKill9LeavesNoContainerUnderAnOrchestrator_Issue25) {
+  std::string id = AddScriptTask("echo started; sleep 300\n", {"--max-attempts", "1"}, "sh");
+  BackgroundProcess orchestrator(TX_BINARY,
+                                 {"orchestrator", "start", "--workers", "1", "--heartbeat-interval",
+                                  "300ms", "--reconcile-interval", "1s"},
+                                 {}, dir_.str(), Path("orchestrator.log"));
+  ASSERT_TRUE(WaitFor([&] { return !ContainersLabelled("tx.task=" + id).empty(); }, 90s))
+      << orchestrator.Output();
+  json worker = json::parse(Tx({"--json", "worker", "list"}).out)[0];
+  std::string worker_id = worker["id"];
+  ASSERT_GT(worker["pid"].get<int>(), 0);
+  ::kill(worker["pid"].get<int>(), SIGKILL);
+  EXPECT_TRUE(WaitFor([&] { return ContainersLabelled("tx.worker=" + worker_id).empty(); }, 60s))
+      << orchestrator.Output();
+  // Removed by the orchestrator: a killed engine client leaves its container running.
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        return ReadFile(Path("orchestrator.log")).find("container(s) of worker " + worker_id) !=
+               std::string::npos;
+      },
+      10s))
+      << ReadFile(Path("orchestrator.log"));
+  EXPECT_EQ(Tx({"orchestrator", "stop"}).exit_code, 0);
+  EXPECT_EQ(orchestrator.Wait(60s), 0) << orchestrator.Output();
+}
+
+// A worker started by hand and killed with kill -9 has no orchestrator to clean up after it: its
+// container runs on until `tx sandbox gc`, which removes the containers of this store's workers
+// that are no longer alive, and only those.
+TEST_F(ContainerTest, SandboxGcRemovesTheContainerOfAWorkerKilledByHandOnceItIsDead_Issue25) {
+  std::string id = AddScriptTask("echo started; sleep 300\n", {"--max-attempts", "1"}, "sh");
+  auto worker = StartPodmanWorker();
+  ASSERT_TRUE(WaitFor([&] { return !ContainersLabelled("tx.task=" + id).empty(); }, 90s))
+      << worker->Output();
+  worker->Signal(SIGKILL);
+  worker->Wait(10s);
+  // Still alive in the store: gc leaves it.
+  RunResult early = Tx({"sandbox", "gc"});
+  ASSERT_EQ(early.exit_code, 0) << early.err;
+  EXPECT_FALSE(ContainersLabelled("tx.task=" + id).empty()) << early.out;
+  // Declared dead by its missed heartbeats: gc removes its container.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        Tx({"orchestrator", "reconcile"});
+        json w = json::parse(Tx({"--json", "worker", "list", "--status", "dead"}).out);
+        return w.size() == 1u;
+      },
+      30s));
+  RunResult gc = Tx({"--json", "sandbox", "gc"});
+  ASSERT_EQ(gc.exit_code, 0) << gc.err;
+  EXPECT_EQ(json::parse(gc.out)["removed_containers"].size(), 1u) << gc.out;
+  EXPECT_TRUE(ContainersLabelled("tx.task=" + id).empty());
+}
+
+TEST_F(SandboxTest, AContainerSandboxWithoutAnImageOrAnEngineIsRefusedInOneLine_Issue25) {
+  RunResult no_container = Tx({"sandbox", "gc"});
+  EXPECT_EQ(no_container.exit_code, 2);
+  EXPECT_NE(no_container.err.find("no container sandbox is configured here"), std::string::npos)
+      << no_container.err;
+  RunResult no_image = Tx({"worker", "start", "--sandbox", "podman"});
+  EXPECT_EQ(no_image.exit_code, 2);
+  EXPECT_NE(no_image.err.find("sandbox = podman needs an image: set [sandbox.images] default"),
+            std::string::npos)
+      << no_image.err;
+  std::ofstream(Path(".tx/config.toml")) << "[sandbox.images]\ndefault = \"tx-agent:1\"\n";
+  // No docker engine runs on these machines (and its client may be missing).
+  RunResult docker = Tx({"worker", "start", "--sandbox", "docker"});
+  EXPECT_EQ(docker.exit_code, 1) << docker.err;
+  EXPECT_NE(docker.err.find("sandbox = docker, but docker cannot"), std::string::npos)
+      << docker.err;
+  EXPECT_EQ(std::count(docker.err.begin(), docker.err.end(), '\n'), 1) << docker.err;
 }
 
 }  // namespace

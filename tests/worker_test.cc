@@ -258,7 +258,12 @@ TEST_F(WorkerTest, AnAgentCannotWidenItsAllowListOrActOnAnotherTask_Issue25) {
   std::string id = AddShellTask(script);
   auto worker = StartWorker({"--allowed-commands", "task.*"});
   ASSERT_TRUE(WaitForStatus(id, "done")) << worker->Output();
-  std::string log = ReadFile(Path(".tx/logs/" + id + "/1.log"));
+  // Done once its report is in, which is before it says so.
+  std::string log;
+  ASSERT_TRUE(WaitFor([&] {
+    log = ReadFile(Path(".tx/logs/" + id + "/1.log"));
+    return log.find("mine=") != std::string::npos;
+  })) << log;
   for (const char* refused : {"unset=2", "widened=2", "other=2", "db=2"}) {
     EXPECT_NE(log.find(refused), std::string::npos) << refused << "\n" << log;
   }

@@ -70,6 +70,8 @@ constexpr CommandSpec kCommands[] = {
     {"notify test", "notify.test", "Send a test notification to every [[notify]] sink",
      SetupNotifyTest},
     {"notify list", "notify.list", "List notification deliveries and their state", SetupNotifyList},
+    {"sandbox gc", "sandbox.gc",
+     "Remove the containers of workers no longer alive, and dangling images", SetupSandboxGc},
     {"serve", "serve", "Serve the HTTP API (loopback by default) until SIGTERM", SetupServe},
     {"mcp", "mcp",
      "Serve an agent's task tools over the Model Context Protocol on stdin and stdout", SetupMcp},
@@ -101,6 +103,7 @@ constexpr std::string_view kGroupHelp[][2] = {
     {"task", "Add, list, inspect and finish tasks"},
     {"worker", "Run workers and inspect them"},
     {"notify", "Notifications: test the sinks, list the deliveries"},
+    {"sandbox", "Container sandboxes: remove what they left"},
     {"orchestrator", "Run and steer the supervised worker pool; reconcile the store"},
 };
 

@@ -38,6 +38,7 @@ Handler SetupMigrate(CLI::App& cmd);
 Handler SetupTaskAdd(CLI::App& cmd);
 Handler SetupTaskList(CLI::App& cmd);
 Handler SetupTaskShow(CLI::App& cmd);
+Handler SetupSandboxGc(CLI::App& cmd);
 Handler SetupTaskUpdate(CLI::App& cmd);
 Handler SetupTaskDone(CLI::App& cmd);
 Handler SetupTaskFail(CLI::App& cmd);

@@ -140,7 +140,8 @@ Handler SetupOrchestratorStart(CLI::App& cmd) {
       "DUR");
   opt("--poll-interval", a->worker.poll, "Workers' fallback poll when idle (default 30s)", "DUR");
   opt("--memory-mb", a->worker.memory_mb, "Agent memory limit", "MB");
-  opt("--sandbox", a->worker.sandbox, "Run agents in a sandbox: none or bwrap", "KIND");
+  opt("--sandbox", a->worker.sandbox, "Run agents in a sandbox: none, bwrap, podman or docker",
+      "KIND");
   opt("--cpu-percent", a->worker.cpu_percent, "Agent CPU limit (100 = one core)", "N");
   return [a](Context& ctx) -> Status {
     orchestrator::OrchestratorConfig c;
@@ -204,6 +205,7 @@ Handler SetupOrchestratorStart(CLI::App& cmd) {
     TX_ASSIGN_OR_RETURN(worker::WorkerConfig workers_config,
                         worker::BuildWorkerConfig(ctx.DbPath(), SelfExe(), worker));
     TX_RETURN_IF_ERROR(worker::CheckSandbox(workers_config.sandbox));
+    c.container_engine = worker::EngineCommand(workers_config.sandbox);
     for (const auto& [slot, args] : c.slot_args) {
       worker::WorkerFlags slotted = worker;
       TX_RETURN_IF_ERROR(worker::ApplyWorkerArgs(args, slotted));

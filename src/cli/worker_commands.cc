@@ -104,9 +104,11 @@ Handler SetupWorkerStart(CLI::App& cmd) {
   NonEmpty(cmd.add_option("--allowed-commands", a->allowed,
                           "tx commands agents may run, e.g. task.show,task.done")
                ->type_name("LIST"));
-  NonEmpty(cmd.add_option("--sandbox", a->sandbox,
-                          "Run agents in a sandbox: none (default) or bwrap (docs/sandbox.md)")
-               ->type_name("KIND"));
+  NonEmpty(
+      cmd.add_option(
+             "--sandbox", a->sandbox,
+             "Run agents in a sandbox: none (default), bwrap, podman or docker (docs/sandbox.md)")
+          ->type_name("KIND"));
   NonEmpty(cmd.add_option("--workdir", a->workdir,
                           "Where agents run when their task names no workdir (default: here)")
                ->type_name("DIR"));

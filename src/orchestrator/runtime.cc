@@ -16,6 +16,7 @@
 
 #include "core/duration.h"
 #include "core/json.h"
+#include "exec/container.h"
 #include "exec/process_info.h"
 #include "orchestrator/agent_cleanup.h"
 #include "orchestrator/alive.h"
@@ -43,10 +44,20 @@ constexpr Millis kMaxReconcileBackoffMs = 30'000;
 // before it says so.
 constexpr Millis kEmptyPoolGraceMs = 10'000;
 
-void KillAgentAndSay(const Worker& w, const std::string& hostname) {
+// And removes the containers its agents ran in, where the workers use a container engine: a
+// killed engine client leaves its container running.
+void KillAgentAndSay(const Worker& w, const std::string& hostname,
+                     const std::vector<std::string>& engine) {
   if (KillAgentOf(w, hostname)) {
     spdlog::warn("killed the agent group of worker {} ({})", w.id,
                  w.metadata.value("agent_pid", 0));
+  }
+  if (engine.empty() || w.hostname != hostname) return;
+  Result<int> removed = exec::RemoveContainersLabelled(engine, "tx.worker=" + w.id);
+  if (!removed.ok()) {
+    spdlog::warn("containers of worker {}: {}", w.id, removed.error().message());
+  } else if (*removed > 0) {
+    spdlog::warn("removed {} container(s) of worker {}", *removed, w.id);
   }
 }
 
@@ -197,7 +208,7 @@ void Orchestrator::AdoptOrCleanUpLeftovers() {
       orphans_[w.slot] = Orphan{pid, std::move(pidfd)};
       continue;
     }
-    KillAgentAndSay(w, hostname_);
+    KillAgentAndSay(w, hostname_, config_.container_engine);
     Result<Worker> dead =
         workers_->MarkCrashed(w.id, {{"exit_code", -1},
                                      {"signal", 0},
@@ -420,7 +431,7 @@ void Orchestrator::WorkerExited(const std::string& slot, pid_t pid, const nlohma
       if (w.pid != pid || w.hostname != hostname_) continue;
       registered = true;
       // Its agent first, so it is not still editing files when another worker takes the task.
-      KillAgentAndSay(w, hostname_);
+      KillAgentAndSay(w, hostname_, config_.container_engine);
       if (stopping_) {
         Result<Worker> r = workers_->Deregister(w.id, "killed at shutdown");
         if (r.ok()) spdlog::warn("{}: worker {} killed at shutdown; claims released", slot, w.id);
@@ -492,6 +503,15 @@ void Orchestrator::KillStaleAgentsOfThisHost(const Moment& now) {
   auto doomed = [&](const Worker& w) { return reconciler_->WouldDeclareDead(w, now); };
   if (int killed = KillAgentsOfStaleWorkers(*live, hostname_, doomed); killed > 0) {
     spdlog::warn("killed the agents of {} stale workers of this host", killed);
+  }
+  if (config_.container_engine.empty()) return;
+  for (const auto& w : *live) {
+    if (w.hostname != hostname_ || !doomed(w)) continue;
+    Result<int> removed =
+        exec::RemoveContainersLabelled(config_.container_engine, "tx.worker=" + w.id);
+    if (removed.ok() && *removed > 0) {
+      spdlog::warn("removed {} container(s) of stale worker {}", *removed, w.id);
+    }
   }
 }
 
@@ -718,7 +738,8 @@ void Orchestrator::KillRemaining() {
   auto kill_agent = [&](pid_t pid) {
     if (!live.ok()) return;
     for (const auto& w : *live) {
-      if (w.pid == pid && w.hostname == hostname_) KillAgentAndSay(w, hostname_);
+      if (w.pid == pid && w.hostname == hostname_)
+        KillAgentAndSay(w, hostname_, config_.container_engine);
     }
   };
   // The worker before its agent: a worker that outlived its agent by a moment would record the

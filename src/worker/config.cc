@@ -534,6 +534,22 @@ Status ApplyConfigToml(const std::string& toml_text, const std::string& origin,
       }
       if (!network.empty()) c.sandbox.network = network == "host";
       TX_RETURN_IF_ERROR(s.Strings("writable", c.sandbox.writable));
+      TX_RETURN_IF_ERROR(s.Strings("engine_args", c.sandbox.engine_args));
+      s.Known("images");
+      if (const toml::node* images = t->get("images")) {
+        const toml::table* it = images->as_table();
+        if (it == nullptr) {
+          return Error::InvalidArgument(origin + ": 'sandbox.images' must be a table");
+        }
+        for (const auto& [cap, image] : *it) {
+          const std::string* name = image.as_string() ? &image.as_string()->get() : nullptr;
+          if (name == nullptr || name->empty()) {
+            return Error::InvalidArgument(origin + ": 'sandbox.images." + std::string(cap.str()) +
+                                          "' must be an image name");
+          }
+          c.sandbox.images[std::string(cap.str())] = *name;
+        }
+      }
       for (const auto& p : c.sandbox.writable) {
         if (!p.starts_with("/") && !p.starts_with("~/")) {
           return Error::InvalidArgument(origin + ": sandbox.writable: '" + p +

@@ -24,6 +24,7 @@
 #include "core/orchestrator.h"
 #include "core/validation.h"
 #include "exec/capped_log.h"
+#include "exec/container.h"
 #include "exec/process_info.h"
 #include "exec/program.h"
 #include "exec/unique_fd.h"
@@ -707,6 +708,13 @@ void WorkerRuntime::RunAgent(const service::ClaimResult& claimed, const Worktree
       }
     }
     if (end.how != RunEnd::How::kSpawnFailed) end = FollowRun(claimed, *plan);
+    // A container outlives its engine's client when that was killed (a timeout's SIGKILL): it
+    // goes now, whatever ended the run.
+    if (IsContainer(config_.sandbox.kind)) {
+      Result<int> removed =
+          exec::RemoveContainersLabelled(EngineCommand(config_.sandbox), "tx.task=" + task.id);
+      if (!removed.ok()) spdlog::warn("{}: {}", task.id, removed.error().message());
+    }
     // A session that cannot be resumed (gone, or made on another machine) fails at once: the
     // attempt starts afresh instead.
     bool resume_failed = plan->resumed && end.how == RunEnd::How::kExited &&

@@ -11,23 +11,35 @@
 // and takes the namespace down with it). The agent stays in the worker's process group for it, so a
 // stop still reaches every process of it.
 
+#include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
+#include "exec/spawn_spec.h"
 
 namespace tx::worker {
 
-enum class SandboxKind { kNone, kBwrap };
+enum class SandboxKind { kNone, kBwrap, kPodman, kDocker };
 
 struct SandboxSettings {
   SandboxKind kind = SandboxKind::kNone;
   bool network = false;               // [sandbox] network = "host" | "none" (default)
   std::vector<std::string> writable;  // [sandbox] writable: more read-write paths ("~/" = HOME)
+  // [sandbox.images]: the image an agent runs in, by capability a task requires, else "default".
+  std::map<std::string, std::string> images;
+  // [sandbox] engine_args: the engine's global options, before `run` (e.g. podman's --runtime).
+  std::vector<std::string> engine_args;
   bool operator==(const SandboxSettings&) const = default;
 };
 
-// "none" | "bwrap"; invalid_argument naming the value otherwise.
+bool IsContainer(SandboxKind kind);
+
+// The engine's command with its global options ({} without a container sandbox).
+std::vector<std::string> EngineCommand(const SandboxSettings& settings);
+
+// "none" | "bwrap" | "podman" | "docker"; invalid_argument naming the value otherwise.
 Result<SandboxKind> ParseSandboxKind(const std::string& text);
 const char* SandboxName(SandboxKind kind);
 
@@ -45,8 +57,47 @@ struct SandboxPaths {
 std::vector<std::string> BwrapArgv(const SandboxSettings& settings, const SandboxPaths& paths,
                                    const std::vector<std::string>& argv);
 
+// This process's hard limits of open files and processes, where they are finite (processes at
+// most the kernel's pid_max).
+void WorkerRlimits(std::uint64_t& open_files, std::uint64_t& processes);
+
+// One attempt's container: its name and labels (tx.task, tx.attempt, tx.worker), the image, and
+// what the worker passes through: the variables by name (their values stay out of the command
+// line: the engine reads them from its own environment), the limits as the engine's, the
+// worker's own rlimits where the task sets none (an engine asked for more than its caller's hard
+// limit cannot start a container), and the relay that is the agent's `tx` inside.
+struct ContainerRun {
+  std::string name;
+  std::vector<std::pair<std::string, std::string>> labels;
+  std::string image;
+  std::vector<std::string> env_names;
+  exec::ResourceLimits limits;
+  std::uint64_t open_files = 1024;  // the worker's own hard limits, when the task sets none
+  std::uint64_t processes = 1024;
+  std::string relay;     // the host's tx-agent binary
+  std::string relay_at;  // where the agent's PATH looks for tx (the tx binary's path)
+};
+
+// tx-<task id>-<attempt>: the container of one attempt.
+std::string ContainerName(const std::string& task_id, int attempt);
+
+// The image for a task requiring `requires`: the first of them [sandbox.images] names, else its
+// "default". invalid_argument when there is none.
+Result<std::string> ImageFor(const SandboxSettings& settings,
+                             const std::vector<std::string>& requires_caps);
+
+// `<engine> [engine_args] run --rm ... <image> argv...`: the workdir and the writable paths bound
+// at the same paths, hidden paths under the workdir covered by read-only tmpfs, the relay bound
+// read-only, the network off unless `network`, the limits passed, the agent's working directory
+// as the container's.
+std::vector<std::string> ContainerArgv(const SandboxSettings& settings, const SandboxPaths& paths,
+                                       const ContainerRun& run,
+                                       const std::vector<std::string>& argv);
+
 // Whether this machine can run the sandbox: bwrap found and able to make its namespaces (it runs
-// `true` in one). unavailable, in one line, saying why and what to do, otherwise.
+// `true` in one); for a container engine, the default image configured and the engine able to
+// run `true` in it. unavailable (invalid_argument for a missing image), in one line, saying why
+// and what to do, otherwise.
 Status CheckSandbox(const SandboxSettings& settings);
 
 }  // namespace tx::worker

@@ -65,12 +65,56 @@ TEST(Bwrap, AWorktreeInsideAHiddenDirectoryIsBoundAfterIt) {
             Find(argv, {"--bind", p.workdir, p.workdir}));
 }
 
+TEST(Container, TheRunCarriesNameLabelsMountsLimitsAndVariablesByNameOnly) {
+  SandboxSettings s{SandboxKind::kPodman,
+                    false,
+                    {},
+                    {{"default", "img:1"}, {"gpu", "img:gpu"}},
+                    {"--runtime", "runc"}};
+  SandboxPaths p;
+  p.workdir = "/w";
+  p.writable = {"/tmp/tx-agent-abc"};
+  p.hidden = {"/w/.tx", "/elsewhere/.tx"};
+  ContainerRun run;
+  run.name = ContainerName("task-1", 2);
+  run.labels = {{"tx.task", "task-1"}, {"tx.worker", "worker-9"}};
+  run.image = *ImageFor(s, {"python", "gpu"});
+  run.env_names = {"HOME", "TX_TASK_ID"};
+  run.limits.memory_bytes = 64ull << 20;
+  run.limits.cpu_percent = 150;
+  run.open_files = 4096;
+  run.processes = 999;
+  run.relay = "/opt/tx/tx-agent";
+  run.relay_at = "/opt/tx/tx";
+  Args argv = ContainerArgv(s, p, run, {"claude", "-p", "hi"});
+  EXPECT_EQ(Args(argv.begin(), argv.begin() + 7),
+            (Args{"podman", "--runtime", "runc", "run", "--rm", "-i", "--name"}));
+  EXPECT_EQ(argv[7], "tx-task-1-2");
+  for (const Args& want :
+       {Args{"--label", "tx.task=task-1"}, Args{"--label", "tx.worker=worker-9"},
+        Args{"--network", "none"}, Args{"-v", "/w:/w"},
+        Args{"-v", "/tmp/tx-agent-abc:/tmp/tx-agent-abc"}, Args{"--tmpfs", "/w/.tx:ro"},
+        Args{"-v", "/opt/tx/tx-agent:/opt/tx/tx:ro"}, Args{"-w", "/w"}, Args{"-e", "HOME"},
+        Args{"-e", "TX_TASK_ID"}, Args{"--memory", "67108864b"}, Args{"--cpus", "1.50"},
+        Args{"--ulimit", "nofile=4096:4096"}, Args{"--ulimit", "nproc=999:999"}}) {
+    EXPECT_NE(Find(argv, want), std::string::npos) << want[0] << " " << want[1];
+  }
+  EXPECT_EQ(Find(argv, {"--tmpfs", "/elsewhere/.tx:ro"}), std::string::npos)
+      << "what is not mounted needs no hiding";
+  EXPECT_EQ(Args(argv.end() - 4, argv.end()), (Args{"img:gpu", "claude", "-p", "hi"}));
+  s.images.erase("default");
+  EXPECT_FALSE(ImageFor(s, {"python"}).ok());
+  EXPECT_EQ(*ImageFor(s, {"gpu"}), "img:gpu");
+}
+
 TEST(SandboxKind, ParsesNoneAndBwrapAndRefusesOthersByName) {
   EXPECT_EQ(*ParseSandboxKind("none"), SandboxKind::kNone);
   EXPECT_EQ(*ParseSandboxKind("bwrap"), SandboxKind::kBwrap);
-  Result<SandboxKind> bad = ParseSandboxKind("docker");
+  EXPECT_EQ(*ParseSandboxKind("podman"), SandboxKind::kPodman);
+  EXPECT_EQ(*ParseSandboxKind("docker"), SandboxKind::kDocker);
+  Result<SandboxKind> bad = ParseSandboxKind("lxc");
   ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.error().message(), "unknown sandbox 'docker' (none or bwrap)");
+  EXPECT_EQ(bad.error().message(), "unknown sandbox 'lxc' (none, bwrap, podman or docker)");
 }
 
 }  // namespace

@@ -180,27 +180,6 @@ Result<AttemptPlan> PlanSpawn(const WorkerConfig& config, const Task& task, cons
   if (worktree != nullptr && worktree->needs_setup) {
     spec.argv = WithSetup(*worktree, GitSettingsFor(config, task.repo).setup, spec.argv);
   }
-  if (config.sandbox.kind == SandboxKind::kBwrap) {
-    SandboxPaths paths;
-    paths.workdir = workdir.empty() ? std::filesystem::current_path().string() : workdir;
-    if (!agent_socket.empty()) {
-      paths.writable.push_back(std::filesystem::path(agent_socket).parent_path().string());
-    }
-    // A worktree's commits are written to its repository's git directory.
-    if (worktree != nullptr) paths.writable.push_back(worktree->repo + "/.git");
-    if (!config.db_path.empty() && !store::IsPostgresUrl(config.db_path)) {
-      paths.hidden.push_back(std::filesystem::path(config.db_path).parent_path().string());
-    }
-    if (!config.local_dir.empty()) paths.hidden.push_back(config.local_dir);
-    paths.programs.push_back(tx_dir);
-    if (!spec.argv.empty() && spec.argv[0].find('/') != std::string::npos) {
-      paths.programs.push_back(std::filesystem::path(spec.argv[0]).parent_path().string());
-    }
-    for (const auto& kv : spec.env) {
-      if (kv.starts_with("HOME=")) paths.home = kv.substr(5);
-    }
-    spec.argv = BwrapArgv(config.sandbox, paths, spec.argv);
-  }
   spec.cwd = workdir;
   plan.log_path = AttemptLogPath(config.logs_dir, task.id, claim.attempt);
   bool structured = !plan.is_command && (plan.profile.family == agent::Family::kClaude ||
@@ -217,6 +196,46 @@ Result<AttemptPlan> PlanSpawn(const WorkerConfig& config, const Task& task, cons
   if (mine.cpu_seconds) spec.limits.cpu_seconds = mine.cpu_seconds;
   if (mine.open_files) spec.limits.open_files = mine.open_files;
   if (mine.processes) spec.limits.processes = mine.processes;
+
+  if (config.sandbox.kind == SandboxKind::kNone) return plan;
+  SandboxPaths paths;
+  paths.workdir = workdir.empty() ? std::filesystem::current_path().string() : workdir;
+  if (!agent_socket.empty()) {
+    paths.writable.push_back(std::filesystem::path(agent_socket).parent_path().string());
+  }
+  // A worktree's commits are written to its repository's git directory.
+  if (worktree != nullptr) paths.writable.push_back(worktree->repo + "/.git");
+  if (!config.db_path.empty() && !store::IsPostgresUrl(config.db_path)) {
+    paths.hidden.push_back(std::filesystem::path(config.db_path).parent_path().string());
+  }
+  if (!config.local_dir.empty()) paths.hidden.push_back(config.local_dir);
+  for (const auto& kv : spec.env) {
+    if (kv.starts_with("HOME=")) paths.home = kv.substr(5);
+  }
+  if (config.sandbox.kind == SandboxKind::kBwrap) {
+    paths.programs.push_back(tx_dir);
+    if (!spec.argv.empty() && spec.argv[0].find('/') != std::string::npos) {
+      paths.programs.push_back(std::filesystem::path(spec.argv[0]).parent_path().string());
+    }
+    spec.argv = BwrapArgv(config.sandbox, paths, spec.argv);
+    return plan;
+  }
+  // A container: the engine enforces the limits, not the rlimits and cgroup of its client.
+  ContainerRun run;
+  run.name = ContainerName(task.id, claim.attempt);
+  run.labels = {{"tx.task", task.id},
+                {"tx.attempt", std::to_string(claim.attempt)},
+                {"tx.worker", claim.worker_id},
+                {"tx.store", config.local_dir}};
+  TX_ASSIGN_OR_RETURN(run.image, ImageFor(config.sandbox, task.requires_caps));
+  for (const auto& kv : spec.env) run.env_names.push_back(kv.substr(0, kv.find('=')));
+  run.limits = spec.limits;
+  spec.limits = {};
+  WorkerRlimits(run.open_files, run.processes);
+  // The agent's tx inside is the static relay, where its PATH finds tx on the host.
+  run.relay = tx_dir + "/tx-agent";
+  run.relay_at = tx_dir + "/tx";
+  spec.argv = ContainerArgv(config.sandbox, paths, run, spec.argv);
   return plan;
 }
 

@@ -1,0 +1,18 @@
+#pragma once
+// Containers an agent ran in (worker/sandbox.h), removed by their labels: what a worker does at
+// the end of every attempt, and an orchestrator for a worker that died without doing it.
+
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+
+namespace tx::exec {
+
+// `engine` is the engine's command with its global options (e.g. {"podman", "--runtime",
+// "runc"}). Removes, forcibly, every container (running or not) labelled `label` ("KEY=VALUE").
+// Returns how many it removed; unavailable, quoting the engine, when it cannot list them.
+Result<int> RemoveContainersLabelled(const std::vector<std::string>& engine,
+                                     const std::string& label);
+
+}  // namespace tx::exec
