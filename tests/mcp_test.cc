@@ -262,10 +262,12 @@ TEST_F(McpTest, ToolsListGivesEveryToolWithItsInputSchema_Issue22) {
   EXPECT_EQ(required("task_add"), json::array({"title"}));
   EXPECT_EQ(required("task_done"), json::array());
   json add = by_name["task_add"]["inputSchema"]["properties"];
-  for (const char* p : {"title", "description", "instructions", "priority", "queue", "requires",
-                        "agent", "command"}) {
+  for (const char* p :
+       {"title", "description", "instructions", "priority", "queue", "requires", "agent"}) {
     EXPECT_TRUE(add.contains(p)) << p;
   }
+  // A subtask runs as its agent's worker decides, not a command of the agent's choosing.
+  EXPECT_FALSE(add.contains("command"));
   EXPECT_EQ(add["priority"]["type"], "integer");
   EXPECT_EQ(add["requires"]["items"]["type"], "string");
 }

@@ -114,9 +114,8 @@ TEST_F(SandboxTest, AnAgentWritesItsWorkdirButNotBesideItSeesAPrivateTmpAndNoNet
   std::string agent_tmp = "/tmp/tx-sandbox-agent-" + std::to_string(::getpid());
   std::string db = Path(".tx/tx.db");
   std::string port = std::to_string(server.port());
-  // A path outside /tmp, on the host's root (the source tree): read-only in the sandbox.
-  std::string on_root =
-      std::string(TX_SOURCE_DIR) + "/.sandbox-probe-" + std::to_string(::getpid());
+  // A path outside /tmp, on the host's root (/var/tmp): read-only in the sandbox.
+  std::string on_root = "/var/tmp/tx-sandbox-probe-" + std::to_string(::getpid());
   std::string id = AddScriptTask(
       "echo in > inside.txt; echo inside=$?\n"
       "echo out > ../beside.txt; echo beside=$?\n"
@@ -194,6 +193,44 @@ TEST_F(SandboxTest, InsideTheSandboxTheStoreCannotBeReachedAroundTheWorker_Issue
   }
   EXPECT_NE(log.find("ask=0"), std::string::npos) << log;
   EXPECT_EQ(Show(other_id)["status"], "ready") << log;
+}
+
+// A task in a git worktree commits on its branch from inside the sandbox, but cannot change its
+// repository's config or hooks (which the worker's own git would run outside it) nor repoint its
+// worktree's .git file.
+TEST_F(SandboxTest, InAWorktreeTheAgentCommitsButCannotTouchTheRepositorysConfigOrHooks_Issue25) {
+  std::string repo = Path("repo");
+  fs::create_directories(repo);
+  std::string git = "git -c user.name=t -c user.email=t@example.com";
+  std::ofstream(repo + "/agent.sh")
+      << "echo change > file.txt && git add file.txt && " << git
+      << " commit -qm change; echo commit=$?\n"
+         "echo x >> "
+      << repo << "/.git/config; echo config=$?\n"
+      << "echo x > " << repo << "/.git/hooks/post-commit; echo hook=$?\n"
+      << "echo 'gitdir: /tmp/elsewhere' > .git; echo gitfile=$?\n"
+      << "tx task done --result committed; echo done=$?\n";
+  RunResult made = RunProcess(
+      "/bin/sh", {"-c", "git init -q -b main && git add agent.sh && " + git + " commit -qm start"},
+      {}, repo, 30s);
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  std::string config_before = ReadFile(repo + "/.git/config");
+  RunResult added =
+      Tx({"--json", "task", "add", "in a worktree", "--repo", repo, "--command", "sh agent.sh"});
+  ASSERT_EQ(added.exit_code, 0) << added.err;
+  std::string id = json::parse(added.out)["id"];
+  auto worker = StartWorker();
+  ASSERT_TRUE(WaitForStatus(id, "done")) << worker->Output() << Log(id);
+  ASSERT_TRUE(WaitFor([&] { return Log(id).find("done=") != std::string::npos; })) << Log(id);
+  std::string log = Log(id);
+  EXPECT_NE(log.find("commit=0"), std::string::npos) << log;
+  for (const char* refused : {"config=0", "hook=0", "gitfile=0"}) {
+    EXPECT_EQ(log.find(refused), std::string::npos) << refused << "\n" << log;
+  }
+  EXPECT_EQ(ReadFile(repo + "/.git/config"), config_before);
+  EXPECT_FALSE(fs::exists(repo + "/.git/hooks/post-commit"));
+  RunResult branch = RunProcess("/usr/bin/git", {"log", "--format=%s", "tx/" + id}, {}, repo, 30s);
+  EXPECT_NE(branch.out.find("change"), std::string::npos) << branch.out << branch.err;
 }
 
 TEST_F(SandboxTest, KillingTheWorkerLeavesNoSandboxedProcess_Issue25) {

@@ -97,8 +97,7 @@ const Tool kTools[] = {
              {{"type", "array"},
               {"items", {{"type", "string"}}},
               {"description", "Capabilities a worker must have to run it"}}},
-            {"agent", Str("Agent profile to run it (default: the worker's)", true)},
-            {"command", Str("A command line to run instead of an agent (no shell)", true)}},
+            {"agent", Str("Agent profile to run it (default: the worker's)", true)}},
            {"title"});
      }},
 };
@@ -274,7 +273,6 @@ Result<std::vector<std::string>> McpToolArgv(std::string_view name, const json& 
       argv.push_back("--requires=" + cap.get<std::string>());
     }
     option("--agent", "agent");
-    option("--command", "command");
     argv.insert(argv.end(), {"--", text("title")});
   }
   return argv;

@@ -56,24 +56,23 @@ TEST(McpToolArgv, EachToolRunsItsCommandWithValuesThatCannotPassForOptions_Issue
             (std::vector<std::string>{"--json", "task", "ask", "--", "-which?"}));
   EXPECT_EQ(*McpToolArgv("task_note", {{"text", "half"}}, id),
             (std::vector<std::string>{"--json", "task", "note", "--task=" + id, "--", "half"}));
-  EXPECT_EQ(
-      *McpToolArgv("task_add",
-                   {{"title", "t"},
-                    {"priority", -2},
-                    {"requires", {"a", "b"}},
-                    {"queue", "q"},
-                    {"agent", "codex"},
-                    {"command", "make test"},
-                    {"description", "d"},
-                    {"instructions", "i"}},
-                   id),
-      (std::vector<std::string>{"--json", "task", "add", "--description=d", "--instructions=i",
-                                "--priority=-2", "--queue=q", "--requires=a", "--requires=b",
-                                "--agent=codex", "--command=make test", "--", "t"}));
+  EXPECT_EQ(*McpToolArgv("task_add",
+                         {{"title", "t"},
+                          {"priority", -2},
+                          {"requires", {"a", "b"}},
+                          {"queue", "q"},
+                          {"agent", "codex"},
+                          {"description", "d"},
+                          {"instructions", "i"}},
+                         id),
+            (std::vector<std::string>{"--json", "task", "add", "--description=d",
+                                      "--instructions=i", "--priority=-2", "--queue=q",
+                                      "--requires=a", "--requires=b", "--agent=codex", "--", "t"}));
   EXPECT_EQ(McpToolArgv("task_nope", json::object(), id).error().code(), ErrorCode::kNotFound);
-  for (const json& bad : {json{{"priority", "high"}, {"title", "t"}}, json{{"title", ""}},
-                          json{{"requires", {1}}, {"title", "t"}},
-                          json{{"title", "t"}, {"owner", "me"}}, json::object()}) {
+  for (const json& bad :
+       {json{{"priority", "high"}, {"title", "t"}}, json{{"title", ""}},
+        json{{"requires", {1}}, {"title", "t"}}, json{{"title", "t"}, {"owner", "me"}},
+        json{{"title", "t"}, {"command", "make"}}, json::object()}) {
     auto r = McpToolArgv("task_add", bad, id);
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_EQ(r.error().code(), ErrorCode::kInvalidArgument) << bad;

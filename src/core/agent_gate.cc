@@ -171,7 +171,10 @@ Result<std::vector<std::string>> GateAgentCommand(const std::vector<std::string>
 }
 
 std::string EncodeAgentRequest(const std::vector<std::string>& args) {
-  return nlohmann::json{{"args", args}}.dump() + "\n";
+  // Bytes that are not UTF-8 (a log pasted into --result) are replaced, not refused.
+  return nlohmann::json{{"args", args}}.dump(-1, ' ', false,
+                                             nlohmann::json::error_handler_t::replace) +
+         "\n";
 }
 
 Result<std::vector<std::string>> DecodeAgentRequest(std::string_view line) {

@@ -9,7 +9,8 @@
 //   task ask QUESTION              --task (its own) if given
 //   task note TEXT                 --task (its own) if given
 //   task add TITLE [options]       a subtask of its own (the worker's tx adds it under the task),
-//                                  naming neither where nor how it runs
+//                                  naming neither its workdir, repository, command, owner nor
+//                                  metadata
 //
 // plus `--json` before the command, and --help anywhere. Never --db, --force, another task's id
 // or token, or any option the command does not have.

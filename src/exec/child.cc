@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -110,6 +111,12 @@ void CloseOtherFds(int keep, int max_fd) {
   };
   // Our own process group, so that signals to the group reach grandchildren and nothing else.
   ::setpgid(0, 0);
+  // And no controlling terminal: an agent of a worker started from a shell must not reach it
+  // (/dev/tty, or keystrokes pushed into it with TIOCSTI).
+  if (int tty = ::open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC); tty >= 0) {
+    ::ioctl(tty, TIOCNOTTY);
+    ::close(tty);
+  }
   if (::prctl(PR_SET_PDEATHSIG, p.parent_death_signal) != 0) fail(kSetup, errno);
   // The parent may have died before the signal was armed; then nobody would ever deliver it.
   if (::getppid() != p.parent) ::_exit(127);

@@ -126,8 +126,18 @@ Result<CommandResult> RunCommand(const std::vector<std::string>& argv, const std
   cenv.push_back(nullptr);
 
   SpawnAttributes attrs;
-  posix_spawnattr_setflags(attrs.get(), POSIX_SPAWN_SETPGROUP);
-  posix_spawnattr_setpgroup(attrs.get(), 0);  // a group of its own: pgid == pid
+  // A group of its own (pgid == pid), no signal blocked and every one at its default: the
+  // caller may be a thread that blocks them all (the worker's, for its signalfd).
+  posix_spawnattr_setflags(attrs.get(),
+                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setpgroup(attrs.get(), 0);
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  sigdelset(&all, SIGKILL);
+  sigdelset(&all, SIGSTOP);
+  posix_spawnattr_setsigmask(attrs.get(), &none);
+  posix_spawnattr_setsigdefault(attrs.get(), &all);
   pid_t pid = 0;
   int rc = posix_spawnp(&pid, argv[0].c_str(), fa.get(), attrs.get(), cargv.data(), cenv.data());
   if (rc != 0) {

@@ -7,10 +7,11 @@
 namespace tx::exec {
 
 Result<int> RemoveContainersLabelled(const std::vector<std::string>& engine,
-                                     const std::string& label) {
-  if (engine.empty()) return 0;
+                                     const std::vector<std::string>& labels) {
+  if (engine.empty() || labels.empty()) return 0;
   std::vector<std::string> list = engine;
-  list.insert(list.end(), {"ps", "-a", "-q", "--filter", "label=" + label});
+  list.insert(list.end(), {"ps", "-a", "-q"});
+  for (const auto& label : labels) list.insert(list.end(), {"--filter", "label=" + label});
   TX_ASSIGN_OR_RETURN(CommandResult listed, RunCommand(list, "", {}, 1 << 20, 30'000));
   if (!listed.ok()) {
     return Error::Unavailable(engine[0] + " ps: " + listed.FirstLine());

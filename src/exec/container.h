@@ -10,9 +10,10 @@
 namespace tx::exec {
 
 // `engine` is the engine's command with its global options (e.g. {"podman", "--runtime",
-// "runc"}). Removes, forcibly, every container (running or not) labelled `label` ("KEY=VALUE").
-// Returns how many it removed; unavailable, quoting the engine, when it cannot list them.
+// "runc"}). Removes, forcibly, every container (running or not) that carries all of `labels`
+// ("KEY=VALUE" each). Returns how many it removed; unavailable, quoting the engine, when it
+// cannot list them.
 Result<int> RemoveContainersLabelled(const std::vector<std::string>& engine,
-                                     const std::string& label);
+                                     const std::vector<std::string>& labels);
 
 }  // namespace tx::exec

@@ -53,7 +53,7 @@ void KillAgentAndSay(const Worker& w, const std::string& hostname,
                  w.metadata.value("agent_pid", 0));
   }
   if (engine.empty() || w.hostname != hostname) return;
-  Result<int> removed = exec::RemoveContainersLabelled(engine, "tx.worker=" + w.id);
+  Result<int> removed = exec::RemoveContainersLabelled(engine, {"tx.worker=" + w.id});
   if (!removed.ok()) {
     spdlog::warn("containers of worker {}: {}", w.id, removed.error().message());
   } else if (*removed > 0) {
@@ -508,7 +508,7 @@ void Orchestrator::KillStaleAgentsOfThisHost(const Moment& now) {
   for (const auto& w : *live) {
     if (w.hostname != hostname_ || !doomed(w)) continue;
     Result<int> removed =
-        exec::RemoveContainersLabelled(config_.container_engine, "tx.worker=" + w.id);
+        exec::RemoveContainersLabelled(config_.container_engine, {"tx.worker=" + w.id});
     if (removed.ok() && *removed > 0) {
       spdlog::warn("removed {} container(s) of stale worker {}", *removed, w.id);
     }

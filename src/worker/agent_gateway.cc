@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 
@@ -28,12 +29,19 @@ Error Errno(const std::string& what) {
   return Error::Unavailable(what + ": " + std::strerror(errno));
 }
 
-// Reads one line (without its '\n') within the timeout; "" with ok=false on anything else.
-bool ReadLine(int fd, std::string& line) {
+// Reads one line (without its '\n') within kRequestTimeoutMs in all, or until `stop` is readable;
+// false on anything but a whole line.
+bool ReadLine(int fd, int stop, std::string& line) {
   char buf[4096];
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(kRequestTimeoutMs);
   for (;;) {
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, kRequestTimeoutMs) <= 0) return false;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    deadline - std::chrono::steady_clock::now())
+                    .count();
+    if (left <= 0) return false;
+    pollfd p[] = {{fd, POLLIN, 0}, {stop, POLLIN, 0}};
+    if (::poll(p, 2, static_cast<int>(left)) <= 0 || (p[1].revents & POLLIN) != 0) return false;
     ssize_t n = ::read(fd, buf, sizeof buf);
     if (n <= 0) return false;
     line.append(buf, static_cast<std::size_t>(n));
@@ -45,7 +53,10 @@ bool ReadLine(int fd, std::string& line) {
   }
 }
 
+// Gives up once the peer has read nothing for kRequestTimeoutMs (SO_SNDTIMEO).
 void WriteAll(int fd, const std::string& data) {
+  timeval limit{kRequestTimeoutMs / 1000, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);
   for (std::size_t at = 0; at < data.size();) {
     ssize_t n = ::send(fd, data.data() + at, data.size() - at, MSG_NOSIGNAL);
     if (n <= 0) return;  // the agent's tx went away: nothing to tell
@@ -128,7 +139,7 @@ void AgentGateway::Serve() {
 
 void AgentGateway::Answer(int connection) {
   std::string line;
-  if (!ReadLine(connection, line)) return;
+  if (!ReadLine(connection, stop_.get(), line)) return;
   AgentReply reply;
   Result<std::vector<std::string>> args = DecodeAgentRequest(line);
   if (args.ok()) args = GateAgentCommand(*args, options_.agent);

@@ -682,6 +682,8 @@ void WorkerRuntime::RunAgent(const service::ClaimResult& claimed, const Worktree
   access.agent = {task.id, std::to_string(claim.token), config_.allowed_commands};
   access.tx_binary = config_.tx_binary;
   access.env = WorkerTxEnv(config_, task, claim);
+  access.cwd = worktree != nullptr ? worktree->path
+                                   : (task.workdir.empty() ? config_.workdir : task.workdir);
   Result<std::unique_ptr<AgentGateway>> gateway = AgentGateway::Start(std::move(access));
   if (!gateway.ok()) {
     fail_counted("the agent's gateway: " + gateway.error().message());
@@ -711,8 +713,10 @@ void WorkerRuntime::RunAgent(const service::ClaimResult& claimed, const Worktree
     // A container outlives its engine's client when that was killed (a timeout's SIGKILL): it
     // goes now, whatever ended the run.
     if (IsContainer(config_.sandbox.kind)) {
-      Result<int> removed =
-          exec::RemoveContainersLabelled(EngineCommand(config_.sandbox), "tx.task=" + task.id);
+      Result<int> removed = exec::RemoveContainersLabelled(
+          EngineCommand(config_.sandbox),
+          {"tx.task=" + task.id, "tx.attempt=" + std::to_string(claim.attempt),
+           "tx.worker=" + claim.worker_id});
       if (!removed.ok()) spdlog::warn("{}: {}", task.id, removed.error().message());
     }
     // A session that cannot be resumed (gone, or made on another machine) fails at once: the

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 
 #include "exec/command.h"
@@ -89,17 +90,25 @@ std::vector<std::string> ContainerArgv(const SandboxSettings& settings, const Sa
   auto bind = [&](const std::string& path, const char* mode) {
     out.insert(out.end(), {"-v", path + ":" + path + mode});
   };
-  if (!paths.workdir.empty()) bind(paths.workdir, "");
-  for (const auto& p : paths.writable) bind(p, "");
+  // Paths that do not exist are not bound: an engine would refuse them, or make them.
+  std::vector<std::string> bound;
+  if (!paths.workdir.empty()) bound.push_back(paths.workdir);
+  for (const auto& p : paths.writable) {
+    if (std::filesystem::exists(p)) bound.push_back(p);
+  }
   for (const auto& p : settings.writable) {
     std::string path = p;
     if (path.starts_with("~/") && !paths.home.empty()) path = paths.home + path.substr(1);
-    bind(path, "");
+    if (std::filesystem::exists(path)) bound.push_back(path);
+  }
+  for (const auto& p : bound) bind(p, "");
+  for (const auto& p : paths.read_only) {
+    if (std::filesystem::exists(p)) bind(p, ":ro");
   }
   for (const auto& p : paths.hidden) {
-    if (!paths.workdir.empty() && Under(p, paths.workdir)) {
-      out.insert(out.end(), {"--tmpfs", p + ":ro"});
-    }
+    bool inside =
+        std::any_of(bound.begin(), bound.end(), [&](const std::string& b) { return Under(p, b); });
+    if (inside) out.insert(out.end(), {"--tmpfs", p + ":ro"});
   }
   if (!run.relay.empty()) out.insert(out.end(), {"-v", run.relay + ":" + run.relay_at + ":ro"});
   if (!paths.workdir.empty()) out.insert(out.end(), {"-w", paths.workdir});
@@ -131,8 +140,14 @@ std::vector<std::string> BwrapArgv(const SandboxSettings& settings, const Sandbo
   };
   std::vector<Mount> mounts;
   for (const auto& p : paths.programs) {
-    if (Under(p, "/tmp")) mounts.push_back({p, Mount::kReadOnly});
+    if (Under(p, "/tmp") || Under(p, "/run")) mounts.push_back({p, Mount::kReadOnly});
   }
+  for (const auto& p : paths.read_only) mounts.push_back({p, Mount::kReadOnly});
+  // /run is the sandbox's own (the host's sockets live there), but for the resolver's file a
+  // systemd machine links /etc/resolv.conf to.
+  std::error_code ec;
+  std::string resolv = std::filesystem::canonical("/etc/resolv.conf", ec).string();
+  if (!ec && Under(resolv, "/run")) mounts.push_back({resolv, Mount::kReadOnly});
   if (!paths.workdir.empty()) mounts.push_back({paths.workdir, Mount::kWritable});
   for (const auto& p : paths.hidden) mounts.push_back({p, Mount::kHidden});
   for (const auto& p : paths.writable) mounts.push_back({p, Mount::kWritableIfThere});
@@ -144,8 +159,8 @@ std::vector<std::string> BwrapArgv(const SandboxSettings& settings, const Sandbo
   std::stable_sort(mounts.begin(), mounts.end(),
                    [](const Mount& a, const Mount& b) { return Depth(a.path) < Depth(b.path); });
 
-  std::vector<std::string> out = {"bwrap", "--ro-bind", "/",     "/",       "--dev",
-                                  "/dev",  "--proc",    "/proc", "--tmpfs", "/tmp"};
+  std::vector<std::string> out = {"bwrap",  "--ro-bind", "/",       "/",    "--dev",   "/dev",
+                                  "--proc", "/proc",     "--tmpfs", "/tmp", "--tmpfs", "/run"};
   std::vector<std::string> read_only;  // remounted after every mount made inside them
   for (const auto& m : mounts) {
     switch (m.kind) {

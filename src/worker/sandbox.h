@@ -3,7 +3,7 @@
 // the bubblewrap command line that runs an agent inside one (pure: paths in, argv out), and the
 // check a worker makes at its start.
 //
-// bwrap: the host's root read-only; a private /tmp, /proc and /dev; the agent's working
+// bwrap: the host's root read-only; a private /tmp, /run, /proc and /dev; the agent's working
 // directory and the listed writable paths bound read-write; the store's directory and the
 // worker's local directory hidden under empty read-only ones (so neither the store, its token
 // nor its config can be read or written); no network unless `network` is on; its own pid, IPC and
@@ -45,11 +45,13 @@ const char* SandboxName(SandboxKind kind);
 
 // What one attempt's sandbox binds. Absolute paths.
 struct SandboxPaths {
-  std::string workdir;                // read-write; where the agent starts
-  std::vector<std::string> writable;  // read-write when they exist: the gateway's dir, git's
-  std::vector<std::string> hidden;    // covered by an empty directory: the store's, .tx
-  std::vector<std::string> programs;  // read-only, for programs under /tmp (tx's directory)
-  std::string home;                   // expands "~/" in the settings' writable paths
+  std::string workdir;                 // read-write; where the agent starts
+  std::vector<std::string> writable;   // read-write when they exist: the gateway's dir, git's
+  std::vector<std::string> hidden;     // covered by an empty directory: the store's, .tx
+  std::vector<std::string> programs;   // read-only, for programs under /tmp (tx's directory)
+  std::vector<std::string> read_only;  // read-only over what is writable around them: a
+                                       // repository's .git, a worktree's .git file
+  std::string home;                    // expands "~/" in the settings' writable paths
 };
 
 // `bwrap [options] -- argv...`. Mounts go parent before child, so a path bound inside a hidden

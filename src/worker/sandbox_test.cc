@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 
 namespace tx::worker {
 namespace {
@@ -73,7 +74,10 @@ TEST(Container, TheRunCarriesNameLabelsMountsLimitsAndVariablesByNameOnly) {
                     {"--runtime", "runc"}};
   SandboxPaths p;
   p.workdir = "/w";
-  p.writable = {"/tmp/tx-agent-abc"};
+  // Only paths that exist are bound.
+  std::string gateway = ::testing::TempDir() + "tx-agent-abc";
+  std::filesystem::create_directories(gateway);
+  p.writable = {gateway, "/nonexistent/tx-agent-x"};
   p.hidden = {"/w/.tx", "/elsewhere/.tx"};
   ContainerRun run;
   run.name = ContainerName("task-1", 2);
@@ -92,15 +96,17 @@ TEST(Container, TheRunCarriesNameLabelsMountsLimitsAndVariablesByNameOnly) {
   EXPECT_EQ(argv[7], "tx-task-1-2");
   for (const Args& want :
        {Args{"--label", "tx.task=task-1"}, Args{"--label", "tx.worker=worker-9"},
-        Args{"--network", "none"}, Args{"-v", "/w:/w"},
-        Args{"-v", "/tmp/tx-agent-abc:/tmp/tx-agent-abc"}, Args{"--tmpfs", "/w/.tx:ro"},
-        Args{"-v", "/opt/tx/tx-agent:/opt/tx/tx:ro"}, Args{"-w", "/w"}, Args{"-e", "HOME"},
-        Args{"-e", "TX_TASK_ID"}, Args{"--memory", "67108864b"}, Args{"--cpus", "1.50"},
-        Args{"--ulimit", "nofile=4096:4096"}, Args{"--ulimit", "nproc=999:999"}}) {
+        Args{"--network", "none"}, Args{"-v", "/w:/w"}, Args{"-v", gateway + ":" + gateway},
+        Args{"--tmpfs", "/w/.tx:ro"}, Args{"-v", "/opt/tx/tx-agent:/opt/tx/tx:ro"},
+        Args{"-w", "/w"}, Args{"-e", "HOME"}, Args{"-e", "TX_TASK_ID"},
+        Args{"--memory", "67108864b"}, Args{"--cpus", "1.50"}, Args{"--ulimit", "nofile=4096:4096"},
+        Args{"--ulimit", "nproc=999:999"}}) {
     EXPECT_NE(Find(argv, want), std::string::npos) << want[0] << " " << want[1];
   }
   EXPECT_EQ(Find(argv, {"--tmpfs", "/elsewhere/.tx:ro"}), std::string::npos)
       << "what is not mounted needs no hiding";
+  EXPECT_EQ(Find(argv, {"-v", "/nonexistent/tx-agent-x:/nonexistent/tx-agent-x"}),
+            std::string::npos);
   EXPECT_EQ(Args(argv.end() - 4, argv.end()), (Args{"img:gpu", "claude", "-p", "hi"}));
   s.images.erase("default");
   EXPECT_FALSE(ImageFor(s, {"python"}).ok());

@@ -203,8 +203,17 @@ Result<AttemptPlan> PlanSpawn(const WorkerConfig& config, const Task& task, cons
   if (!agent_socket.empty()) {
     paths.writable.push_back(std::filesystem::path(agent_socket).parent_path().string());
   }
-  // A worktree's commits are written to its repository's git directory.
-  if (worktree != nullptr) paths.writable.push_back(worktree->repo + "/.git");
+  // A worktree's commits are written to its repository's git directory: its objects, reflogs,
+  // tx/ branches and the worktree's own directory, not its config or hooks (which the worker's
+  // git would run), nor the worktree's .git file (which says where that directory is).
+  if (worktree != nullptr) {
+    std::string git = worktree->repo + "/.git";
+    paths.read_only = {git, worktree->path + "/.git"};
+    for (const char* sub : {"/objects", "/logs", "/refs/heads/tx"}) {
+      paths.writable.push_back(git + sub);
+    }
+    paths.writable.push_back(worktree->git_dir);
+  }
   if (!config.db_path.empty() && !store::IsPostgresUrl(config.db_path)) {
     paths.hidden.push_back(std::filesystem::path(config.db_path).parent_path().string());
   }
