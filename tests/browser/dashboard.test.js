@@ -327,7 +327,8 @@ describe('the dashboard of a running pool', () => {
         .catch(() => {});
     const done = await page.evaluate(chartDone);
     assert.ok(done >= 4, `the chart counts ${done} done tasks`);
-    const green = await page.evaluate(() => {
+    // Counted before drawn: the bars come with the next redraw, so wait for them too.
+    const greenPixels = () => {
       const c = document.querySelector('#chart');
       const probe = document.createElement('canvas').getContext('2d');
       probe.fillStyle = getComputedStyle(document.documentElement).getPropertyValue('--green').trim();
@@ -339,7 +340,9 @@ describe('the dashboard of a running pool', () => {
         if (Math.abs(data[i] - r) < 8 && Math.abs(data[i + 1] - g) < 8 && Math.abs(data[i + 2] - b) < 8 && data[i + 3] > 200) n++;
       }
       return n;
-    });
+    };
+    await pageUntil(page, greenPixels, null, 10000).catch(() => {});
+    const green = await page.evaluate(greenPixels);
     assert.ok(green > 0, 'no bar of done tasks drawn');
   });
 
