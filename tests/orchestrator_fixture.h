@@ -81,21 +81,6 @@ class OrchestratorTest : public ::testing::Test {
     return out;
   }
 
-  // Running processes whose environment holds `entry` exactly (e.g. an agent's TX_WORKER_ID).
-  static std::vector<pid_t> ProcessesWith(const std::string& entry) {
-    std::vector<pid_t> out;
-    for (pid_t pid : AllPids()) {
-      if (!Running(pid)) continue;
-      for (const auto& e : EnvironOf(pid)) {
-        if (e == entry) {
-          out.push_back(pid);
-          break;
-        }
-      }
-    }
-    return out;
-  }
-
   std::string Path(const std::string& name) const { return (dir_.path() / name).string(); }
 
   // `tx orchestrator start` in the foreground, as a background process of the test, with short

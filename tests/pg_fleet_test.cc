@@ -192,21 +192,6 @@ class FleetTest : public ::testing::Test {
   std::vector<std::unique_ptr<BackgroundProcess>> procs_;
 };
 
-// Running processes whose environment holds `entry`.
-std::vector<pid_t> ProcessesWith(const std::string& entry) {
-  std::vector<pid_t> out;
-  for (pid_t pid : AllPids()) {
-    if (!Running(pid)) continue;
-    for (const auto& e : EnvironOf(pid)) {
-      if (e == entry) {
-        out.push_back(pid);
-        break;
-      }
-    }
-  }
-  return out;
-}
-
 TEST_F(FleetTest, InitAppliesTheSchemaOnceAndEachHostKeepsItsOwnToken) {
   RunResult again = Tx(a_, {"init"});
   EXPECT_EQ(again.exit_code, 0) << again.err;

@@ -71,17 +71,6 @@ class SandboxTest : public ::testing::Test {
   }
   std::string Log(const std::string& id) { return ReadFile(Path(".tx/logs/" + id + "/1.log")); }
 
-  static std::vector<pid_t> ProcessesWith(const std::string& entry) {
-    std::vector<pid_t> out;
-    for (pid_t pid : AllPids()) {
-      if (!Running(pid)) continue;
-      for (const auto& e : EnvironOf(pid)) {
-        if (e == entry) out.push_back(pid);
-      }
-    }
-    return out;
-  }
-
   TempDir dir_;
 };
 

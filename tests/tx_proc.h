@@ -74,6 +74,21 @@ inline std::vector<pid_t> AllPids() {
   return out;
 }
 
+// Running processes whose environment holds `entry` exactly (e.g. an agent's TX_TASK_ID=...).
+inline std::vector<pid_t> ProcessesWith(const std::string& entry) {
+  std::vector<pid_t> out;
+  for (pid_t pid : AllPids()) {
+    if (!Running(pid)) continue;
+    for (const auto& e : EnvironOf(pid)) {
+      if (e == entry) {
+        out.push_back(pid);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
 // Polls `pred` every 50 ms until it holds or `limit` passes; the last answer.
 inline bool WaitFor(const std::function<bool()>& pred,
                     std::chrono::milliseconds limit = std::chrono::seconds(60)) {
