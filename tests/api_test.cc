@@ -197,6 +197,8 @@ TEST_F(ApiTest, BadRequestsGetAClearErrorAndWriteNothing) {
       {R"({"description": "no title"})", "'title' is required"},
       {R"({"title": "x", "base": "main"})", "base branch needs a repository"},
       {R"({"title": "x", "repo": "relative/path"})", "'repo' must be an absolute path"},
+      {R"({"title": "x", "sandbox": true})", "field 'sandbox' must be a string"},
+      {R"({"title": "x", "sandbox": "chroot"})", "unknown sandbox 'chroot'"},
   };
   for (const auto& c : cases) {
     Reply r = Post("/api/tasks", c.body, token_);
@@ -287,7 +289,7 @@ TEST_F(ApiTest, AReviewedBranchIsShownAsADiffAndMergedOnceApproved) {
 TEST_F(ApiTest, AQueueOfTheConfigAsksForGitIsolationOnBehalfOfItsTasks) {
   std::string repo = MakeRepo();
   std::ofstream(dir_.path() / ".tx" / "config.toml")
-      << "[git.queues.web]\nrepo = \"" << repo << "\"\nreview = true\n";
+      << "[git.queues.web]\nrepo = \"" << repo << "\"\nreview = true\nsandbox = \"bwrap\"\n";
   Serve();
   Reply web = Post("/api/tasks", R"({"title": "w", "queue": "web"})", token_);
   ASSERT_EQ(web.status, 201) << web.body.dump();
@@ -296,6 +298,14 @@ TEST_F(ApiTest, AQueueOfTheConfigAsksForGitIsolationOnBehalfOfItsTasks) {
   Reply plain = Post("/api/tasks", R"({"title": "p"})", token_);
   ASSERT_EQ(plain.status, 201) << plain.body.dump();
   EXPECT_EQ(plain.body["repo"], "");
+  // A task's own sandbox, no less than its queue's (docs/sandbox.md).
+  Reply boxed = Post("/api/tasks", R"({"title": "b", "sandbox": "bwrap"})", token_);
+  ASSERT_EQ(boxed.status, 201) << boxed.body.dump();
+  EXPECT_EQ(boxed.body["metadata"]["sandbox"], "bwrap");
+  Reply lower = Post("/api/tasks", R"({"title": "l", "queue": "web", "sandbox": "none"})", token_);
+  EXPECT_EQ(lower.status, 400) << lower.body.dump();
+  EXPECT_NE(lower.body.dump().find("its tasks run in bwrap at least"), std::string::npos)
+      << lower.body.dump();
   Reply no_repo = Post("/api/tasks", R"({"title": "a", "auto_merge": true})", token_);
   EXPECT_EQ(no_repo.status, 400);
   EXPECT_NE(no_repo.body.dump().find("auto-merge needs a repository"), std::string::npos);
@@ -304,7 +314,7 @@ TEST_F(ApiTest, AQueueOfTheConfigAsksForGitIsolationOnBehalfOfItsTasks) {
   ASSERT_EQ(automatic.status, 201) << automatic.body.dump();
   EXPECT_EQ(automatic.body["review"], true);
   EXPECT_EQ(automatic.body["metadata"]["auto_merge"], true);
-  EXPECT_EQ(TaskCount(), 3u);
+  EXPECT_EQ(TaskCount(), 4u);
 }
 
 TEST_F(ApiTest, StatusChangesFollowTheCliRulesAndTheClaimToken) {

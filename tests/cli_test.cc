@@ -385,13 +385,13 @@ TEST_F(Cli, WorkerStartPrintEnvShowsTheNextAgentsEnvironmentAndWritesNothing_Iss
   json before = StoreState();
   RunResult r =
       Must({"worker", "start", "--print-env", id, "--allowed-commands", "task.done"}, env);
-  // No way to the store: the agent's tx reaches its worker's socket (named per attempt).
-  EXPECT_EQ(r.out,
-            "HOME=/home/op\nMY_TOOL_HOME=/opt/tool\nPATH=" + tx_dir +
-                ":/usr/local/bin:/usr/bin:/bin\nTX_AGENT_SOCKET=/tmp/tx-agent-XXXXXX/tx.sock\n"
-                "TX_ALLOWED_COMMANDS=task.done\nTX_ATTEMPT=1\nTX_CLAIM_TOKEN=0\n"
-                "TX_MAX_SUBTASKS=10\nTX_TASK_ID=" +
-                id + "\nTX_WORKER_ID=(print-env)\n");
+  // No way to the store: the agent's tx reaches its worker's socket with the attempt's key.
+  EXPECT_EQ(r.out, "HOME=/home/op\nMY_TOOL_HOME=/opt/tool\nPATH=" + tx_dir +
+                       ":/usr/local/bin:/usr/bin:/bin\nTX_AGENT_KEY=(per attempt)\n"
+                       "TX_AGENT_SOCKET=/tmp/tx-agent-XXXXXX/"
+                       "tx.sock\nTX_ALLOWED_COMMANDS=task.done\nTX_ATTEMPT=1\nTX_CLAIM_TOKEN=0\n"
+                       "TX_MAX_SUBTASKS=10\nTX_TASK_ID=" +
+                       id + "\nTX_WORKER_ID=(print-env)\n");
   EXPECT_EQ(r.err, "");
   EXPECT_EQ(StoreState(), before);
   EXPECT_EQ(MustJson({"worker", "list"}).size(), 0u);
@@ -402,6 +402,7 @@ TEST_F(Cli, WorkerStartPrintEnvShowsTheNextAgentsEnvironmentAndWritesNothing_Iss
   EXPECT_EQ(j, json({{"HOME", "/home/op"},
                      {"MY_TOOL_HOME", "/opt/tool"},
                      {"PATH", tx_dir + ":/usr/local/bin:/usr/bin:/bin"},
+                     {"TX_AGENT_KEY", "(per attempt)"},
                      {"TX_AGENT_SOCKET", "/tmp/tx-agent-XXXXXX/tx.sock"},
                      {"TX_ATTEMPT", "2"},
                      {"TX_CLAIM_TOKEN", "0"},

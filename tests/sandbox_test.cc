@@ -265,6 +265,78 @@ TEST_F(SandboxTest, AWorkerThatCannotRunBwrapSaysWhyInOneLineAndDoesNotStart_Iss
       << bad.err;
 }
 
+// A worker without a sandbox of its own: its queue's ([git.queues.NAME] sandbox) or the task's own
+// (--sandbox) puts the agent in one; a subtask it adds inherits it; less than its queue's is
+// refused.
+TEST_F(SandboxTest, AQueueOrATaskAsksForASandboxTheWorkerHasNot_Issue25) {
+  std::ofstream(Path(".tx/config.toml")) << "[git.queues.untrusted]\nsandbox = \"bwrap\"\n";
+  std::ofstream(Path("work/agent.sh"))
+      << "echo out > /var/tmp/tx-queue-probe-$TX_TASK_ID; echo rootwrite=$?\n"
+         "tx task add child --queue parked --description 'from the agent'; echo added=$?\n"
+         "tx task done; echo done=$?\n";
+  auto add = [&](const std::string& title, Args extra) {
+    Args args = {"--json",    "task",      "add",
+                 title,       "--command", "bash " + Path("work/agent.sh"),
+                 "--workdir", Path("work")};
+    args.insert(args.end(), extra.begin(), extra.end());
+    RunResult r = Tx(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.exit_code == 0 ? json::parse(r.out)["id"].get<std::string>() : "";
+  };
+  std::string open = add("open", {});
+  std::string queued = add("queued", {"--queue", "untrusted"});
+  std::string asked = add("asked", {"--sandbox", "bwrap"});
+  EXPECT_EQ(Show(asked)["metadata"]["sandbox"], "bwrap");
+
+  // Less than the queue asks for, or no sandbox's name: refused, nothing added.
+  RunResult lower = Tx({"task", "add", "x", "--queue", "untrusted", "--sandbox", "none"});
+  EXPECT_EQ(lower.exit_code, 2);
+  EXPECT_EQ(lower.err,
+            "tx: sandbox 'none' is less than queue 'untrusted' asks for: its tasks run in bwrap at "
+            "least ([git.queues.untrusted] sandbox)\n");
+  RunResult bogus = Tx({"task", "add", "x", "--sandbox", "chroot"});
+  EXPECT_EQ(bogus.exit_code, 2);
+  EXPECT_NE(bogus.err.find("unknown sandbox 'chroot'"), std::string::npos) << bogus.err;
+  EXPECT_EQ(json::parse(Tx({"--json", "task", "list"}).out).size(), 3u);
+
+  BackgroundProcess worker(TX_BINARY,
+                           {"worker", "start", "--queues", "default,untrusted",
+                            "--heartbeat-interval", "300ms", "--poll-interval", "1s"},
+                           Env{}, dir_.str(), Path("worker.log"));
+  for (const auto& id : {open, queued, asked}) {
+    ASSERT_TRUE(WaitForStatus(id, "done")) << worker.Output() << Log(id);
+    ASSERT_TRUE(WaitFor([&] { return Log(id).find("done=") != std::string::npos; })) << Log(id);
+    EXPECT_NE(Log(id).find("added=0"), std::string::npos) << Log(id);
+  }
+  // The host's root is read-only in a sandbox (/var/tmp: outside the agent's own /tmp).
+  EXPECT_NE(Log(open).find("rootwrite=0"), std::string::npos) << Log(open);
+  EXPECT_TRUE(fs::remove("/var/tmp/tx-queue-probe-" + open));
+  for (const auto& id : {queued, asked}) {
+    EXPECT_EQ(Log(id).find("rootwrite=0"), std::string::npos) << Log(id);
+    EXPECT_FALSE(fs::remove("/var/tmp/tx-queue-probe-" + id));
+  }
+  // Each agent's subtask: in its parent's sandbox at least.
+  json children = json::parse(Tx({"--json", "task", "list", "--queue", "parked"}).out);
+  ASSERT_EQ(children.size(), 3u) << children.dump();
+  for (const auto& child : children) {
+    json shown = Show(child["id"]);
+    if (shown["metadata"].value("parent", "") == open) {
+      EXPECT_FALSE(shown["metadata"].contains("sandbox")) << shown.dump();
+    } else {
+      EXPECT_EQ(shown["metadata"].value("sandbox", ""), "bwrap") << shown.dump();
+    }
+  }
+
+  // A worker that serves the queue but cannot run its sandbox says so and does not start.
+  RunResult r =
+      RunTx({"worker", "start", "--queues", "untrusted"}, {{"PATH", "/nonexistent"}}, dir_.str());
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("sandbox bwrap (asked for by a queue this worker serves): "),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
 // ================================ containers (podman) ================================
 
 // The same checks with podman, in an image the test makes from a local root file system (busybox,

@@ -312,7 +312,7 @@ TEST_F(WorkerTest, AnAgentGetsOnlyTheWorkersVariablesPassEnvAllows_Issue25) {
       if (eq != std::string::npos) out[line.substr(0, eq)] = line.substr(eq + 1);
     }
     for (const char* per_claim :
-         {"TX_ATTEMPT", "TX_CLAIM_TOKEN", "TX_WORKER_ID", "TX_AGENT_SOCKET"}) {
+         {"TX_ATTEMPT", "TX_CLAIM_TOKEN", "TX_WORKER_ID", "TX_AGENT_SOCKET", "TX_AGENT_KEY"}) {
       EXPECT_EQ(out.erase(per_claim), 1u) << per_claim << " missing from\n" << lines;
     }
     return out;

@@ -31,7 +31,7 @@ Result<Task> DecodeNewTask(const json& body) {
       body, {"title", "description", "instructions", "deliverables", "steps",      "priority",
              "queue", "requires",    "after",        "owner",        "workdir",    "command",
              "agent", "timeout",     "max_attempts", "review",       "auto_merge", "repo",
-             "base",  "metadata",    "budget_usd"}));
+             "base",  "metadata",    "budget_usd",   "sandbox"}));
   Task t;
   if (!body.contains("title")) return Error::InvalidArgument("field 'title' is required");
   TX_RETURN_IF_ERROR(ReadString(body, "title", t.title));
@@ -92,6 +92,10 @@ Result<Task> DecodeNewTask(const json& body) {
   if (auto it = body.find("budget_usd"); it != body.end() && !it->is_null()) {
     if (!it->is_number()) return WrongType("budget_usd", "a number of dollars");
     t.metadata["budget_usd"] = it->get<double>();  // checked by worker::PrepareAgentTask
+  }
+  if (auto it = body.find("sandbox"); it != body.end() && !it->is_null()) {
+    if (!it->is_string()) return WrongType("sandbox", "a string: none, bwrap, podman or docker");
+    t.metadata["sandbox"] = it->get<std::string>();  // checked by worker::PrepareAgentTask
   }
   return t;
 }

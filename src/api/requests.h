@@ -28,9 +28,10 @@ Result<nlohmann::json> ParseObject(std::string_view body);
 // "steps": [..], "priority": int, "queue", "requires": [..], "after": [..], "owner", "workdir",
 // "command": "ARGV" | [..], "agent", "timeout": "30m" | ms, "max_attempts": int, "review": bool,
 // "auto_merge": bool (review, and metadata.auto_merge), "repo", "base", "metadata": {..},
-// "budget_usd": number (metadata.budget_usd)}. Values are checked further by
-// worker::PrepareGitTask (the config's git isolation; a base or auto-merge with no repository),
-// worker::PrepareAgentTask (a known agent profile, a sensible budget) and TaskService::Add.
+// "budget_usd": number (metadata.budget_usd), "sandbox": string (metadata.sandbox)}. Values are
+// checked further by worker::PrepareGitTask (the config's git isolation; a base or auto-merge
+// with no repository), worker::PrepareAgentTask (a known agent profile, a sensible budget, a
+// sandbox no less than its queue's) and TaskService::Add.
 Result<Task> DecodeNewTask(const nlohmann::json& body);
 
 // PATCH /api/tasks/:id. Either field changes ("title", "priority", "after", "metadata" merged

@@ -44,7 +44,8 @@ std::optional<int> RelayToWorker(const std::vector<std::string>& args) {
       ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
     return Unreachable(path, std::strerror(errno));
   }
-  std::string request = EncodeAgentRequest(args);
+  const char* key = std::getenv("TX_AGENT_KEY");
+  std::string request = EncodeAgentRequest({args, key != nullptr ? key : ""});
   for (std::size_t at = 0; at < request.size();) {
     ssize_t n = ::send(fd.get(), request.data() + at, request.size() - at, MSG_NOSIGNAL);
     if (n <= 0) return Unreachable(path, std::strerror(errno));

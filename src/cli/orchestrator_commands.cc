@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -204,8 +205,8 @@ Handler SetupOrchestratorStart(CLI::App& cmd) {
     worker.shutdown = std::to_string(c.shutdown_timeout_ms) + "ms";
     TX_ASSIGN_OR_RETURN(worker::WorkerConfig workers_config,
                         worker::BuildWorkerConfig(ctx.DbPath(), SelfExe(), worker));
-    TX_RETURN_IF_ERROR(worker::CheckSandbox(workers_config.sandbox));
-    c.container_engine = worker::EngineCommand(workers_config.sandbox);
+    TX_RETURN_IF_ERROR(worker::CheckSandboxes(workers_config));
+    c.container_engines = worker::ContainerEngines(workers_config);
     for (const auto& [slot, args] : c.slot_args) {
       worker::WorkerFlags slotted = worker;
       TX_RETURN_IF_ERROR(worker::ApplyWorkerArgs(args, slotted));
@@ -213,6 +214,13 @@ Handler SetupOrchestratorStart(CLI::App& cmd) {
           worker::BuildWorkerConfig(ctx.DbPath(), SelfExe(), slotted);
       if (!checked.ok()) {
         return Error(checked.error().code(), slot + ": " + checked.error().message());
+      }
+      // A slot's own sandbox: its containers are removed with its engine too.
+      for (auto& engine : worker::ContainerEngines(*checked)) {
+        if (std::find(c.container_engines.begin(), c.container_engines.end(), engine) ==
+            c.container_engines.end()) {
+          c.container_engines.push_back(std::move(engine));
+        }
       }
     }
     auto pass = [&](const char* flag, const std::string& value) {

@@ -60,7 +60,7 @@ Status ShowRemoteTask(Context& ctx, worker::RemoteCoordinator& fleet, const std:
 struct AddArgs {
   std::string title, description, instructions, deliverables, priority,
       queue = "default", owner, workdir, command, agent, timeout, max_attempts, repo, base,
-      metadata, budget;
+      metadata, budget, sandbox;
   std::vector<std::string> steps, requires_caps, after;
   bool review = false, auto_merge = false;
 };
@@ -130,6 +130,10 @@ Handler SetupTaskAdd(CLI::App& cmd) {
   NonEmpty(cmd.add_option("--budget-usd", a->budget,
                           "Stop and fail the task once its attempts have cost this much")
                ->type_name("X"));
+  NonEmpty(cmd.add_option("--sandbox", a->sandbox,
+                          "Run its agent in this sandbox at least: none, bwrap, podman or docker "
+                          "(docs/sandbox.md)")
+               ->type_name("KIND"));
   NonEmpty(
       cmd.add_option("--timeout", a->timeout, "Run timeout, e.g. 30m (default 30m, at most 2h)")
           ->type_name("DUR"));
@@ -193,6 +197,7 @@ Handler SetupTaskAdd(CLI::App& cmd) {
       }
       t.metadata["budget_usd"] = usd;
     }
+    if (!a->sandbox.empty()) t.metadata["sandbox"] = a->sandbox;  // checked by PrepareAgentTask
     // Isolation the config asks for on the task's behalf ([git] repo, [git.queues.NAME]), and
     // the agent profiles it knows.
     worker::WorkerConfig config;

@@ -36,7 +36,8 @@ fs::path StoreDir(const Context& ctx) { return store::LocalDir(ctx.DbPath()); }
 // tx worker start --print-env TASK: the environment the task's next attempt's agent would get
 // from a worker started with `config` here and now (PlanSpawn over this process's environment),
 // under its profile's first account, with claim token 0, worker id "(print-env)" and the
-// attempt's socket as "/tmp/tx-agent-XXXXXX/tx.sock" (its name is made per attempt). Without the
+// worker's socket as "/tmp/tx-agent-XXXXXX/tx.sock" (its name is made at the worker's first
+// attempt) and the attempt's key as "(per attempt)". Without the
 // variables of a worktree (TX_REPO, TX_WORKTREE, TX_BRANCH, TX_BASE_BRANCH and git's exclude
 // file), which the worker adds once it has made one. Starts nothing and writes nothing.
 // not_found: no such task.
@@ -59,7 +60,7 @@ Status PrintAgentEnvironment(Context& ctx, const worker::WorkerConfig& config,
   }
   TX_ASSIGN_OR_RETURN(worker::AttemptPlan plan,
                       worker::PlanSpawn(config, task, claim, worker::CurrentEnvironment(), nullptr,
-                                        choice, "/tmp/tx-agent-XXXXXX/tx.sock"));
+                                        choice, {"/tmp/tx-agent-XXXXXX/tx.sock", "(per attempt)"}));
   std::map<std::string, std::string> env;
   for (const auto& kv : plan.spec.env) {
     std::size_t eq = kv.find('=');
@@ -160,7 +161,7 @@ Handler SetupWorkerStart(CLI::App& cmd) {
     std::string home = remote->url.empty() ? ctx.DbPath() : ".tx/tx.db";
     TX_ASSIGN_OR_RETURN(worker::WorkerConfig c, worker::BuildWorkerConfig(home, SelfExe(), *a));
     if (!print_env->empty()) return PrintAgentEnvironment(ctx, c, *print_env);
-    TX_RETURN_IF_ERROR(worker::CheckSandbox(c.sandbox));
+    TX_RETURN_IF_ERROR(worker::CheckSandboxes(c));
     if (!remote->url.empty()) {
       if (!remote->url.starts_with("http://") && !remote->url.starts_with("https://")) {
         return Error::InvalidArgument("--server must be an http:// or https:// URL, not '" +

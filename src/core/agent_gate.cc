@@ -162,6 +162,11 @@ Result<std::vector<std::string>> GateAgentCommand(const std::vector<std::string>
     out.push_back(agent.task_id);
   }
   out.insert(out.end(), rest.begin(), rest.end());
+  // A subtask runs in its parent's sandbox at least: else an agent could escape its own.
+  if (verb == "add" && !agent.sandbox.empty()) {
+    out.push_back("--sandbox");
+    out.push_back(agent.sandbox);
+  }
   // After "--", so that a text beginning with '-' stays text.
   if (command->positional == AgentCommand::Positional::kText && positional) {
     out.push_back("--");
@@ -170,24 +175,28 @@ Result<std::vector<std::string>> GateAgentCommand(const std::vector<std::string>
   return out;
 }
 
-std::string EncodeAgentRequest(const std::vector<std::string>& args) {
+std::string EncodeAgentRequest(const AgentRequest& request) {
   // Bytes that are not UTF-8 (a log pasted into --result) are replaced, not refused.
-  return nlohmann::json{{"args", args}}.dump(-1, ' ', false,
-                                             nlohmann::json::error_handler_t::replace) +
+  return nlohmann::json{{"args", request.args}, {"key", request.key}}.dump(
+             -1, ' ', false, nlohmann::json::error_handler_t::replace) +
          "\n";
 }
 
-Result<std::vector<std::string>> DecodeAgentRequest(std::string_view line) {
+Result<AgentRequest> DecodeAgentRequest(std::string_view line) {
   nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object() || !j.contains("args") || !j["args"].is_array()) {
-    return Error::InvalidArgument("a request must be {\"args\": [strings]}");
+    return Error::InvalidArgument("a request must be {\"args\": [strings], \"key\": string}");
   }
-  std::vector<std::string> args;
+  AgentRequest request;
   for (const auto& a : j["args"]) {
     if (!a.is_string()) return Error::InvalidArgument("a request's args must be strings");
-    args.push_back(a.get<std::string>());
+    request.args.push_back(a.get<std::string>());
   }
-  return args;
+  if (j.contains("key")) {
+    if (!j["key"].is_string()) return Error::InvalidArgument("a request's key must be a string");
+    request.key = j["key"].get<std::string>();
+  }
+  return request;
 }
 
 std::string EncodeAgentReply(const AgentReply& reply) {

@@ -10,7 +10,7 @@
 //   task note TEXT                 --task (its own) if given
 //   task add TITLE [options]       a subtask of its own (the worker's tx adds it under the task),
 //                                  naming neither its workdir, repository, command, owner nor
-//                                  metadata
+//                                  metadata, in its own sandbox at least (--sandbox added)
 //
 // plus `--json` before the command, and --help anywhere. Never --db, --force, another task's id
 // or token, or any option the command does not have.
@@ -27,6 +27,7 @@ struct AgentIdentity {
   std::string task_id;
   std::string token;       // the claim's fencing token, as text
   std::string allow_list;  // the worker's allowed_commands (core/argv.h IsAllowed); "" = all
+  std::string sandbox;     // the sandbox it runs in, which its subtasks inherit; "" = none
 };
 
 // The arguments (without "tx") the worker's own tx is to run for `args`: the same, with the
@@ -37,14 +38,19 @@ Result<std::vector<std::string>> GateAgentCommand(const std::vector<std::string>
                                                   const AgentIdentity& agent);
 
 // The wire between an agent's tx and its worker: one line of JSON each way.
-//   request {"args": [...]}      reply {"exit_code": N, "out": "...", "err": "..."}
+//   request {"args": [...], "key": "..."}  reply {"exit_code": N, "out": "...", "err": "..."}
+// The key is the attempt's (TX_AGENT_KEY): a worker answers only its current attempt's.
+struct AgentRequest {
+  std::vector<std::string> args;
+  std::string key;
+};
 struct AgentReply {
   int exit_code = 0;
   std::string out;
   std::string err;
 };
-std::string EncodeAgentRequest(const std::vector<std::string>& args);
-Result<std::vector<std::string>> DecodeAgentRequest(std::string_view line);
+std::string EncodeAgentRequest(const AgentRequest& request);
+Result<AgentRequest> DecodeAgentRequest(std::string_view line);
 std::string EncodeAgentReply(const AgentReply& reply);
 Result<AgentReply> DecodeAgentReply(std::string_view line);
 

@@ -64,6 +64,16 @@ TEST(AgentGate, OperatorsOptionsAndOtherCommandsAreRefused) {
             std::string::npos);
 }
 
+TEST(AgentGate, ASandboxedAgentsSubtaskGoesInItsSandbox_Issue25) {
+  const AgentIdentity boxed{"t-own", "7", "", "bwrap"};
+  EXPECT_EQ(Gated({"task", "add", "child", "--queue", "q"}, boxed),
+            (Args{"task", "add", "--queue", "q", "--sandbox", "bwrap", "--", "child"}));
+  EXPECT_EQ(Gated({"task", "done"}, boxed), (Args{"task", "done", "t-own"}));
+  // Its own choice of a sandbox is not an agent's to make.
+  EXPECT_NE(Refusal({"task", "add", "child", "--sandbox", "none"}, boxed).find("'--sandbox'"),
+            std::string::npos);
+}
+
 TEST(AgentGate, TheWorkersAllowListNarrowsWhatIsLeft) {
   const AgentIdentity narrow{"t-own", "7", "task.show,task.done"};
   EXPECT_EQ(Gated({"task", "done"}, narrow), (Args{"task", "done", "t-own"}));

@@ -34,9 +34,10 @@ struct OrchestratorConfig {
   std::string heartbeat_file;          // mirror of the pool's heartbeat document; empty = none
   std::string http;                    // where the HTTP API is served ("http://…"); for status
   std::vector<SinkSpec> notify;        // [[notify]]: where notifications go (docs/notifications.md)
-  // The container engine the workers run agents with ({} without one): what removes, by its
-  // label, the container of an agent whose worker died (exec/container.h).
-  std::vector<std::string> container_engine;
+  // The container engines the workers may run agents with (worker::ContainerEngines), each its
+  // command with its global options: what removes, by label, the containers of an agent whose
+  // worker died (exec/container.h).
+  std::vector<std::vector<std::string>> container_engines;
 
   // Flags for every worker, e.g. {"--agent", "claude", "--heartbeat-interval", "10s"}.
   std::vector<std::string> worker_args;

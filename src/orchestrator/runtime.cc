@@ -47,17 +47,19 @@ constexpr Millis kEmptyPoolGraceMs = 10'000;
 // And removes the containers its agents ran in, where the workers use a container engine: a
 // killed engine client leaves its container running.
 void KillAgentAndSay(const Worker& w, const std::string& hostname,
-                     const std::vector<std::string>& engine) {
+                     const std::vector<std::vector<std::string>>& engines) {
   if (KillAgentOf(w, hostname)) {
     spdlog::warn("killed the agent group of worker {} ({})", w.id,
                  w.metadata.value("agent_pid", 0));
   }
-  if (engine.empty() || w.hostname != hostname) return;
-  Result<int> removed = exec::RemoveContainersLabelled(engine, {"tx.worker=" + w.id});
-  if (!removed.ok()) {
-    spdlog::warn("containers of worker {}: {}", w.id, removed.error().message());
-  } else if (*removed > 0) {
-    spdlog::warn("removed {} container(s) of worker {}", *removed, w.id);
+  if (w.hostname != hostname) return;
+  for (const auto& engine : engines) {
+    Result<int> removed = exec::RemoveContainersLabelled(engine, {"tx.worker=" + w.id});
+    if (!removed.ok()) {
+      spdlog::warn("containers of worker {}: {}", w.id, removed.error().message());
+    } else if (*removed > 0) {
+      spdlog::warn("removed {} container(s) of worker {}", *removed, w.id);
+    }
   }
 }
 
@@ -208,7 +210,7 @@ void Orchestrator::AdoptOrCleanUpLeftovers() {
       orphans_[w.slot] = Orphan{pid, std::move(pidfd)};
       continue;
     }
-    KillAgentAndSay(w, hostname_, config_.container_engine);
+    KillAgentAndSay(w, hostname_, config_.container_engines);
     Result<Worker> dead =
         workers_->MarkCrashed(w.id, {{"exit_code", -1},
                                      {"signal", 0},
@@ -431,7 +433,7 @@ void Orchestrator::WorkerExited(const std::string& slot, pid_t pid, const nlohma
       if (w.pid != pid || w.hostname != hostname_) continue;
       registered = true;
       // Its agent first, so it is not still editing files when another worker takes the task.
-      KillAgentAndSay(w, hostname_, config_.container_engine);
+      KillAgentAndSay(w, hostname_, config_.container_engines);
       if (stopping_) {
         Result<Worker> r = workers_->Deregister(w.id, "killed at shutdown");
         if (r.ok()) spdlog::warn("{}: worker {} killed at shutdown; claims released", slot, w.id);
@@ -504,13 +506,13 @@ void Orchestrator::KillStaleAgentsOfThisHost(const Moment& now) {
   if (int killed = KillAgentsOfStaleWorkers(*live, hostname_, doomed); killed > 0) {
     spdlog::warn("killed the agents of {} stale workers of this host", killed);
   }
-  if (config_.container_engine.empty()) return;
-  for (const auto& w : *live) {
-    if (w.hostname != hostname_ || !doomed(w)) continue;
-    Result<int> removed =
-        exec::RemoveContainersLabelled(config_.container_engine, {"tx.worker=" + w.id});
-    if (removed.ok() && *removed > 0) {
-      spdlog::warn("removed {} container(s) of stale worker {}", *removed, w.id);
+  for (const auto& engine : config_.container_engines) {
+    for (const auto& w : *live) {
+      if (w.hostname != hostname_ || !doomed(w)) continue;
+      Result<int> removed = exec::RemoveContainersLabelled(engine, {"tx.worker=" + w.id});
+      if (removed.ok() && *removed > 0) {
+        spdlog::warn("removed {} container(s) of stale worker {}", *removed, w.id);
+      }
     }
   }
 }
@@ -739,7 +741,7 @@ void Orchestrator::KillRemaining() {
     if (!live.ok()) return;
     for (const auto& w : *live) {
       if (w.pid == pid && w.hostname == hostname_)
-        KillAgentAndSay(w, hostname_, config_.container_engine);
+        KillAgentAndSay(w, hostname_, config_.container_engines);
     }
   };
   // The worker before its agent: a worker that outlived its agent by a moment would record the

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -27,6 +28,20 @@ constexpr std::size_t kOutputCap = 1u << 20;
 
 Error Errno(const std::string& what) {
   return Error::Unavailable(what + ": " + std::strerror(errno));
+}
+
+// 128 bits from the kernel: an attempt's key. Aborts if the kernel gives none (there is no safe
+// fallback), as NewToken does.
+std::string NewKey() {
+  unsigned char bytes[16];
+  if (::getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes)) std::abort();
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string key;
+  for (unsigned char b : bytes) {
+    key += kHex[b >> 4];
+    key += kHex[b & 15];
+  }
+  return key;
 }
 
 // Reads one line (without its '\n') within kRequestTimeoutMs in all, or until `stop` is readable;
@@ -64,10 +79,16 @@ void WriteAll(int fd, const std::string& data) {
   }
 }
 
+void Signal(int eventfd) {
+  std::uint64_t one = 1;
+  (void)!::write(eventfd, &one, sizeof one);
+}
+
 }  // namespace
 
-Result<std::unique_ptr<AgentGateway>> AgentGateway::Start(Options options) {
-  std::string templ = options.parent + "/tx-agent-XXXXXX";
+Result<std::unique_ptr<AgentGateway>> AgentGateway::Start(std::string tx_binary,
+                                                          const std::string& parent) {
+  std::string templ = parent + "/tx-agent-XXXXXX";
   if (::mkdtemp(templ.data()) == nullptr) return Errno("mkdtemp " + templ);
   std::string dir = templ;
   auto remove_dir = [&] {
@@ -94,28 +115,60 @@ Result<std::unique_ptr<AgentGateway>> AgentGateway::Start(Options options) {
     return e;
   }
   exec::UniqueFd stop(::eventfd(0, EFD_CLOEXEC));
-  if (!stop.valid()) {
+  exec::UniqueFd cancel(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!stop.valid() || !cancel.valid()) {
+    Error e = Errno("eventfd");
     remove_dir();
-    return Errno("eventfd");
+    return e;
   }
-  return std::unique_ptr<AgentGateway>(
-      new AgentGateway(std::move(options), dir, std::move(listener), std::move(stop)));
+  return std::unique_ptr<AgentGateway>(new AgentGateway(
+      std::move(tx_binary), dir, std::move(listener), std::move(stop), std::move(cancel)));
 }
 
-AgentGateway::AgentGateway(Options options, std::string dir, exec::UniqueFd listener,
-                           exec::UniqueFd stop)
-    : options_(std::move(options)),
+AgentGateway::AgentGateway(std::string tx_binary, std::string dir, exec::UniqueFd listener,
+                           exec::UniqueFd stop, exec::UniqueFd cancel)
+    : tx_binary_(std::move(tx_binary)),
       dir_(std::move(dir)),
       listener_(std::move(listener)),
       stop_(std::move(stop)),
+      cancel_(std::move(cancel)),
       thread_([this] { Serve(); }) {}
 
 AgentGateway::~AgentGateway() {
-  std::uint64_t one = 1;
-  (void)!::write(stop_.get(), &one, sizeof one);
+  Signal(stop_.get());
+  Signal(cancel_.get());
   thread_.join();
   std::error_code ec;
   std::filesystem::remove_all(dir_, ec);
+}
+
+AgentGateway::Admission AgentGateway::Admit(Attempt attempt) {
+  std::string key = NewKey();
+  std::lock_guard lock(mu_);
+  // The previous admission's cancel is spent: drain the counter.
+  std::uint64_t spent;
+  (void)!::read(cancel_.get(), &spent, sizeof spent);
+  current_ = std::move(attempt);
+  key_ = key;
+  return Admission(this, {socket_path(), std::move(key)});
+}
+
+void AgentGateway::Dismiss(const std::string& key) {
+  std::lock_guard lock(mu_);
+  if (key_ != key) return;  // replaced by a later admission already
+  current_.reset();
+  key_.clear();
+  Signal(cancel_.get());
+}
+
+AgentGateway::Admission::Admission(AgentGateway* gateway, AgentAccess access)
+    : gateway_(gateway), access_(std::move(access)) {}
+
+AgentGateway::Admission::Admission(Admission&& other) noexcept
+    : gateway_(std::exchange(other.gateway_, nullptr)), access_(std::move(other.access_)) {}
+
+AgentGateway::Admission::~Admission() {
+  if (gateway_ != nullptr) gateway_->Dismiss(access_.key);
 }
 
 void AgentGateway::Serve() {
@@ -141,20 +194,33 @@ void AgentGateway::Answer(int connection) {
   std::string line;
   if (!ReadLine(connection, stop_.get(), line)) return;
   AgentReply reply;
-  Result<std::vector<std::string>> args = DecodeAgentRequest(line);
-  if (args.ok()) args = GateAgentCommand(*args, options_.agent);
+  std::optional<Attempt> attempt;
+  Result<AgentRequest> request = DecodeAgentRequest(line);
+  Result<std::vector<std::string>> args = Error::InvalidArgument("");
+  if (!request.ok()) {
+    args = request.error();
+  } else {
+    {
+      std::lock_guard lock(mu_);
+      if (current_ && !key_.empty() && request->key == key_) attempt = current_;
+    }
+    args = attempt ? GateAgentCommand(request->args, attempt->agent)
+                   : Result<std::vector<std::string>>(Error::InvalidArgument(
+                         "not the key of an attempt this worker is running"));
+  }
   if (!args.ok()) {
     reply.exit_code = ExitCode(args.error().code());
     reply.err = "tx: " + args.error().message() + "\n";
-    spdlog::info("{}: refused the agent's request: {}", options_.agent.task_id,
+    spdlog::info("{}: refused an agent's request: {}",
+                 attempt ? attempt->agent.task_id : std::string("agent gateway"),
                  args.error().message());
     WriteAll(connection, EncodeAgentReply(reply));
     return;
   }
-  std::vector<std::string> argv = {options_.tx_binary};
+  std::vector<std::string> argv = {tx_binary_};
   argv.insert(argv.end(), args->begin(), args->end());
-  Result<exec::CommandResult> ran = exec::RunCommand(argv, options_.cwd, options_.env, kOutputCap,
-                                                     kCommandTimeoutMs, stop_.get());
+  Result<exec::CommandResult> ran = exec::RunCommand(argv, attempt->cwd, attempt->env, kOutputCap,
+                                                     kCommandTimeoutMs, cancel_.get());
   if (!ran.ok()) {
     reply.exit_code = ExitCode(ran.error().code());
     reply.err = "tx: " + ran.error().message() + "\n";

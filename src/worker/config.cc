@@ -4,12 +4,14 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "core/argv.h"
 #include "core/duration.h"
 #include "core/toml_text.h"
 #include "core/validation.h"
+#include "exec/program.h"
 #include "worker/git.h"
 
 namespace tx::worker {
@@ -383,9 +385,21 @@ Status ApplyGitQueues(const toml::table& g, const std::string& origin, WorkerCon
     TX_RETURN_IF_ERROR(q.String("base", s.base));
     TX_RETURN_IF_ERROR(q.Bool("review", s.review));
     TX_RETURN_IF_ERROR(q.Bool("auto_merge", s.auto_merge));
+    std::string sandbox;
+    TX_RETURN_IF_ERROR(q.String("sandbox", sandbox));
+    if (!sandbox.empty()) {
+      Result<SandboxKind> kind = ParseSandboxKind(sandbox);
+      if (!kind.ok()) {
+        return Error::InvalidArgument(origin + ": " + prefix +
+                                      ".sandbox: " + kind.error().message());
+      }
+      s.sandbox = *kind;
+    }
     TX_RETURN_IF_ERROR(q.RefuseUnknown());
-    if (s.repo.empty()) {
-      return Error::InvalidArgument(origin + ": '" + prefix + ".repo' is required");
+    bool git_only = !s.base.empty() || s.review || s.auto_merge;
+    if (s.repo.empty() && (git_only || sandbox.empty())) {
+      return Error::InvalidArgument(origin + ": '" + prefix + ".repo' is required" +
+                                    (sandbox.empty() ? "" : " with base, review or auto_merge"));
     }
     c.git_queues[queue] = std::move(s);
   }
@@ -451,7 +465,8 @@ GitSettings GitSettingsFor(const WorkerConfig& config, const std::string& repo) 
 
 void ApplyGitDefaults(const WorkerConfig& config, Task& task) {
   if (!task.repo.empty()) return;
-  if (auto it = config.git_queues.find(task.queue); it != config.git_queues.end()) {
+  if (auto it = config.git_queues.find(task.queue);
+      it != config.git_queues.end() && !it->second.repo.empty()) {
     const QueueGit& q = it->second;
     task.repo = q.repo;
     if (task.base_branch.empty()) task.base_branch = q.base;
@@ -492,8 +507,75 @@ Status PrepareGitTask(const WorkerConfig& config, bool auto_merge, Task& task) {
   return Ok();
 }
 
+Result<SandboxSettings> SandboxFor(const WorkerConfig& config, const Task& task) {
+  SandboxSettings out = config.sandbox;
+  if (auto it = config.git_queues.find(task.queue); it != config.git_queues.end()) {
+    out.kind = Stricter(out.kind, it->second.sandbox);
+  }
+  if (auto it = task.metadata.find("sandbox"); it != task.metadata.end()) {
+    if (!it->is_string()) {
+      return Error::InvalidArgument("metadata.sandbox must be a string, not " + it->dump());
+    }
+    TX_ASSIGN_OR_RETURN(SandboxKind mine, ParseSandboxKind(it->get<std::string>()));
+    out.kind = Stricter(out.kind, mine);
+  }
+  return out;
+}
+
+Status CheckSandboxes(const WorkerConfig& config) {
+  std::set<SandboxKind> kinds = {config.sandbox.kind};
+  for (const auto& queue : config.queues) {
+    if (auto it = config.git_queues.find(queue); it != config.git_queues.end()) {
+      kinds.insert(Stricter(config.sandbox.kind, it->second.sandbox));
+    }
+  }
+  for (SandboxKind kind : kinds) {
+    SandboxSettings settings = config.sandbox;
+    settings.kind = kind;
+    Status checked = CheckSandbox(settings);
+    if (!checked.ok() && kind != config.sandbox.kind) {
+      return Error(checked.error().code(),
+                   std::string("sandbox ") + SandboxName(kind) +
+                       " (asked for by a queue this worker serves): " + checked.error().message());
+    }
+    TX_RETURN_IF_ERROR(checked);
+  }
+  return Ok();
+}
+
+std::vector<std::vector<std::string>> ContainerEngines(const WorkerConfig& config) {
+  std::set<SandboxKind> kinds = {config.sandbox.kind};
+  for (const auto& [queue, q] : config.git_queues) kinds.insert(q.sandbox);
+  if (!config.sandbox.images.empty()) {
+    for (SandboxKind k : {SandboxKind::kPodman, SandboxKind::kDocker}) {
+      if (exec::FindProgram(SandboxName(k), {}).ok()) kinds.insert(k);
+    }
+  }
+  std::vector<std::vector<std::string>> out;
+  for (SandboxKind kind : kinds) {
+    SandboxSettings settings = config.sandbox;
+    settings.kind = kind;
+    if (IsContainer(kind)) out.push_back(EngineCommand(settings));
+  }
+  return out;
+}
+
 Status PrepareAgentTask(const WorkerConfig& config, Task& task) {
   if (!task.agent.empty()) TX_RETURN_IF_ERROR(ResolveAgent(config, task.agent));
+  if (auto it = task.metadata.find("sandbox"); it != task.metadata.end()) {
+    if (!it->is_string()) {
+      return Error::InvalidArgument("invalid sandbox " + it->dump() +
+                                    ": none, bwrap, podman or docker");
+    }
+    TX_ASSIGN_OR_RETURN(SandboxKind mine, ParseSandboxKind(it->get<std::string>()));
+    auto queue = config.git_queues.find(task.queue);
+    if (queue != config.git_queues.end() && Strictness(mine) < Strictness(queue->second.sandbox)) {
+      return Error::InvalidArgument(
+          "sandbox '" + it->get<std::string>() + "' is less than queue '" + task.queue +
+          "' asks for: its tasks run in " + SandboxName(queue->second.sandbox) +
+          " at least ([git.queues." + task.queue + "] sandbox)");
+    }
+  }
   if (auto it = task.metadata.find("budget_usd"); it != task.metadata.end()) {
     if (!it->is_number() || !(it->get<double>() > 0) || it->get<double>() > 1e6) {
       return Error::InvalidArgument("invalid budget '" + it->dump() +

@@ -60,12 +60,15 @@ struct GitRepoSettings {
   std::optional<bool> rebase;
 };
 
-// Git isolation asked for by a queue ([git.queues.NAME]) on behalf of its tasks.
+// Isolation asked for by a queue ([git.queues.NAME]) on behalf of its tasks: a worktree of a
+// repository, a sandbox, or both.
 struct QueueGit {
-  std::string repo;  // absolute
+  std::string repo;  // absolute; "" = [git] repo (only with a sandbox and nothing else)
   std::string base;  // "" = [git] base
   bool review = false;
   bool auto_merge = false;  // implies review
+  // The least sandbox its tasks run in, whatever their worker's (SandboxFor).
+  SandboxKind sandbox = SandboxKind::kNone;
   bool operator==(const QueueGit&) const = default;
 };
 
@@ -135,9 +138,26 @@ void ApplyGitDefaults(const WorkerConfig& config, Task& task);
 // invalid_argument: a base branch, or auto-merge, with no repository.
 Status PrepareGitTask(const WorkerConfig& config, bool auto_merge, Task& task);
 
+// The sandbox an attempt of `task` runs in: the worker's settings ([worker] sandbox, [sandbox])
+// with the strictest kind of the worker's, its queue's ([git.queues.NAME] sandbox) and the task's
+// own (metadata.sandbox; a task may ask for more than its queue and worker, never for less).
+// invalid_argument: a metadata.sandbox that is not a kind's name.
+Result<SandboxSettings> SandboxFor(const WorkerConfig& config, const Task& task);
+
+// What `tx worker start` and `tx orchestrator start` check first: that this machine can run the
+// worker's sandbox and those the queues it serves ask for (CheckSandbox, once a kind).
+Status CheckSandboxes(const WorkerConfig& config);
+
+// The container engines (each its command with [sandbox] engine_args) the agents of workers with
+// `config` may run in: the worker's, its queues' ([git.queues.NAME] sandbox) and, since a task may
+// ask for a container, podman's and docker's where [sandbox.images] names an image and the engine
+// is on PATH. What removes a dead worker's containers by label.
+std::vector<std::vector<std::string>> ContainerEngines(const WorkerConfig& config);
+
 // What `tx task add` and POST /api/tasks check of a new task's agent: a profile it names must be
 // one the config knows (an argv template must be valid), and metadata.budget_usd, when set, a
-// number of dollars above 0 and at most 1,000,000. invalid_argument naming what is wrong.
+// number of dollars above 0 and at most 1,000,000, and metadata.sandbox, when set, the name of a
+// kind no less strict than its queue's. invalid_argument naming what is wrong.
 Status PrepareAgentTask(const WorkerConfig& config, Task& task);
 
 // Applies a TOML document to `config`. Unknown keys and wrong types are refused with

@@ -192,6 +192,89 @@ review = true
   EXPECT_NE(refused.error().message().find("auto-merge needs a repository"), std::string::npos);
 }
 
+// A sandbox asked for by a queue ([git.queues.NAME] sandbox, with or without a repository) or by
+// a task (metadata.sandbox): the strictest of the worker's, the queue's and the task's.
+TEST(WorkerConfig, AQueueOrATaskRaisesTheSandboxNeverLowersIt_Issue25) {
+  WorkerConfig c;
+  Status s = ApplyConfigToml(R"(
+[git]
+repo = "/srv/app"
+
+[git.queues.untrusted]
+sandbox = "bwrap"
+
+[git.queues.boxed]
+repo = "/srv/boxed"
+sandbox = "podman"
+)",
+                             "config.toml", c);
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  EXPECT_EQ(c.git_queues["untrusted"].sandbox, SandboxKind::kBwrap);
+  EXPECT_EQ(c.git_queues["boxed"].sandbox, SandboxKind::kPodman);
+  auto kind = [&](const std::string& queue, const std::string& asked) {
+    Task t;
+    t.queue = queue;
+    if (!asked.empty()) t.metadata["sandbox"] = asked;
+    Result<SandboxSettings> r = SandboxFor(c, t);
+    EXPECT_TRUE(r.ok()) << r.error().message();
+    return r.ok() ? r->kind : SandboxKind::kNone;
+  };
+  EXPECT_EQ(kind("default", ""), SandboxKind::kNone);
+  EXPECT_EQ(kind("untrusted", ""), SandboxKind::kBwrap);
+  EXPECT_EQ(kind("untrusted", "none"), SandboxKind::kBwrap);
+  EXPECT_EQ(kind("untrusted", "docker"), SandboxKind::kDocker);
+  EXPECT_EQ(kind("default", "bwrap"), SandboxKind::kBwrap);
+  EXPECT_EQ(kind("boxed", "bwrap"), SandboxKind::kPodman);
+  c.sandbox.kind = SandboxKind::kBwrap;
+  c.sandbox.network = true;
+  EXPECT_EQ(kind("default", "none"), SandboxKind::kBwrap);
+  EXPECT_EQ(kind("boxed", ""), SandboxKind::kPodman);
+  Task t;
+  t.queue = "default";
+  t.metadata["sandbox"] = "podman";
+  EXPECT_TRUE(SandboxFor(c, t)->network) << "the worker's [sandbox] settings are kept";
+  t.metadata["sandbox"] = 3;
+  EXPECT_FALSE(SandboxFor(c, t).ok());
+  t.metadata["sandbox"] = "chroot";
+  EXPECT_FALSE(SandboxFor(c, t).ok());
+
+  // A queue with a sandbox alone leaves git isolation to [git] repo.
+  Task plain;
+  plain.queue = "untrusted";
+  ASSERT_TRUE(PrepareGitTask(c, false, plain).ok());
+  EXPECT_EQ(plain.repo, "/srv/app");
+
+  // At add: a kind's name, no less than its queue's.
+  auto prepared = [&](const std::string& queue, const std::string& asked) {
+    Task task;
+    task.queue = queue;
+    task.metadata["sandbox"] = asked;
+    return PrepareAgentTask(c, task);
+  };
+  EXPECT_TRUE(prepared("untrusted", "bwrap").ok());
+  EXPECT_TRUE(prepared("untrusted", "podman").ok());
+  EXPECT_TRUE(prepared("default", "none").ok());
+  Status lower = prepared("boxed", "bwrap");
+  ASSERT_FALSE(lower.ok());
+  EXPECT_EQ(lower.error().message(),
+            "sandbox 'bwrap' is less than queue 'boxed' asks for: its tasks run in podman at least "
+            "([git.queues.boxed] sandbox)");
+  EXPECT_FALSE(prepared("default", "chroot").ok());
+
+  // Refused by name: no kind, or git settings without a repository.
+  for (const auto& [toml, message] : std::vector<std::pair<std::string, std::string>>{
+           {"[git.queues.q]\nsandbox = \"chroot\"\n",
+            "config.toml: git.queues.q.sandbox: unknown sandbox 'chroot'"},
+           {"[git.queues.q]\nsandbox = \"bwrap\"\nreview = true\n",
+            "config.toml: 'git.queues.q.repo' is required with base, review or auto_merge"},
+           {"[git.queues.q]\n", "config.toml: 'git.queues.q.repo' is required"}}) {
+    WorkerConfig w;
+    Status st = ApplyConfigToml(toml, "config.toml", w);
+    ASSERT_FALSE(st.ok()) << toml;
+    EXPECT_NE(st.error().message().find(message), std::string::npos) << st.error().message();
+  }
+}
+
 TEST(WorkerConfig, AgentIsAProfileNameOrATemplate) {
   WorkerConfig c;
   auto a = ResolveAgent(c, "codex");
@@ -304,7 +387,7 @@ TEST(SpawnPlan, TheSpecCarriesTheAgentArgvEnvironmentLogAndLimits) {
   const std::string socket = "/tmp/tx-agent-abc/tx.sock";
   auto plan =
       PlanSpawn(c, t, claim, {"HOME=/root", "PATH=/usr/bin:/bin", "TX_CLAIM_TOKEN=1", "TX_DB=/x"},
-                nullptr, {}, socket);
+                nullptr, {}, {socket, "key-1"});
   ASSERT_TRUE(plan.ok()) << plan.error().message();
   const exec::SpawnSpec& spec = plan->spec;
   ASSERT_EQ(spec.argv.size(), agent::BuiltInProfiles()["claude"].argv.size());
@@ -319,6 +402,7 @@ TEST(SpawnPlan, TheSpecCarriesTheAgentArgvEnvironmentLogAndLimits) {
                                        "TX_CLAIM_TOKEN=77",
                                        "TX_ATTEMPT=2",
                                        "TX_AGENT_SOCKET=" + socket,
+                                       "TX_AGENT_KEY=key-1",
                                        "TX_ALLOWED_COMMANDS=task.done",
                                        "TX_MAX_SUBTASKS=10"};
   EXPECT_EQ(spec.env, want_env) << "no TX_DB: the agent reaches the store through its worker";
@@ -397,7 +481,7 @@ TEST(SpawnPlan, AResumeRunsTheResumeFormUnderTheSessionsAccount) {
   t.agent = "codex";
   choice = {};
   choice.resume = agent::ResumePlan{"th-1", "", "go on", {}};
-  plan = PlanSpawn(c, t, claim, {}, nullptr, choice, "/tmp/tx-agent-abc/tx.sock");
+  plan = PlanSpawn(c, t, claim, {}, nullptr, choice, {"/tmp/tx-agent-abc/tx.sock", "k"});
   ASSERT_TRUE(plan.ok());
   const auto& cx = plan->spec.argv;
   EXPECT_EQ(std::vector<std::string>(cx.begin(), cx.begin() + 4),
@@ -649,7 +733,7 @@ TEST(SpawnPlan, AProfileWithMcpRegistersTxsServerForTheRun_Issue22) {
             (std::vector<std::string>{"--allowedTools", "mcp__tx", "Bash(tx:*)"}));
 
   t.agent = "codex";
-  plan = PlanSpawn(c, t, claim, {"PATH=/bin"}, nullptr, {}, "/tmp/tx-agent-abc/tx.sock");
+  plan = PlanSpawn(c, t, claim, {"PATH=/bin"}, nullptr, {}, {"/tmp/tx-agent-abc/tx.sock", "k"});
   ASSERT_TRUE(plan.ok()) << plan.error().message();
   std::vector<std::string> head(plan->spec.argv.begin(), plan->spec.argv.begin() + 10);
   EXPECT_EQ(
@@ -657,7 +741,7 @@ TEST(SpawnPlan, AProfileWithMcpRegistersTxsServerForTheRun_Issue22) {
       (std::vector<std::string>{
           "codex", "exec", "-c", R"(mcp_servers.tx.command="/opt/tx/bin/tx")", "-c",
           R"(mcp_servers.tx.args=["mcp"])", "-c",
-          R"(mcp_servers.tx.env_vars=["TX_TASK_ID","TX_WORKER_ID","TX_CLAIM_TOKEN","TX_ATTEMPT","TX_AGENT_SOCKET","TX_MAX_SUBTASKS"])",
+          R"(mcp_servers.tx.env_vars=["TX_TASK_ID","TX_WORKER_ID","TX_CLAIM_TOKEN","TX_ATTEMPT","TX_AGENT_SOCKET","TX_AGENT_KEY","TX_MAX_SUBTASKS"])",
           "--add-dir", "/tmp/tx-agent-abc"}));
 
   // Only the adapters that can take a server may ask for one.

@@ -677,21 +677,43 @@ void WorkerRuntime::RunAgent(const service::ClaimResult& claimed, const Worktree
       }
     }
   }
+  // A sandbox its queue or the task asks for beyond the worker's own is checked once, at its
+  // first use (the worker's was at its start).
+  Result<SandboxSettings> sandbox = SandboxFor(config_, task);
+  if (!sandbox.ok()) {
+    fail_counted(sandbox.error().message());
+    return;
+  }
+  if (sandbox->kind != config_.sandbox.kind) {
+    auto checked = sandbox_checked_.find(sandbox->kind);
+    if (checked == sandbox_checked_.end()) {
+      checked = sandbox_checked_.emplace(sandbox->kind, CheckSandbox(*sandbox)).first;
+    }
+    if (!checked->second.ok()) {
+      fail_counted(std::string("sandbox ") + SandboxName(sandbox->kind) + ": " +
+                   checked->second.error().message());
+      return;
+    }
+  }
   // The agent's tx reaches the store through this worker alone, for this attempt alone.
-  AgentGateway::Options access;
-  access.agent = {task.id, std::to_string(claim.token), config_.allowed_commands};
-  access.tx_binary = config_.tx_binary;
+  if (gateway_ == nullptr) {
+    Result<std::unique_ptr<AgentGateway>> made = AgentGateway::Start(config_.tx_binary);
+    if (!made.ok()) {
+      fail_counted("the agent's gateway: " + made.error().message());
+      return;
+    }
+    gateway_ = std::move(*made);
+  }
+  AgentGateway::Attempt access;
+  access.agent = {task.id, std::to_string(claim.token), config_.allowed_commands,
+                  sandbox->kind == SandboxKind::kNone ? "" : SandboxName(sandbox->kind)};
   access.env = WorkerTxEnv(config_, task, claim);
   access.cwd = worktree != nullptr ? worktree->path
                                    : (task.workdir.empty() ? config_.workdir : task.workdir);
-  Result<std::unique_ptr<AgentGateway>> gateway = AgentGateway::Start(std::move(access));
-  if (!gateway.ok()) {
-    fail_counted("the agent's gateway: " + gateway.error().message());
-    return;
-  }
+  AgentGateway::Admission admitted = gateway_->Admit(std::move(access));
   for (;;) {
-    Result<AttemptPlan> plan = PlanSpawn(config_, task, claim, CurrentEnvironment(), worktree,
-                                         choice, (*gateway)->socket_path());
+    Result<AttemptPlan> plan =
+        PlanSpawn(config_, task, claim, CurrentEnvironment(), worktree, choice, admitted.access());
     if (!plan.ok()) {
       fail_counted(plan.error().message());
       return;
@@ -712,9 +734,9 @@ void WorkerRuntime::RunAgent(const service::ClaimResult& claimed, const Worktree
     if (end.how != RunEnd::How::kSpawnFailed) end = FollowRun(claimed, *plan);
     // A container outlives its engine's client when that was killed (a timeout's SIGKILL): it
     // goes now, whatever ended the run.
-    if (IsContainer(config_.sandbox.kind)) {
+    if (IsContainer(plan->sandbox.kind)) {
       Result<int> removed = exec::RemoveContainersLabelled(
-          EngineCommand(config_.sandbox),
+          EngineCommand(plan->sandbox),
           {"tx.task=" + task.id, "tx.attempt=" + std::to_string(claim.attempt),
            "tx.worker=" + claim.worker_id});
       if (!removed.ok()) spdlog::warn("{}: {}", task.id, removed.error().message());

@@ -187,6 +187,11 @@ class WorkerRuntime {
   service::AgentGate gate_;
   Millis gate_opens_at_ = 0;  // the fleet's clock: when a limit or the day's budget ends
   std::chrono::steady_clock::time_point agent_state_at_{};
+  // The sandboxes beyond the worker's own that its queues or tasks asked for, as checked.
+  std::map<SandboxKind, Status> sandbox_checked_;
+  // Where agents' tx reach this worker (made at the first attempt): one socket for the worker's
+  // life, an admission per attempt. Declared last: it goes first, while the rest still stands.
+  std::unique_ptr<AgentGateway> gateway_;
 };
 
 }  // namespace tx::worker

@@ -59,6 +59,14 @@ bool IsContainer(SandboxKind kind) {
   return kind == SandboxKind::kPodman || kind == SandboxKind::kDocker;
 }
 
+int Strictness(SandboxKind kind) {
+  return IsContainer(kind) ? 2 : kind == SandboxKind::kBwrap ? 1 : 0;
+}
+
+SandboxKind Stricter(SandboxKind base, SandboxKind over) {
+  return Strictness(over) >= Strictness(base) && over != SandboxKind::kNone ? over : base;
+}
+
 std::vector<std::string> EngineCommand(const SandboxSettings& settings) {
   if (!IsContainer(settings.kind)) return {};
   std::vector<std::string> out = {SandboxName(settings.kind)};

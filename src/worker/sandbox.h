@@ -36,6 +36,12 @@ struct SandboxSettings {
 
 bool IsContainer(SandboxKind kind);
 
+// How strict a kind is: none (0) < bwrap (1) < a container (2).
+int Strictness(SandboxKind kind);
+// The stricter of two kinds; at equal strictness `over` (the more specific one: a task's over its
+// queue's over its worker's), but never none over none's equal.
+SandboxKind Stricter(SandboxKind base, SandboxKind over);
+
 // The engine's command with its global options ({} without a container sandbox).
 std::vector<std::string> EngineCommand(const SandboxSettings& settings);
 

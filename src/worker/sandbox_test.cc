@@ -123,5 +123,18 @@ TEST(SandboxKind, ParsesNoneAndBwrapAndRefusesOthersByName) {
   EXPECT_EQ(bad.error().message(), "unknown sandbox 'lxc' (none, bwrap, podman or docker)");
 }
 
+TEST(SandboxKind, StricterIsNoneThenBwrapThenAContainerTheMoreSpecificAtATie_Issue25) {
+  using K = SandboxKind;
+  EXPECT_EQ(Stricter(K::kNone, K::kNone), K::kNone);
+  EXPECT_EQ(Stricter(K::kNone, K::kBwrap), K::kBwrap);
+  EXPECT_EQ(Stricter(K::kBwrap, K::kNone), K::kBwrap);
+  EXPECT_EQ(Stricter(K::kPodman, K::kBwrap), K::kPodman);
+  EXPECT_EQ(Stricter(K::kBwrap, K::kDocker), K::kDocker);
+  EXPECT_EQ(Stricter(K::kPodman, K::kDocker), K::kDocker);
+  EXPECT_LT(Strictness(K::kNone), Strictness(K::kBwrap));
+  EXPECT_LT(Strictness(K::kBwrap), Strictness(K::kPodman));
+  EXPECT_EQ(Strictness(K::kPodman), Strictness(K::kDocker));
+}
+
 }  // namespace
 }  // namespace tx::worker

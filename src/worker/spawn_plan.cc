@@ -60,7 +60,8 @@ std::vector<std::string> WorkerTxEnv(const WorkerConfig& config, const Task& tas
                                   "TX_CLAIM_TOKEN=" + std::to_string(claim.token),
                                   "TX_ATTEMPT=" + std::to_string(claim.attempt),
                                   "TX_MAX_SUBTASKS=" + std::to_string(config.max_subtasks),
-                                  std::string(kAgentSocketEnv) + "="};
+                                  std::string(kAgentSocketEnv) + "=",
+                                  std::string(kAgentKeyEnv) + "="};
   if (config.server_url.empty()) {
     env.push_back("TX_DB=" + config.db_path);
   } else {
@@ -78,7 +79,8 @@ std::vector<std::string> WorkerTxEnv(const WorkerConfig& config, const Task& tas
 
 Result<AttemptPlan> PlanSpawn(const WorkerConfig& config, const Task& task, const Claim& claim,
                               const std::vector<std::string>& base_env, const Worktree* worktree,
-                              const RunChoice& choice, const std::string& agent_socket) {
+                              const RunChoice& choice, const AgentAccess& access) {
+  const std::string& agent_socket = access.socket;
   TX_ASSIGN_OR_RETURN(AttemptPlan plan, ProfileFor(config, task));
   std::string workdir = task.workdir.empty() ? config.workdir : task.workdir;
   if (worktree != nullptr) workdir = worktree->path;
@@ -159,7 +161,10 @@ Result<AttemptPlan> PlanSpawn(const WorkerConfig& config, const Task& task, cons
   spec.env.push_back("TX_WORKER_ID=" + claim.worker_id);
   spec.env.push_back("TX_CLAIM_TOKEN=" + std::to_string(claim.token));
   spec.env.push_back("TX_ATTEMPT=" + std::to_string(claim.attempt));
-  if (!agent_socket.empty()) spec.env.push_back(std::string(kAgentSocketEnv) + "=" + agent_socket);
+  if (!agent_socket.empty()) {
+    spec.env.push_back(std::string(kAgentSocketEnv) + "=" + agent_socket);
+    spec.env.push_back(std::string(kAgentKeyEnv) + "=" + access.key);
+  }
   if (!config.allowed_commands.empty()) {
     spec.env.push_back("TX_ALLOWED_COMMANDS=" + config.allowed_commands);
   }
@@ -197,7 +202,9 @@ Result<AttemptPlan> PlanSpawn(const WorkerConfig& config, const Task& task, cons
   if (mine.open_files) spec.limits.open_files = mine.open_files;
   if (mine.processes) spec.limits.processes = mine.processes;
 
-  if (config.sandbox.kind == SandboxKind::kNone) return plan;
+  TX_ASSIGN_OR_RETURN(plan.sandbox, SandboxFor(config, task));
+  const SandboxSettings& sandbox = plan.sandbox;
+  if (sandbox.kind == SandboxKind::kNone) return plan;
   SandboxPaths paths;
   paths.workdir = workdir.empty() ? std::filesystem::current_path().string() : workdir;
   if (!agent_socket.empty()) {
@@ -221,12 +228,12 @@ Result<AttemptPlan> PlanSpawn(const WorkerConfig& config, const Task& task, cons
   for (const auto& kv : spec.env) {
     if (kv.starts_with("HOME=")) paths.home = kv.substr(5);
   }
-  if (config.sandbox.kind == SandboxKind::kBwrap) {
+  if (sandbox.kind == SandboxKind::kBwrap) {
     paths.programs.push_back(tx_dir);
     if (!spec.argv.empty() && spec.argv[0].find('/') != std::string::npos) {
       paths.programs.push_back(std::filesystem::path(spec.argv[0]).parent_path().string());
     }
-    spec.argv = BwrapArgv(config.sandbox, paths, spec.argv);
+    spec.argv = BwrapArgv(sandbox, paths, spec.argv);
     return plan;
   }
   // A container: the engine enforces the limits, not the rlimits and cgroup of its client.
@@ -236,7 +243,7 @@ Result<AttemptPlan> PlanSpawn(const WorkerConfig& config, const Task& task, cons
                 {"tx.attempt", std::to_string(claim.attempt)},
                 {"tx.worker", claim.worker_id},
                 {"tx.store", config.local_dir}};
-  TX_ASSIGN_OR_RETURN(run.image, ImageFor(config.sandbox, task.requires_caps));
+  TX_ASSIGN_OR_RETURN(run.image, ImageFor(sandbox, task.requires_caps));
   for (const auto& kv : spec.env) run.env_names.push_back(kv.substr(0, kv.find('=')));
   run.limits = spec.limits;
   spec.limits = {};
@@ -244,7 +251,7 @@ Result<AttemptPlan> PlanSpawn(const WorkerConfig& config, const Task& task, cons
   // The agent's tx inside is the static relay, where its PATH finds tx on the host.
   run.relay = tx_dir + "/tx-agent";
   run.relay_at = tx_dir + "/tx";
-  spec.argv = ContainerArgv(config.sandbox, paths, run, spec.argv);
+  spec.argv = ContainerArgv(sandbox, paths, run, spec.argv);
   return plan;
 }
 

@@ -12,6 +12,7 @@
 #include "core/claim.h"
 #include "core/task.h"
 #include "exec/spawn_spec.h"
+#include "worker/agent_gateway.h"
 #include "worker/config.h"
 #include "worker/worktree.h"
 
@@ -38,6 +39,7 @@ struct AttemptPlan {
   // both are spec.log_path and raw_log_path is "".
   std::string log_path;
   std::string raw_log_path;
+  SandboxSettings sandbox;  // what it runs in (SandboxFor)
 };
 
 // The profile a task runs under: none for a task with a command (is_command), else its agent
@@ -53,11 +55,11 @@ Result<AttemptPlan> ProfileFor(const WorkerConfig& config, const Task& task);
 // only the variables whose names match a pattern of config.pass_env (kDefaultPassEnv unless the
 // config sets it), never a TX_* one; then the account's variables, which replace the worker's of
 // the same names; then the task's: TX_TASK_ID, TX_WORKER_ID, TX_CLAIM_TOKEN, TX_ATTEMPT,
-// TX_AGENT_SOCKET (`agent_socket`: the attempt's AgentGateway, through which alone the agent's
-// tx reaches the store; never TX_DB, a server's URL or token), TX_ALLOWED_COMMANDS (when the
-// worker has an allow-list; the gateway applies it) and TX_MAX_SUBTASKS. PATH is always set, led by
-// the directory of the tx binary so that an agent can run `tx task done`: the worker's PATH when
-// pass_env lets it through, else the default
+// TX_AGENT_SOCKET and TX_AGENT_KEY (`access`: the worker's AgentGateway and the attempt's key,
+// through which alone the agent's tx reaches the store; never TX_DB, a server's URL or token),
+// TX_ALLOWED_COMMANDS (when the worker has an allow-list; the gateway applies it) and
+// TX_MAX_SUBTASKS. PATH is always set, led by the directory of the tx binary so that an agent can
+// run `tx task done`: the worker's PATH when pass_env lets it through, else the default
 // "/usr/local/bin:/usr/bin:/bin" (an account's own PATH replaces it whole).
 //
 // With a worktree (a task that names a repository): the agent runs there, with AgentGitEnv's
@@ -66,11 +68,12 @@ Result<AttemptPlan> ProfileFor(const WorkerConfig& config, const Task& task);
 Result<AttemptPlan> PlanSpawn(const WorkerConfig& config, const Task& task, const Claim& claim,
                               const std::vector<std::string>& base_env,
                               const Worktree* worktree = nullptr, const RunChoice& choice = {},
-                              const std::string& agent_socket = "");
+                              const AgentAccess& access = {});
 
 // What the worker's own tx runs an agent's gated commands with (AgentGateway::Options::env):
 // the task's TX_* variables with the worker's way to the store (TX_DB, or TX_SERVER with its
-// token and credential), and TX_AGENT_SOCKET emptied so that it does not relay again.
+// token and credential), and TX_AGENT_SOCKET and TX_AGENT_KEY emptied so that it does not relay
+// again.
 std::vector<std::string> WorkerTxEnv(const WorkerConfig& config, const Task& task,
                                      const Claim& claim);
 
