@@ -28,8 +28,9 @@ class Table {
     if (n == nullptr) return Ok();
     auto s = n->value<std::string>();
     if (!s) return Bad(key, "a duration string such as \"30s\"");
-    TX_ASSIGN_OR_RETURN(Millis ms, ParseDuration(*s));
-    out = ms;
+    Result<Millis> ms = ParseDuration(*s);
+    if (!ms.ok()) return Bad(key, "a duration such as \"30s\" or \"7d\", not '" + *s + "'");
+    out = *ms;
     return Ok();
   }
 
@@ -535,6 +536,7 @@ Status ApplyConfigToml(const std::string& toml_text, const std::string& origin,
       if (!network.empty()) c.sandbox.network = network == "host";
       TX_RETURN_IF_ERROR(s.Strings("writable", c.sandbox.writable));
       TX_RETURN_IF_ERROR(s.Strings("engine_args", c.sandbox.engine_args));
+      TX_RETURN_IF_ERROR(s.Duration("image_gc_after", c.sandbox.image_gc_after_ms));
       s.Known("images");
       if (const toml::node* images = t->get("images")) {
         const toml::table* it = images->as_table();

@@ -38,6 +38,8 @@ struct AttemptPlan {
   // both are spec.log_path and raw_log_path is "".
   std::string log_path;
   std::string raw_log_path;
+  // The image a container sandbox runs it in (ImageFor); "" without a container.
+  std::string image;
 };
 
 // The profile a task runs under: none for a task with a command (is_command), else its agent
