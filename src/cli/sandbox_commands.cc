@@ -1,19 +1,48 @@
 // tx sandbox gc: what container sandboxes leave behind (docs/sandbox.md).
 
+#include <algorithm>
+#include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 
 #include "cli/commands.h"
+#include "core/duration.h"
 #include "exec/command.h"
 #include "service/worker_service.h"
 #include "worker/flags.h"
+#include "worker/image_usage.h"
 #include "worker/sandbox.h"
 
 namespace tx::cli {
+namespace {
+
+// `engine` and `args`, run to their end; unavailable, quoting the engine, when it cannot be run or
+// fails.
+Result<std::string> Engine(const std::vector<std::string>& engine,
+                           const std::vector<std::string>& args, long long timeout_ms = 60'000) {
+  std::vector<std::string> argv = engine;
+  argv.insert(argv.end(), args.begin(), args.end());
+  TX_ASSIGN_OR_RETURN(exec::CommandResult r, exec::RunCommand(argv, "", {}, 1 << 20, timeout_ms));
+  if (!r.ok()) return Error::Unavailable(engine[0] + " " + args[0] + ": " + r.FirstLine());
+  return r.out;
+}
+
+}  // namespace
 
 Handler SetupSandboxGc(CLI::App& cmd) {
-  (void)cmd;
-  return [](Context& ctx) -> Status {
+  auto unused_for = std::make_shared<std::string>();
+  NonEmpty(cmd.add_option("--unused-for", *unused_for,
+                          "Remove the images tx ran that nothing used for DUR (default: [sandbox] "
+                          "image_gc_after, 7d)")
+               ->type_name("DUR"));
+  return [unused_for](Context& ctx) -> Status {
+    std::optional<Millis> unused_for_ms;
+    if (!unused_for->empty()) {
+      Result<Millis> ms = ParseDuration(*unused_for);
+      if (!ms.ok()) return Error::InvalidArgument("--unused-for: " + ms.error().message());
+      unused_for_ms = *ms;
+    }
     TX_ASSIGN_OR_RETURN(worker::WorkerConfig config,
                         worker::BuildWorkerConfig(ctx.DbPath(), SelfExe(), {}));
     std::vector<std::string> engine = worker::EngineCommand(config.sandbox);
@@ -22,43 +51,82 @@ Handler SetupSandboxGc(CLI::App& cmd) {
           "no container sandbox is configured here ([worker] sandbox = \"podman\" or \"docker\")");
     }
     // This store's containers, with the worker each ran for.
-    std::vector<std::string> list = engine;
     std::string worker_of = config.sandbox.kind == worker::SandboxKind::kDocker
                                 ? "{{.Label \"tx.worker\"}}"
                                 : "{{index .Labels \"tx.worker\"}}";
-    list.insert(list.end(), {"ps", "-a", "--filter", "label=tx.store=" + config.local_dir,
-                             "--format", "{{.ID}} " + worker_of});
-    TX_ASSIGN_OR_RETURN(exec::CommandResult listed,
-                        exec::RunCommand(list, "", {}, 1 << 20, 60'000));
-    if (!listed.ok()) return Error::Unavailable(engine[0] + " ps: " + listed.FirstLine());
+    TX_ASSIGN_OR_RETURN(std::string listed, Engine(engine, {"ps", "-a", "--filter",
+                                                            "label=tx.store=" + config.local_dir,
+                                                            "--format", "{{.ID}} " + worker_of}));
     TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
     service::WorkerService workers(*store, ctx.clock(), ctx.options());
     TX_ASSIGN_OR_RETURN(std::vector<Worker> live, workers.List(LiveWorkerStatuses()));
     std::set<std::string> alive;
     for (const auto& w : live) alive.insert(w.id);
     std::vector<std::string> doomed;
-    std::istringstream lines(listed.out);
+    std::istringstream lines(listed);
     for (std::string id, worker_id; lines >> id >> worker_id;) {
       if (!alive.contains(worker_id)) doomed.push_back(id);
     }
     if (!doomed.empty()) {
-      std::vector<std::string> rm = engine;
-      rm.insert(rm.end(), {"rm", "-f"});
+      std::vector<std::string> rm = {"rm", "-f"};
       rm.insert(rm.end(), doomed.begin(), doomed.end());
-      TX_ASSIGN_OR_RETURN(exec::CommandResult removed,
-                          exec::RunCommand(rm, "", {}, 1 << 20, 120'000));
-      if (!removed.ok()) return Error::Unavailable(engine[0] + " rm: " + removed.FirstLine());
+      TX_RETURN_IF_ERROR(Engine(engine, rm, 120'000));
     }
-    std::vector<std::string> prune = engine;
-    prune.insert(prune.end(), {"image", "prune", "-f"});
-    TX_ASSIGN_OR_RETURN(exec::CommandResult pruned,
-                        exec::RunCommand(prune, "", {}, 1 << 20, 120'000));
-    if (!pruned.ok()) return Error::Unavailable(engine[0] + " image prune: " + pruned.FirstLine());
+
+    // The images tx ran and nothing used for long enough: never one the config names (the next
+    // attempt runs it) nor one any container still has (tx's or not), and never one tx did not
+    // run (the other images are the user's).
+    TX_ASSIGN_OR_RETURN(std::string containers,
+                        Engine(engine, {"ps", "-a", "--format", "{{.Image}}"}));
+    std::vector<std::string> in_use;
+    std::istringstream images(containers);
+    for (std::string image; images >> image;) in_use.push_back(image);
+    std::vector<std::string> configured;
+    for (const auto& [cap, image] : config.sandbox.images) configured.push_back(image);
+    std::string dir = worker::ImageUsesDir(config.local_dir);
+    TX_ASSIGN_OR_RETURN(std::vector<worker::ImageUse> uses, worker::ListImageUses(dir));
+    // The uses are this machine's file times: judged by its clock, not the store's.
+    Millis after = unused_for_ms.value_or(config.sandbox.image_gc_after_ms);
+    std::vector<std::string> unused =
+        worker::ImagesToRemove(uses, configured, in_use, RealClock().NowMs(), after);
+    // Without -f: an image a container has (since the listing, or under a name written
+    // otherwise) stays, and the engine says why.
+    std::vector<std::string> removed, forgotten;
+    nlohmann::json failed = nlohmann::json::array();
+    for (const auto& image : unused) {
+      Result<std::string> rmi = Engine(engine, {"rmi", image}, 120'000);
+      if (rmi.ok()) {
+        removed.push_back(image);
+      } else if (!Engine(engine, {"image", "inspect", "--format", "{{.Id}}", image}).ok()) {
+        forgotten.push_back(image);  // removed by someone else: nothing left to remove
+      } else {
+        failed.push_back({{"image", image}, {"error", rmi.error().message()}});
+        continue;
+      }
+      Status forget = worker::ForgetImageUse(dir, image);
+      if (!forget.ok()) failed.push_back({{"image", image}, {"error", forget.error().message()}});
+    }
+    std::vector<std::string> kept;
+    for (const auto& use : uses) {
+      if (std::find(removed.begin(), removed.end(), use.image) == removed.end() &&
+          std::find(forgotten.begin(), forgotten.end(), use.image) == forgotten.end()) {
+        kept.push_back(use.image);
+      }
+    }
     if (ctx.json()) {
-      ctx.PrintJson({{"removed_containers", doomed}});
-    } else {
-      ctx.out() << "removed " << doomed.size()
-                << " container(s) of workers no longer alive; pruned dangling images\n";
+      ctx.PrintJson({{"removed_containers", doomed},
+                     {"removed_images", removed},
+                     {"forgotten_images", forgotten},
+                     {"kept_images", kept},
+                     {"failed_images", failed}});
+      return Ok();
+    }
+    ctx.out() << "removed " << doomed.size() << " container(s) of workers no longer alive and "
+              << removed.size() << " image(s) unused for " << FormatDuration(after) << "; kept "
+              << kept.size() << " image(s) tx ran\n";
+    for (const auto& f : failed) {
+      ctx.out() << "could not remove image " << f["image"].get<std::string>() << ": "
+                << f["error"].get<std::string>() << '\n';
     }
     return Ok();
   };
