@@ -365,15 +365,34 @@ class ContainerTest : public SandboxTest {
     if (!usable_) {
       GTEST_SKIP() << "podman cannot start a container on this machine: " << why;
     }
+    WriteConfig(image_);
+  }
+  void TearDown() override {
+    for (const auto& c : containers_) RunProcess("/usr/bin/podman", {"rm", "-f", c}, {}, "", 60s);
+    for (const auto& i : images_) RunProcess("/usr/bin/podman", {"rmi", "-f", i}, {}, "", 60s);
+    if (!image_.empty()) RunProcess("/usr/bin/podman", {"rmi", "-f", image_}, {}, "", 60s);
+  }
+
+  // A config that runs agents in `image` with the engine options this machine needs.
+  void WriteConfig(const std::string& image) {
     std::string engine_args;
     for (const auto& a : engine_args_)
       engine_args += (engine_args.empty() ? "\"" : ", \"") + a + "\"";
-    std::ofstream(Path(".tx/config.toml"))
+    std::ofstream(Path(".tx/config.toml"), std::ios::trunc)
         << "[worker]\nsandbox = \"podman\"\n\n[sandbox]\nengine_args = [" << engine_args
-        << "]\n\n[sandbox.images]\ndefault = \"" << image_ << "\"\n";
+        << "]\n\n[sandbox.images]\ndefault = \"" << image << "\"\n";
   }
-  void TearDown() override {
-    if (!image_.empty()) RunProcess("/usr/bin/podman", {"rmi", "-f", image_}, {}, "", 60s);
+
+  // Another image of the same root file system (MakeImage's), removed at the test's end.
+  bool ImportImage(const std::string& name) {
+    images_.push_back(name);
+    RunResult r =
+        RunProcess("/usr/bin/podman", {"import", "-q", "rootfs.tar", name}, {}, dir_.str(), 120s);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.exit_code == 0;
+  }
+  static bool ImageExists(const std::string& name) {
+    return RunProcess("/usr/bin/podman", {"image", "exists", name}, {}, "", 60s).exit_code == 0;
   }
 
   bool MakeImage(std::string& why) {
@@ -438,6 +457,8 @@ class ContainerTest : public SandboxTest {
   std::string image_;
   Args engine_args_;
   bool usable_ = false;
+  std::vector<std::string> images_;      // removed at the end
+  std::vector<std::string> containers_;  // removed at the end
 };
 
 TEST_F(ContainerTest, AnAgentInAContainerWritesItsWorkdirOnlyHasNoNetworkAndItsLimits_Issue25) {
@@ -540,6 +561,64 @@ TEST_F(ContainerTest, SandboxGcRemovesTheContainerOfAWorkerKilledByHandOnceItIsD
   ASSERT_EQ(gc.exit_code, 0) << gc.err;
   EXPECT_EQ(json::parse(gc.out)["removed_containers"].size(), 1u) << gc.out;
   EXPECT_TRUE(ContainersLabelled("tx.task=" + id).empty());
+}
+
+// tx sandbox gc removes the images tx ran once nothing used them for --unused-for: never one the
+// config names, nor one a container has, nor one tx never ran (the user's own).
+TEST_F(ContainerTest,
+       SandboxGcRemovesImagesTxRanThatWentUnusedButNotConfiguredHeldOrOthers_Issue25) {
+  std::string pid = std::to_string(::getpid());
+  std::string a = "localhost/tx-gc-a-" + pid, b = "localhost/tx-gc-b-" + pid,
+              other = "localhost/tx-gc-other-" + pid;
+  ASSERT_TRUE(ImportImage(a) && ImportImage(b) && ImportImage(other));
+  // A task run in a, then the config changed to b and a task run in b.
+  for (const std::string& image : {a, b}) {
+    WriteConfig(image);
+    std::string id = AddScriptTask("echo ran\n", {}, "sh");
+    auto worker = StartPodmanWorker();
+    ASSERT_TRUE(WaitForStatus(id, "done", 90s)) << worker->Output() << Log(id);
+    worker->Signal(SIGTERM);
+    ASSERT_EQ(worker->Wait(60s), 0) << worker->Output();
+  }
+  auto gc = [&](const std::string& unused_for) {
+    RunResult r = Tx({"--json", "sandbox", "gc", "--unused-for", unused_for});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.exit_code == 0 ? json::parse(r.out) : json::object();
+  };
+  // Both used within the hour: nothing goes.
+  json recent = gc("1h");
+  EXPECT_EQ(recent["removed_images"], json::array()) << recent;
+  EXPECT_EQ(recent["kept_images"], json({a, b})) << recent;
+  EXPECT_TRUE(ImageExists(a) && ImageExists(b) && ImageExists(other));
+  // A container (not tx's) that has a keeps it.
+  std::string holder = "tx-gc-holder-" + pid;
+  containers_.push_back(holder);
+  Podman({"create", "--name", holder, a, "true"});
+  json held = gc("0s");
+  EXPECT_EQ(held["removed_images"], json::array()) << held;
+  EXPECT_TRUE(ImageExists(a));
+  // Without it a goes; b stays (configured), and other (tx never ran it).
+  Podman({"rm", holder});
+  json unused = gc("0s");
+  EXPECT_EQ(unused["removed_images"], json({a})) << unused;
+  EXPECT_EQ(unused["kept_images"], json({b})) << unused;
+  EXPECT_EQ(unused["failed_images"], json::array()) << unused;
+  EXPECT_FALSE(ImageExists(a));
+  EXPECT_TRUE(ImageExists(b));
+  EXPECT_TRUE(ImageExists(other));
+  // Its record went with it; the text form counts.
+  RunResult text = Tx({"sandbox", "gc", "--unused-for", "0s"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_EQ(text.out,
+            "removed 0 container(s) of workers no longer alive and 0 image(s) unused for 0s; kept "
+            "1 image(s) tx ran\n");
+}
+
+TEST_F(SandboxTest, SandboxGcRefusesABadUnusedForInOneLine_Issue25) {
+  RunResult bad = Tx({"sandbox", "gc", "--unused-for", "bogus"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--unused-for: invalid duration 'bogus'"), std::string::npos) << bad.err;
+  EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
 }
 
 TEST_F(SandboxTest, AContainerSandboxWithoutAnImageOrAnEngineIsRefusedInOneLine_Issue25) {

@@ -71,7 +71,9 @@ constexpr CommandSpec kCommands[] = {
      SetupNotifyTest},
     {"notify list", "notify.list", "List notification deliveries and their state", SetupNotifyList},
     {"sandbox gc", "sandbox.gc",
-     "Remove the containers of workers no longer alive, and dangling images", SetupSandboxGc},
+     "Remove the containers of workers no longer alive, and the images tx ran that went unused "
+     "(--unused-for)",
+     SetupSandboxGc},
     {"serve", "serve", "Serve the HTTP API (loopback by default) until SIGTERM", SetupServe},
     {"mcp", "mcp",
      "Serve an agent's task tools over the Model Context Protocol on stdin and stdout", SetupMcp},

@@ -217,9 +217,12 @@ Handler SetupOrchestratorStart(CLI::App& cmd) {
       }
       // A slot's own sandbox: its containers are removed with its engine too.
       for (auto& engine : worker::ContainerEngines(*checked)) {
-        if (std::find(c.container_engines.begin(), c.container_engines.end(), engine) ==
-            c.container_engines.end()) {
+        auto same = std::find_if(c.container_engines.begin(), c.container_engines.end(),
+                                 [&](const auto& e) { return e.command == engine.command; });
+        if (same == c.container_engines.end()) {
           c.container_engines.push_back(std::move(engine));
+        } else {
+          same->configured = same->configured || engine.configured;
         }
       }
     }

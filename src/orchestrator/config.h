@@ -13,6 +13,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/notify.h"
+#include "exec/container.h"
 #include "orchestrator/pool_supervisor.h"
 
 namespace tx::orchestrator {
@@ -37,7 +38,7 @@ struct OrchestratorConfig {
   // The container engines the workers may run agents with (worker::ContainerEngines), each its
   // command with its global options: what removes, by label, the containers of an agent whose
   // worker died (exec/container.h).
-  std::vector<std::vector<std::string>> container_engines;
+  std::vector<exec::ContainerEngine> container_engines;
 
   // Flags for every worker, e.g. {"--agent", "claude", "--heartbeat-interval", "10s"}.
   std::vector<std::string> worker_args;

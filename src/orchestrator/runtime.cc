@@ -47,16 +47,18 @@ constexpr Millis kEmptyPoolGraceMs = 10'000;
 // And removes the containers its agents ran in, where the workers use a container engine: a
 // killed engine client leaves its container running.
 void KillAgentAndSay(const Worker& w, const std::string& hostname,
-                     const std::vector<std::vector<std::string>>& engines) {
+                     const std::vector<exec::ContainerEngine>& engines) {
   if (KillAgentOf(w, hostname)) {
     spdlog::warn("killed the agent group of worker {} ({})", w.id,
                  w.metadata.value("agent_pid", 0));
   }
   if (w.hostname != hostname) return;
   for (const auto& engine : engines) {
-    Result<int> removed = exec::RemoveContainersLabelled(engine, {"tx.worker=" + w.id});
+    Result<int> removed = exec::RemoveContainersLabelled(engine.command, {"tx.worker=" + w.id});
     if (!removed.ok()) {
-      spdlog::warn("containers of worker {}: {}", w.id, removed.error().message());
+      if (engine.configured) {
+        spdlog::warn("containers of worker {}: {}", w.id, removed.error().message());
+      }
     } else if (*removed > 0) {
       spdlog::warn("removed {} container(s) of worker {}", *removed, w.id);
     }
@@ -509,7 +511,7 @@ void Orchestrator::KillStaleAgentsOfThisHost(const Moment& now) {
   for (const auto& engine : config_.container_engines) {
     for (const auto& w : *live) {
       if (w.hostname != hostname_ || !doomed(w)) continue;
-      Result<int> removed = exec::RemoveContainersLabelled(engine, {"tx.worker=" + w.id});
+      Result<int> removed = exec::RemoveContainersLabelled(engine.command, {"tx.worker=" + w.id});
       if (removed.ok() && *removed > 0) {
         spdlog::warn("removed {} container(s) of stale worker {}", *removed, w.id);
       }

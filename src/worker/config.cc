@@ -30,8 +30,9 @@ class Table {
     if (n == nullptr) return Ok();
     auto s = n->value<std::string>();
     if (!s) return Bad(key, "a duration string such as \"30s\"");
-    TX_ASSIGN_OR_RETURN(Millis ms, ParseDuration(*s));
-    out = ms;
+    Result<Millis> ms = ParseDuration(*s);
+    if (!ms.ok()) return Bad(key, "a duration such as \"30s\" or \"7d\", not '" + *s + "'");
+    out = *ms;
     return Ok();
   }
 
@@ -543,19 +544,22 @@ Status CheckSandboxes(const WorkerConfig& config) {
   return Ok();
 }
 
-std::vector<std::vector<std::string>> ContainerEngines(const WorkerConfig& config) {
+std::vector<exec::ContainerEngine> ContainerEngines(const WorkerConfig& config) {
   std::set<SandboxKind> kinds = {config.sandbox.kind};
   for (const auto& [queue, q] : config.git_queues) kinds.insert(q.sandbox);
-  if (!config.sandbox.images.empty()) {
-    for (SandboxKind k : {SandboxKind::kPodman, SandboxKind::kDocker}) {
-      if (exec::FindProgram(SandboxName(k), {}).ok()) kinds.insert(k);
-    }
-  }
-  std::vector<std::vector<std::string>> out;
-  for (SandboxKind kind : kinds) {
+  std::vector<exec::ContainerEngine> out;
+  auto add = [&](SandboxKind kind, bool configured) {
     SandboxSettings settings = config.sandbox;
     settings.kind = kind;
-    if (IsContainer(kind)) out.push_back(EngineCommand(settings));
+    out.push_back({EngineCommand(settings), configured});
+  };
+  for (SandboxKind kind : kinds) {
+    if (IsContainer(kind)) add(kind, true);
+  }
+  if (!config.sandbox.images.empty()) {
+    for (SandboxKind k : {SandboxKind::kPodman, SandboxKind::kDocker}) {
+      if (!kinds.contains(k) && exec::FindProgram(SandboxName(k), {}).ok()) add(k, false);
+    }
   }
   return out;
 }
@@ -617,6 +621,7 @@ Status ApplyConfigToml(const std::string& toml_text, const std::string& origin,
       if (!network.empty()) c.sandbox.network = network == "host";
       TX_RETURN_IF_ERROR(s.Strings("writable", c.sandbox.writable));
       TX_RETURN_IF_ERROR(s.Strings("engine_args", c.sandbox.engine_args));
+      TX_RETURN_IF_ERROR(s.Duration("image_gc_after", c.sandbox.image_gc_after_ms));
       s.Known("images");
       if (const toml::node* images = t->get("images")) {
         const toml::table* it = images->as_table();

@@ -16,6 +16,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/task.h"
+#include "exec/container.h"
 #include "exec/spawn_spec.h"
 #include "service/agent_service.h"
 #include "service/task_service.h"
@@ -151,8 +152,8 @@ Status CheckSandboxes(const WorkerConfig& config);
 // The container engines (each its command with [sandbox] engine_args) the agents of workers with
 // `config` may run in: the worker's, its queues' ([git.queues.NAME] sandbox) and, since a task may
 // ask for a container, podman's and docker's where [sandbox.images] names an image and the engine
-// is on PATH. What removes a dead worker's containers by label.
-std::vector<std::vector<std::string>> ContainerEngines(const WorkerConfig& config);
+// is on PATH (those not `configured`). What removes a dead worker's containers by label.
+std::vector<exec::ContainerEngine> ContainerEngines(const WorkerConfig& config);
 
 // What `tx task add` and POST /api/tasks check of a new task's agent: a profile it names must be
 // one the config knows (an argv template must be valid), and metadata.budget_usd, when set, a

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "worker/sandbox.h"
 #include "worker/spawn_plan.h"
 
 namespace tx::worker {
@@ -237,6 +238,16 @@ sandbox = "podman"
   EXPECT_FALSE(SandboxFor(c, t).ok());
   t.metadata["sandbox"] = "chroot";
   EXPECT_FALSE(SandboxFor(c, t).ok());
+
+  // Containers are removed with every engine a worker, queue or task may use: the configured
+  // ones by name, with [sandbox] engine_args.
+  c.sandbox.engine_args = {"--runtime", "runc"};
+  std::vector<exec::ContainerEngine> configured;
+  for (const auto& e : ContainerEngines(c)) {
+    if (e.configured) configured.push_back(e);
+  }
+  EXPECT_EQ(configured,
+            (std::vector<exec::ContainerEngine>{{{"podman", "--runtime", "runc"}, true}}));
 
   // A queue with a sandbox alone leaves git isolation to [git] repo.
   Task plain;
@@ -604,6 +615,47 @@ TEST(WorkerConfig, PassEnvReplacesTheDefaultListAndBadPatternsAreRefusedNamingIt
     EXPECT_EQ(fresh.pass_env,
               std::vector<std::string>(kDefaultPassEnv.begin(), kDefaultPassEnv.end()));
   }
+}
+
+TEST(WorkerConfig, ImageGcAfterIsADurationOfAWeekByDefaultAndBadValuesAreRefusedByName_Issue25) {
+  WorkerConfig c;
+  EXPECT_EQ(c.sandbox.image_gc_after_ms, 7 * 24 * 3'600'000);
+  ASSERT_TRUE(ApplyConfigToml("[sandbox]\nimage_gc_after = \"36h\"\n", "config.toml", c).ok());
+  EXPECT_EQ(c.sandbox.image_gc_after_ms, 36 * 3'600'000);
+  ASSERT_TRUE(ApplyConfigToml("[sandbox]\nimage_gc_after = \"2d\"\n", "config.toml", c).ok());
+  EXPECT_EQ(c.sandbox.image_gc_after_ms, 2 * 24 * 3'600'000);
+  for (const char* bad :
+       {"[sandbox]\nimage_gc_after = \"soon\"\n", "[sandbox]\nimage_gc_after = 7\n"}) {
+    WorkerConfig fresh;
+    Status s = ApplyConfigToml(bad, "config.toml", fresh);
+    ASSERT_FALSE(s.ok()) << bad;
+    EXPECT_EQ(s.error().code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(s.error().message().find("config.toml: 'sandbox.image_gc_after' must be a duration"),
+              std::string::npos)
+        << s.error().message();
+    EXPECT_EQ(fresh.sandbox.image_gc_after_ms, 7 * 24 * 3'600'000);
+  }
+}
+
+TEST(SpawnPlan, AContainerPlanNamesTheImageItRuns_Issue25) {
+  WorkerConfig c;
+  c.tx_binary = "/opt/tx/bin/tx";
+  c.local_dir = "/data/.tx";
+  Task t;
+  t.id = "task-abcdefgh";
+  t.command = {"true"};
+  t.requires_caps = {"gpu"};
+  Claim claim;
+  claim.worker_id = "worker-12345678";
+  claim.attempt = 1;
+  Result<AttemptPlan> plain = PlanSpawn(c, t, claim, {});
+  ASSERT_TRUE(plain.ok()) << plain.error().message();
+  EXPECT_EQ(plain->image, "");
+  c.sandbox.kind = SandboxKind::kPodman;
+  c.sandbox.images = {{"default", "localhost/agents:1"}, {"gpu", "localhost/agents-cuda:1"}};
+  Result<AttemptPlan> contained = PlanSpawn(c, t, claim, {});
+  ASSERT_TRUE(contained.ok()) << contained.error().message();
+  EXPECT_EQ(contained->image, "localhost/agents-cuda:1");
 }
 
 TEST(SpawnPlan, OnlyTheWorkersVariablesPassEnvNamesReachTheAgent_Issue25) {

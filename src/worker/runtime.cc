@@ -31,6 +31,7 @@
 #include "service/agent_gate.h"
 #include "worker/agent_gateway.h"
 #include "worker/attempt_policy.h"
+#include "worker/image_usage.h"
 #include "worker/local_coordinator.h"
 #include "worker/remote.h"
 #include "worker/reset_time.h"
@@ -718,6 +719,10 @@ void WorkerRuntime::RunAgent(const service::ClaimResult& claimed, const Worktree
       fail_counted(plan.error().message());
       return;
     }
+    // When it last ran, for tx sandbox gc; the attempt runs whether or not this is recorded.
+    Status used =
+        plan->image.empty() ? Ok() : RecordImageUse(ImageUsesDir(config_.local_dir), plan->image);
+    if (!used.ok()) spdlog::warn("{}: {}", task.id, used.error().message());
     RunEnd end;
     // A profile's program missing (or not executable) here is this machine's fault, not the
     // task's: the attempt is not counted and this worker stops taking that profile's tasks.

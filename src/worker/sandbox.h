@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "exec/spawn_spec.h"
 
@@ -31,6 +32,9 @@ struct SandboxSettings {
   std::map<std::string, std::string> images;
   // [sandbox] engine_args: the engine's global options, before `run` (e.g. podman's --runtime).
   std::vector<std::string> engine_args;
+  // [sandbox] image_gc_after: `tx sandbox gc` removes the images tx ran that went unused this
+  // long (image_usage.h).
+  Millis image_gc_after_ms = 7 * 24 * 3'600'000;
   bool operator==(const SandboxSettings&) const = default;
 };
 

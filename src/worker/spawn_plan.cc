@@ -244,6 +244,7 @@ Result<AttemptPlan> PlanSpawn(const WorkerConfig& config, const Task& task, cons
                 {"tx.worker", claim.worker_id},
                 {"tx.store", config.local_dir}};
   TX_ASSIGN_OR_RETURN(run.image, ImageFor(sandbox, task.requires_caps));
+  plan.image = run.image;
   for (const auto& kv : spec.env) run.env_names.push_back(kv.substr(0, kv.find('=')));
   run.limits = spec.limits;
   spec.limits = {};

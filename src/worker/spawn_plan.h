@@ -40,6 +40,8 @@ struct AttemptPlan {
   std::string log_path;
   std::string raw_log_path;
   SandboxSettings sandbox;  // what it runs in (SandboxFor)
+  // The image a container sandbox runs it in (ImageFor); "" without a container.
+  std::string image;
 };
 
 // The profile a task runs under: none for a task with a command (is_command), else its agent
