@@ -126,6 +126,7 @@ TEST_F(SandboxTest, AnAgentWritesItsWorkdirButNotBesideItSeesAPrivateTmpAndNoNet
       "(exec 3<>/dev/tcp/127.0.0.1/" +
       port +
       ") 2>/dev/null; echo tcp=$?\n"
+      "rm -f \"$TX_AGENT_SOCKET\"; echo sockrm=$?\n"
       "tx task done --result sandboxed; echo done=$?\n");
   // The same script outside a sandbox reaches the server: the refusal below is the sandbox's.
   RunResult reach =
@@ -152,6 +153,8 @@ TEST_F(SandboxTest, AnAgentWritesItsWorkdirButNotBesideItSeesAPrivateTmpAndNoNet
   EXPECT_EQ(log.find("storewrite=0"), std::string::npos) << log;
   EXPECT_EQ(log.find("token=0"), std::string::npos) << log;
   EXPECT_EQ(log.find("tcp=0"), std::string::npos) << log;
+  // The worker's socket serves its later attempts: the agent cannot remove it.
+  EXPECT_EQ(log.find("sockrm=0"), std::string::npos) << log;
   EXPECT_NE(log.find("done=0"), std::string::npos) << log;
   // The store was not touched from inside: it still opens, its one task done.
   RunResult list = Tx({"--json", "task", "list"});

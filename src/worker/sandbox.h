@@ -56,11 +56,12 @@ const char* SandboxName(SandboxKind kind);
 // What one attempt's sandbox binds. Absolute paths.
 struct SandboxPaths {
   std::string workdir;                 // read-write; where the agent starts
-  std::vector<std::string> writable;   // read-write when they exist: the gateway's dir, git's
+  std::vector<std::string> writable;   // read-write when they exist: git's
   std::vector<std::string> hidden;     // covered by an empty directory: the store's, .tx
   std::vector<std::string> programs;   // read-only, for programs under /tmp (tx's directory)
   std::vector<std::string> read_only;  // read-only over what is writable around them: a
-                                       // repository's .git, a worktree's .git file
+                                       // repository's .git, a worktree's .git file, the
+                                       // worker's socket directory
   std::string home;                    // expands "~/" in the settings' writable paths
 };
 

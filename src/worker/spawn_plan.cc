@@ -207,8 +207,10 @@ Result<AttemptPlan> PlanSpawn(const WorkerConfig& config, const Task& task, cons
   if (sandbox.kind == SandboxKind::kNone) return plan;
   SandboxPaths paths;
   paths.workdir = workdir.empty() ? std::filesystem::current_path().string() : workdir;
+  // The worker's socket serves its later attempts too: read-only, so that no agent removes or
+  // replaces it (a connect needs no write to the mount).
   if (!agent_socket.empty()) {
-    paths.writable.push_back(std::filesystem::path(agent_socket).parent_path().string());
+    paths.read_only.push_back(std::filesystem::path(agent_socket).parent_path().string());
   }
   // A worktree's commits are written to its repository's git directory: its objects, reflogs,
   // tx/ branches and the worktree's own directory, not its config or hooks (which the worker's
