@@ -60,6 +60,19 @@ std::map<std::string, AgentProfile> BuiltInProfiles() {
   return out;
 }
 
+bool ProgramCheckableAhead(const AgentProfile& profile) {
+  if (profile.argv.empty()) return false;
+  const std::string& program = profile.argv[0];
+  if (program.find('{') != std::string::npos) return false;
+  if (program.find('/') != std::string::npos && program.front() != '/') return false;
+  for (const auto& account : profile.accounts) {
+    for (const auto& e : account.env) {
+      if (e.starts_with("PATH=")) return false;
+    }
+  }
+  return true;
+}
+
 std::vector<std::string> ResumeTemplate(const AgentProfile& p) {
   if (!p.resume_argv.empty()) return p.resume_argv;
   std::vector<std::string> argv = p.argv;

@@ -74,6 +74,12 @@ std::vector<std::string> WithMcpServer(Family family, std::vector<std::string> a
                                        const std::string& tx,
                                        const std::vector<std::string>& env_names);
 
+// Whether a profile's program can be looked for before a task names a workdir and an account
+// (what a worker and `tx doctor` look for on PATH): not when its argv[0] is a template
+// ("{workdir}/bin/agent"), a path relative to the task's workdir, or found through an account's
+// own PATH. False for an empty argv.
+bool ProgramCheckableAhead(const AgentProfile& profile);
+
 // Checks a profile: a valid fresh (and resume) template, regexes that compile, accounts with
 // names, mcp only with the claude or codex adapter. invalid_argument naming the profile and what is
 // wrong.

@@ -23,6 +23,22 @@ TEST(Profiles, TheBuiltInProfilesRunEachCliHeadlessWithItsAdapter) {
   EXPECT_EQ(profiles["generic"].family, Family::kGeneric);
 }
 
+TEST(Profiles, AProgramIsLookedForAheadOnlyWhenNoTaskOrAccountDecidesWhereItIs) {
+  AgentProfile p;
+  EXPECT_FALSE(ProgramCheckableAhead(p)) << "no argv";
+  p.argv = {"claude", "-p", "{prompt}"};
+  EXPECT_TRUE(ProgramCheckableAhead(p));
+  p.argv = {"/opt/agent/bin/run", "{prompt}"};
+  EXPECT_TRUE(ProgramCheckableAhead(p));
+  p.argv = {"{workdir}/bin/agent", "{prompt}"};
+  EXPECT_FALSE(ProgramCheckableAhead(p)) << "a template";
+  p.argv = {"bin/agent", "{prompt}"};
+  EXPECT_FALSE(ProgramCheckableAhead(p)) << "relative to the task's workdir";
+  p.argv = {"claude", "{prompt}"};
+  p.accounts = {{"work", {"PATH=/opt/work/bin"}}};
+  EXPECT_FALSE(ProgramCheckableAhead(p)) << "an account's own PATH";
+}
+
 TEST(Profiles, AResumeContinuesTheSessionWithTheSameFlags) {
   auto profiles = BuiltInProfiles();
   AgentContext c;

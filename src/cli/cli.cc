@@ -22,6 +22,10 @@ constexpr CommandSpec kCommands[] = {
     {"init", "init", "Create the store (.tx/tx.db) and an API token (.tx/token)", SetupInit},
     {"migrate", "migrate", "Copy this SQLite store into an empty PostgreSQL database (--to URL)",
      SetupMigrate},
+    {"doctor", "doctor",
+     "Check what this machine needs to run tx and say what to do about each finding (exit 1 "
+     "if a check fails)",
+     SetupDoctor},
     {"task add", "task.add", "Add a task to the queue", SetupTaskAdd},
     {"task list", "task.list", "List tasks, optionally by status, queue or owner", SetupTaskList},
     {"task show", "task.show", "Show one task with its attempts", SetupTaskShow},
@@ -270,7 +274,7 @@ int RunParsed(std::vector<std::string> args) {
     Status s = entry.second(ctx);
     std::cout.flush();
     if (!s.ok()) return Fail(s.error(), flags.json);
-    return 0;
+    return ctx.exit_code();
   }
   return Fail(Error::InvalidArgument("no command given (see tx --help)"), flags.json);
 }

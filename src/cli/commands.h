@@ -76,5 +76,6 @@ Handler SetupServe(CLI::App& cmd);
 Handler SetupUsage(CLI::App& cmd);
 Handler SetupAgentLift(CLI::App& cmd);
 Handler SetupMcp(CLI::App& cmd);
+Handler SetupDoctor(CLI::App& cmd);
 
 }  // namespace tx::cli

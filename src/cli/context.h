@@ -56,12 +56,19 @@ class Context {
   // Prints one JSON document (pretty) followed by a newline.
   void PrintJson(const nlohmann::json& j);
 
+  // The exit code of a command that printed its whole answer and still did not succeed (tx
+  // doctor with a failed check): returned when its handler returns Ok, without the error line or
+  // document a returned error would add.
+  void set_exit_code(int code) { exit_code_ = code; }
+  int exit_code() const { return exit_code_; }
+
  private:
   GlobalFlags flags_;
   std::ostream& out_;
   RealClock clock_;
   service::ServiceOptions options_;
   std::unique_ptr<store::Store> store_;
+  int exit_code_ = 0;
 };
 
 // The task an agent's command acts on: --task, else TX_TASK_ID. Invalid argument when neither is

@@ -317,6 +317,22 @@ Cgroup Cgroup::Create(const CgroupLayout& layout, const ResourceLimits& limits) 
   return cg;
 }
 
+LimitsProbe ProbeLimits(const CgroupLayout& layout) {
+  ResourceLimits limits;
+  limits.memory_bytes = 1ull << 30;
+  limits.cpu_percent = 100;
+  Cgroup cg = Cgroup::Create(layout, limits);
+  LimitsProbe probe;
+  probe.memory = cg.memory_limited();
+  probe.cpu = cg.cpu_limited();
+  probe.problem = cg.problem();
+  std::vector<std::string> dirs = cg.dirs();
+  probe.v2 = !dirs.empty() && !layout.unified.empty() &&
+             std::all_of(dirs.begin(), dirs.end(),
+                         [&](const std::string& d) { return d.starts_with(layout.unified + "/"); });
+  return probe;  // the group goes with `cg`
+}
+
 Cgroup& Cgroup::operator=(Cgroup&& other) noexcept {
   if (this != &other) {
     Remove();

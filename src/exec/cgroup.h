@@ -8,6 +8,7 @@
 // a container). cgroup v2 is used when the unified hierarchy offers the controller; otherwise
 // the v1 hierarchy of that controller. A limit that cannot be applied (no controller, no
 // permission) is not an error: it is reported in problem(), and the caller falls back.
+// ProbeLimits makes one for `tx doctor` alone.
 
 #include <sys/types.h>
 
@@ -36,6 +37,17 @@ struct CgroupLayout {
 CgroupLayout ParseCgroupLayout(std::string_view mountinfo, std::string_view self_cgroup);
 // The layout of the calling process (reads /proc/self); empty when /proc cannot be read.
 CgroupLayout CurrentCgroupLayout();
+
+// What `tx doctor` reports of the limits here: whether an agent started by this process could be
+// limited in memory and CPU, found the way Child finds it — a group made for a memory and a CPU
+// limit beneath `layout`, then removed at once.
+struct LimitsProbe {
+  bool memory = false;  // a memory limit applies
+  bool cpu = false;     // a CPU limit applies
+  bool v2 = false;      // every limit that applies is cgroup v2's (else v1's, for some)
+  std::string problem;  // why a limit does not apply (Cgroup::problem()); empty when both do
+};
+LimitsProbe ProbeLimits(const CgroupLayout& layout);
 
 class Cgroup {
  public:

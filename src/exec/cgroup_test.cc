@@ -140,6 +140,43 @@ TEST_F(CgroupTest, MissingParentIsReported) {
   EXPECT_TRUE(Contains(cg.problem(), "cpu: cannot create " + dir_ + "/absent/tx-")) << cg.problem();
 }
 
+TEST_F(CgroupTest, ProbeWithoutControllersSaysNeitherLimitApplies) {
+  LimitsProbe probe = ProbeLimits(CgroupLayout{});
+  EXPECT_FALSE(probe.memory);
+  EXPECT_FALSE(probe.cpu);
+  EXPECT_FALSE(probe.v2);
+  EXPECT_TRUE(Contains(probe.problem, "memory: no memory controller")) << probe.problem;
+  EXPECT_TRUE(Contains(probe.problem, "cpu: no cpu controller")) << probe.problem;
+}
+
+TEST_F(CgroupTest, ProbeLeavesNothingBehind) {
+  LimitsProbe probe = ProbeLimits(CgroupLayout{"", {{"memory", dir_}, {"cpu", dir_}}});
+  EXPECT_FALSE(probe.memory);
+  EXPECT_TRUE(Contains(probe.problem, "cgroup.procs")) << probe.problem;
+  EXPECT_TRUE(std::filesystem::is_empty(dir_)) << "the probe's directories are removed";
+}
+
+TEST(CgroupReal, ProbeHereAgreesWithAGroupMadeForTheSameLimitsAndLeavesNoGroup) {
+  CgroupLayout layout = CurrentCgroupLayout();
+  LimitsProbe probe = ProbeLimits(layout);
+  std::vector<std::string> parents;
+  if (!layout.unified.empty()) parents.push_back(layout.unified);
+  for (const auto& [controller, dir] : layout.v1) parents.push_back(dir);
+  const std::string mine = "tx-" + std::to_string(::getpid()) + "-";
+  for (const std::string& parent : parents) {
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(parent, ec)) {
+      EXPECT_FALSE(entry.path().filename().string().starts_with(mine)) << entry.path();
+    }
+  }
+  ResourceLimits limits;
+  limits.memory_bytes = 1ull << 30;
+  limits.cpu_percent = 100;
+  Cgroup cg = Cgroup::Create(layout, limits);
+  EXPECT_EQ(probe.memory, cg.memory_limited()) << probe.problem;
+  EXPECT_EQ(probe.cpu, cg.cpu_limited()) << probe.problem;
+}
+
 // --- Create: where it can (this machine, as root) --------------------------------------------
 
 TEST(CgroupReal, LimitsAreWrittenMembersKilledAndDirectoriesRemoved) {

@@ -375,25 +375,6 @@ Result<int> WorkerRuntime::Run() {
   return code;
 }
 
-namespace {
-
-// Whether a profile's program can be looked for before a task names a workdir and an account:
-// not when its argv[0] is a template ("{workdir}/bin/agent"), a path relative to the task's
-// workdir, or found through an account's own PATH.
-bool CheckableAhead(const agent::AgentProfile& profile) {
-  const std::string& program = profile.argv[0];
-  if (program.find('{') != std::string::npos) return false;
-  if (program.find('/') != std::string::npos && program.front() != '/') return false;
-  for (const auto& account : profile.accounts) {
-    for (const auto& e : account.env) {
-      if (e.starts_with("PATH=")) return false;
-    }
-  }
-  return true;
-}
-
-}  // namespace
-
 void WorkerRuntime::CheckPrograms(bool force) {
   auto now = SteadyClock::now();
   if (!force && now - programs_checked_at_ < std::chrono::seconds(30)) return;
@@ -409,7 +390,7 @@ void WorkerRuntime::CheckPrograms(bool force) {
       unavailable_.erase(name);
       continue;
     }
-    if (!CheckableAhead(profile)) continue;
+    if (!agent::ProgramCheckableAhead(profile)) continue;
     Result<std::string> found = exec::FindProgram(profile.argv[0], env, config_.workdir);
     if (!found.ok()) {
       unavailable_[name] =
