@@ -358,6 +358,44 @@ TEST_F(Cli, UnknownFlagExitsTwoAndNamesIt) {
   EXPECT_TRUE(RefusedWithoutWriting({"task", "add", "x", "--bogus"}, 2, "--bogus"));
 }
 
+// ================================ typos and -V (issue 24) =====================================
+
+TEST_F(Cli, AMistypedCommandOrFlagIsRefusedNamingWhatWasMeant_Issue24) {
+  const std::pair<Args, std::string> cases[] = {
+      {{"tsak", "list"}, "tx: unknown command 'tsak' (did you mean 'task'?)\n"},
+      {{"task", "lsit"}, "tx: unknown command 'task lsit' (did you mean 'task list'?)\n"},
+      {{"task", "list", "--stauts", "ready"},
+       "tx: unknown flag '--stauts' for 'tx task list' (did you mean '--status'?)\n"},
+      {{"task", "list", "--stauts=ready"},
+       "tx: unknown flag '--stauts' for 'tx task list' (did you mean '--status'?)\n"},
+      {{"task", "list", "--jsno"},
+       "tx: unknown flag '--jsno' for 'tx task list' (did you mean '--json'?)\n"},
+      {{"wroker", "list"}, "tx: unknown command 'wroker' (did you mean 'worker'?)\n"},
+      {{"mpc"}, "tx: unknown command 'mpc' (did you mean 'mcp'?)\n"},
+  };
+  for (const auto& [args, message] : cases) {
+    EXPECT_TRUE(RefusedWithoutWriting(args, 2, message.substr(4, message.size() - 5)));
+    EXPECT_EQ(Tx(args).err, message) << Join(args);
+  }
+}
+
+TEST_F(Cli, ATypoWithNoCloseNameIsRefusedWithoutASuggestion_Issue24) {
+  EXPECT_EQ(Tx({"frobnicate"}).err, "tx: unknown command 'frobnicate' (see tx --help)\n");
+  EXPECT_EQ(Tx({"task", "frobnicate"}).err,
+            "tx: unknown command 'task frobnicate' (see tx task --help)\n");
+  EXPECT_EQ(Tx({"task", "add", "x", "--bogus"}).err,
+            "tx: unknown flag '--bogus' for 'tx task add' (see tx task add --help)\n");
+  EXPECT_TRUE(RefusedWithoutWriting({"tk", "list"}, 2, "unknown command 'tk' (see tx --help)"));
+}
+
+TEST_F(CliBeforeInit, ShortVersionFlagPrintsWhatVersionPrints_Issue24) {
+  RunResult v = Tx({"-V"});
+  RunResult version = Tx({"--version"});
+  EXPECT_EQ(v.exit_code, 0) << v.err;
+  EXPECT_EQ(v.out, version.out);
+  EXPECT_NE(v.out.find("tx "), std::string::npos) << v.out;
+}
+
 TEST_F(Cli, TaskAddWithoutTitleExitsTwo) {
   EXPECT_TRUE(RefusedWithoutWriting({"task", "add"}, 2, "title"));
 }

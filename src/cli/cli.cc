@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -12,6 +13,7 @@
 #include "cli/commands.h"
 #include "cli/http_handoff.h"
 #include "core/argv.h"
+#include "core/suggest.h"
 #include "core/validation.h"
 
 namespace tx::cli {
@@ -134,7 +136,13 @@ void RewriteColonCommands(std::vector<std::string>& args) {
 
 int RunParsed(std::vector<std::string> args);
 
-// Names an unknown command word before CLI11 reports only "a subcommand is required".
+std::string SuggestOrHelp(std::optional<std::string> suggestion, const std::string& help) {
+  if (suggestion) return " (did you mean '" + *suggestion + "'?)";
+  return " (see " + help + ")";
+}
+
+// Names an unknown command word before CLI11 reports only "a subcommand is required", with the
+// command of the table it is likely a typo of.
 std::optional<std::string> UnknownCommand(const std::vector<std::string>& args) {
   std::vector<std::string> words;
   for (std::size_t i = 1; i < args.size() && words.size() < 2; ++i) {
@@ -147,20 +155,52 @@ std::optional<std::string> UnknownCommand(const std::vector<std::string>& args) 
     words.push_back(a);
   }
   if (words.empty()) return std::nullopt;
-  bool group = false, top = false;
+  std::vector<std::string> firsts;  // every first word, in the table's order
+  std::vector<std::string> paths;   // every command under words[0]
+  bool group = false;
   for (const auto& c : kCommands) {
-    std::string_view path = c.path;
-    std::string_view first = path.substr(0, path.find(' '));
+    std::string path(c.path);
+    std::string first = path.substr(0, path.find(' '));
+    if (std::find(firsts.begin(), firsts.end(), first) == firsts.end()) firsts.push_back(first);
     if (first != words[0]) continue;
-    top = true;
-    group = group || path.find(' ') != std::string_view::npos;
+    paths.push_back(path);
+    group = group || path.find(' ') != std::string::npos;
   }
-  if (!top) return "unknown command '" + words[0] + "'";
+  if (paths.empty()) {
+    return "unknown command '" + words[0] + "'" +
+           SuggestOrHelp(Suggest(words[0], firsts), "tx --help");
+  }
   if (!group || words.size() < 2) return std::nullopt;
-  for (const auto& c : kCommands) {
-    if (c.path == words[0] + " " + words[1]) return std::nullopt;
+  std::vector<std::string> verbs;
+  for (const std::string& path : paths) verbs.push_back(path.substr(path.find(' ') + 1));
+  if (std::find(verbs.begin(), verbs.end(), words[1]) != verbs.end()) return std::nullopt;
+  std::optional<std::string> verb = Suggest(words[1], verbs);
+  return "unknown command '" + words[0] + " " + words[1] + "'" +
+         SuggestOrHelp(verb ? std::optional(words[0] + " " + *verb) : std::nullopt,
+                       "tx " + words[0] + " --help");
+}
+
+// What CLI11 did not expect, said as an unknown flag of the command it was given to with the
+// flag it is likely a typo of; anything else (an extra positional) as CLI11 says it.
+std::string ExtrasMessage(CLI::App& app, const CLI::ExtrasError& e) {
+  CLI::App* cmd = &app;
+  while (!cmd->get_subcommands().empty()) cmd = cmd->get_subcommands().front();
+  std::string command = "tx";
+  std::vector<std::string> flags;  // the command's own, then its groups', then the global ones
+  for (CLI::App* a = cmd; a != nullptr; a = a->get_parent()) {
+    if (a != &app) command.insert(2, " " + a->get_name());
+    for (const CLI::Option* o : a->get_options()) {
+      for (const std::string& name : o->get_lnames()) flags.push_back("--" + name);
+    }
   }
-  return "unknown command '" + words[0] + " " + words[1] + "'";
+  for (const std::string& extra : app.remaining(true)) {
+    if (extra.rfind("--", 0) != 0 || extra.size() == 2) continue;
+    std::string flag = extra.substr(0, extra.find('='));
+    if (std::find(flags.begin(), flags.end(), flag) != flags.end()) continue;
+    return "unknown flag '" + flag + "' for '" + command + "'" +
+           SuggestOrHelp(Suggest(flag, flags), command + " --help");
+  }
+  return std::string(e.what()) + " (see tx --help)";
 }
 
 }  // namespace
@@ -209,7 +249,7 @@ int RunParsed(std::vector<std::string> args) {
       "tx"};
   app.require_subcommand(1);
   app.fallthrough();
-  app.set_version_flag("--version", "tx 0.1.0");
+  app.set_version_flag("-V,--version", "tx 0.1.0");
   GlobalFlags flags;
   app.add_option("--db", flags.db, "Store path (default .tx/tx.db, or $TX_DB)");
   app.add_flag("--json", flags.json, "Print JSON for machines instead of tables");
@@ -241,7 +281,7 @@ int RunParsed(std::vector<std::string> args) {
   }
 
   if (auto unknown = UnknownCommand(args)) {
-    std::cerr << "tx: " << *unknown << " (see tx --help)\n";
+    std::cerr << "tx: " << *unknown << '\n';
     return 2;
   }
   try {
@@ -251,6 +291,9 @@ int RunParsed(std::vector<std::string> args) {
     return app.exit(e);
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
+  } catch (const CLI::ExtrasError& e) {
+    std::cerr << "tx: " << ExtrasMessage(app, e) << '\n';
+    return 2;
   } catch (const CLI::ParseError& e) {
     std::string msg = e.what();
     std::cerr << "tx: " << msg << " (see tx --help)\n";
