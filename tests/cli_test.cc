@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -358,7 +359,7 @@ TEST_F(Cli, UnknownFlagExitsTwoAndNamesIt) {
   EXPECT_TRUE(RefusedWithoutWriting({"task", "add", "x", "--bogus"}, 2, "--bogus"));
 }
 
-// ================================ typos and -V (issue 24) =====================================
+// ================================ typos, -V and completion (issue 24) ============================
 
 TEST_F(Cli, AMistypedCommandOrFlagIsRefusedNamingWhatWasMeant_Issue24) {
   const std::pair<Args, std::string> cases[] = {
@@ -394,6 +395,77 @@ TEST_F(CliBeforeInit, ShortVersionFlagPrintsWhatVersionPrints_Issue24) {
   EXPECT_EQ(v.exit_code, 0) << v.err;
   EXPECT_EQ(v.out, version.out);
   EXPECT_NE(v.out.find("tx "), std::string::npos) << v.out;
+}
+
+// The full path of `program` on PATH, or "" when it is not installed.
+std::string FindOnPath(const std::string& program) {
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path != nullptr ? path : "");
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    fs::path candidate = fs::path(dir) / program;
+    if (!dir.empty() && ::access(candidate.c_str(), X_OK) == 0) return candidate.string();
+  }
+  return "";
+}
+
+// Writes the script `tx completion SHELL` prints into `dir` and returns its path; fails the test
+// if tx fails.
+std::string WriteCompletion(const std::string& shell, const fs::path& dir) {
+  RunResult r = RunTx({"completion", shell}, {}, dir.string());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  fs::path file = dir / ("tx." + shell);
+  std::ofstream(file) << r.out;
+  return file.string();
+}
+
+// What the bash script completes `line` (words split on spaces; a trailing space starts an empty
+// word) to, one candidate a line, run in `cwd` with the tx under test first on PATH.
+std::string BashCompletes(const std::string& script, const std::string& line,
+                          const std::string& cwd) {
+  int cword = static_cast<int>(std::count(line.begin(), line.end(), ' '));
+  std::string program =
+      "source '" + script + "'; COMP_WORDS=(" + line + (line.back() == ' ' ? " ''" : "") +
+      "); COMP_CWORD=" + std::to_string(cword) + "; _tx; printf '%s\\n' \"${COMPREPLY[@]}\"";
+  std::string path = fs::path(TX_BINARY).parent_path().string() + ":" + std::getenv("PATH");
+  RunResult r = tx::testing::RunProcess("/bin/bash", {"-c", program}, {{"PATH", path}}, cwd);
+  EXPECT_EQ(r.exit_code, 0) << line << ": " << r.err;
+  return r.out;
+}
+
+TEST_F(Cli, CompletionBashIsAScriptThatCompletesCommandsVerbsFlagsAndTaskIds_Issue24) {
+  std::string script = WriteCompletion("bash", dir_.path());
+  RunResult syntax = tx::testing::RunProcess("/bin/bash", {"-n", script});
+  EXPECT_EQ(syntax.exit_code, 0) << syntax.err;
+  EXPECT_EQ(BashCompletes(script, "tx ta", dir_.str()), "task\n");
+  EXPECT_EQ(BashCompletes(script, "tx task li", dir_.str()), "list\n");
+  EXPECT_EQ(BashCompletes(script, "tx task list --sta", dir_.str()), "--status\n");
+  EXPECT_EQ(BashCompletes(script, "tx --db x orch", dir_.str()), "orchestrator\n");
+  EXPECT_EQ(BashCompletes(script, "tx completion ", dir_.str()), "\n");  // nothing to offer
+  std::string id = Add("complete me");
+  EXPECT_EQ(BashCompletes(script, "tx task show ", dir_.str()), id + "\n");
+  EXPECT_EQ(BashCompletes(script, "tx task list --queue ", dir_.str()), "\n");  // a value
+}
+
+TEST_F(CliBeforeInit, CompletionZshIsAValidZshScript_Issue24) {
+  std::string zsh = FindOnPath("zsh");
+  if (zsh.empty()) GTEST_SKIP() << "zsh is not installed: its script's syntax is not checked";
+  std::string script = WriteCompletion("zsh", dir_.path());
+  RunResult r = tx::testing::RunProcess(zsh, {"-n", script});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+TEST_F(CliBeforeInit, CompletionFishIsAValidFishScript_Issue24) {
+  std::string fish = FindOnPath("fish");
+  if (fish.empty()) GTEST_SKIP() << "fish is not installed: its script's syntax is not checked";
+  std::string script = WriteCompletion("fish", dir_.path());
+  RunResult r = tx::testing::RunProcess(fish, {"--no-execute", script});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+TEST_F(Cli, CompletionForAnUnknownShellIsRefusedNamingTheThreeItKnows_Issue24) {
+  EXPECT_TRUE(RefusedWithoutWriting(
+      {"completion", "tcsh"}, 2, "unknown shell 'tcsh': tx completion knows bash, zsh and fish"));
 }
 
 TEST_F(Cli, TaskAddWithoutTitleExitsTwo) {

@@ -80,6 +80,9 @@ constexpr CommandSpec kCommands[] = {
      "Remove the containers of workers no longer alive, and the images tx ran that went unused "
      "(--unused-for)",
      SetupSandboxGc},
+    {"completion", "completion",
+     "Print a shell completion script for bash, zsh or fish (made from this table)",
+     SetupCompletion},
     {"serve", "serve", "Serve the HTTP API (loopback by default) until SIGTERM", SetupServe},
     {"mcp", "mcp",
      "Serve an agent's task tools over the Model Context Protocol on stdin and stdout", SetupMcp},

@@ -77,5 +77,6 @@ Handler SetupUsage(CLI::App& cmd);
 Handler SetupAgentLift(CLI::App& cmd);
 Handler SetupMcp(CLI::App& cmd);
 Handler SetupDoctor(CLI::App& cmd);
+Handler SetupCompletion(CLI::App& cmd);
 
 }  // namespace tx::cli
