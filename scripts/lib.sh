@@ -6,18 +6,29 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PACKAGES=(g++ cmake ninja-build ccache python3 libsqlite3-dev nlohmann-json3-dev libcli11-dev
           libgtest-dev libbenchmark-dev libspdlog-dev libtomlplusplus-dev
           libcpp-httplib-dev libboost-dev pkg-config libpq-dev postgresql-15 faketime tzdata git bubblewrap podman runc busybox-static)
+# The shells tx completion is tested in: without their recommendations (fish's pull in X tools).
+SHELLS=(zsh fish)
 
 install_deps() {
-  local missing=()
+  local missing=() shells=()
   for p in "${PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
-  if ((${#missing[@]})); then
-    echo "== installing: ${missing[*]}"
+  for p in "${SHELLS[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || shells+=("$p")
+  done
+  if ((${#missing[@]} + ${#shells[@]})); then
+    echo "== installing: ${missing[*]} ${shells[*]}"
     local sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
     $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+    if ((${#missing[@]})); then
+      DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+    fi
+    if ((${#shells[@]})); then
+      DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
+        "${shells[@]}" >/dev/null
+    fi
   fi
 }
 
