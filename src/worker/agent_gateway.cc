@@ -4,7 +4,6 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/eventfd.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -15,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "core/ids.h"
 #include "exec/command.h"
 
 namespace tx::worker {
@@ -28,20 +28,6 @@ constexpr std::size_t kOutputCap = 1u << 20;
 
 Error Errno(const std::string& what) {
   return Error::Unavailable(what + ": " + std::strerror(errno));
-}
-
-// 128 bits from the kernel: an attempt's key. Aborts if the kernel gives none (there is no safe
-// fallback), as NewToken does.
-std::string NewKey() {
-  unsigned char bytes[16];
-  if (::getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes)) std::abort();
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string key;
-  for (unsigned char b : bytes) {
-    key += kHex[b >> 4];
-    key += kHex[b & 15];
-  }
-  return key;
 }
 
 // Reads one line (without its '\n') within kRequestTimeoutMs in all, or until `stop` is readable;
@@ -143,7 +129,7 @@ AgentGateway::~AgentGateway() {
 }
 
 AgentGateway::Admission AgentGateway::Admit(Attempt attempt) {
-  std::string key = NewKey();
+  std::string key = NewToken();  // 256 bits from the kernel, as API tokens are
   std::lock_guard lock(mu_);
   // The previous admission's cancel is spent: drain the counter.
   std::uint64_t spent;

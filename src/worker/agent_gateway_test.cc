@@ -51,7 +51,7 @@ TEST_F(AgentGatewayTest, AnAttemptsKeyRunsItsGatedCommandOnItsOwnTask) {
             std::filesystem::perms::owner_all);
   AgentGateway::Admission a = gateway_->Admit(AttemptOf("task-aaaaaaaa", "7"));
   EXPECT_EQ(a.access().socket, gateway_->socket_path());
-  EXPECT_EQ(a.access().key.size(), 32u);
+  EXPECT_EQ(a.access().key.size(), 64u);
   AgentReply r = Ask(a.access().socket, {"task", "done", "--result", "ok"}, a.access().key);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "task done task-aaaaaaaa --result ok\n");
