@@ -3,7 +3,7 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-PACKAGES=(g++ cmake ninja-build ccache python3 libsqlite3-dev nlohmann-json3-dev libcli11-dev
+PACKAGES=(g++ cmake ninja-build ccache python3 dpkg-dev man-db libsqlite3-dev nlohmann-json3-dev libcli11-dev
           libgtest-dev libbenchmark-dev libspdlog-dev libtomlplusplus-dev
           libcpp-httplib-dev libboost-dev pkg-config libpq-dev postgresql-15 faketime tzdata git bubblewrap podman runc busybox-static)
 # The shells tx completion is tested in: without their recommendations (fish's pull in X tools).

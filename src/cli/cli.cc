@@ -80,6 +80,8 @@ constexpr CommandSpec kCommands[] = {
      "Remove the containers of workers no longer alive, and the images tx ran that went unused "
      "(--unused-for)",
      SetupSandboxGc},
+    {"man", "man", "Print this manual page (roff, made from this table): tx man | man -l -",
+     SetupMan},
     {"completion", "completion",
      "Print a shell completion script for bash, zsh or fish (made from this table)",
      SetupCompletion},
@@ -115,6 +117,7 @@ constexpr std::string_view kGroupHelp[][2] = {
     {"worker", "Run workers and inspect them"},
     {"notify", "Notifications: test the sinks, list the deliveries"},
     {"sandbox", "Container sandboxes: remove what they left"},
+    {"agent", "Agent profiles: lift a usage limit before its reset"},
     {"orchestrator", "Run and steer the supervised worker pool; reconcile the store"},
 };
 
@@ -252,7 +255,7 @@ int RunParsed(std::vector<std::string> args) {
       "tx"};
   app.require_subcommand(1);
   app.fallthrough();
-  app.set_version_flag("-V,--version", "tx 0.1.0");
+  app.set_version_flag("-V,--version", "tx " TX_VERSION);
   GlobalFlags flags;
   app.add_option("--db", flags.db, "Store path (default .tx/tx.db, or $TX_DB)");
   app.add_flag("--json", flags.json, "Print JSON for machines instead of tables");

@@ -78,5 +78,6 @@ Handler SetupAgentLift(CLI::App& cmd);
 Handler SetupMcp(CLI::App& cmd);
 Handler SetupDoctor(CLI::App& cmd);
 Handler SetupCompletion(CLI::App& cmd);
+Handler SetupMan(CLI::App& cmd);
 
 }  // namespace tx::cli

@@ -41,7 +41,7 @@ void Collect(const CLI::App& app, const std::string& path, const Node& parent,
     for (const std::string& name : o->get_lnames()) {
       n.flags.push_back("--" + name);
       n.flag_help.push_back(o->get_description());
-      if (o->get_type_size_max() > 0) n.valued.push_back("--" + name);
+      if (o->get_expected_max() > 0) n.valued.push_back("--" + name);
     }
   }
   for (std::size_t i = 0; i < parent.flags.size(); ++i) {
