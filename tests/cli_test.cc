@@ -444,7 +444,14 @@ TEST_F(Cli, CompletionBashIsAScriptThatCompletesCommandsVerbsFlagsAndTaskIds_Iss
   EXPECT_EQ(BashCompletes(script, "tx completion ", dir_.str()), "\n");  // nothing to offer
   std::string id = Add("complete me");
   EXPECT_EQ(BashCompletes(script, "tx task show ", dir_.str()), id + "\n");
-  EXPECT_EQ(BashCompletes(script, "tx task list --queue ", dir_.str()), "\n");  // a value
+  // A flag's value: the queues of the store's tasks, the statuses, the sandboxes; a file name
+  // (bash's default) for any other.
+  Add("elsewhere", {"--queue", "web"});
+  EXPECT_EQ(BashCompletes(script, "tx task list --queue ", dir_.str()), "default\nweb\n");
+  EXPECT_EQ(BashCompletes(script, "tx task list --status r", dir_.str()),
+            "ready\nrunning\nreview\n");
+  EXPECT_EQ(BashCompletes(script, "tx task add t --sandbox b", dir_.str()), "bwrap\n");
+  EXPECT_EQ(BashCompletes(script, "tx task add t --description ", dir_.str()), "\n");
 }
 
 TEST_F(CliBeforeInit, CompletionZshIsAValidZshScript_Issue24) {

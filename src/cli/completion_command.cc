@@ -1,7 +1,8 @@
 // tx completion bash|zsh|fish: a shell completion script made from the command tree CLI11 was
 // given — the command table's groups and verbs, each with its long flags — so that it never
 // drifts from --help. Task ids are completed from `tx task list` where a command's positional is
-// a task id.
+// a task id. A --status, --sandbox or --queue value is completed too, the queues from the
+// store's tasks.
 
 #include <algorithm>
 #include <map>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "core/task.h"
 
 namespace tx::cli {
 
@@ -68,6 +70,29 @@ std::string Join(const std::vector<std::string>& words) {
   return out;
 }
 
+// The values a flag's argument is completed from: fixed words, or the queue names of the store's
+// tasks (read as you type, from the first page of `tx task list`).
+struct FlagValues {
+  std::string_view flag;
+  std::string words;  // empty: the store's queues
+};
+
+std::vector<FlagValues> ValueCompletions() {
+  std::string statuses;
+  for (TaskStatus s = TaskStatus::kBlocked; s <= TaskStatus::kWaiting;
+       s = static_cast<TaskStatus>(static_cast<int>(s) + 1)) {
+    statuses += (statuses.empty() ? "" : " ") + std::string(ToString(s));
+  }
+  return {{"--status", statuses},
+          {"--sandbox", "none bwrap podman docker"},
+          {"--queue", ""},
+          {"--queues", ""}};
+}
+
+constexpr const char* kQueuesSh =
+    "command tx task list --json 2>/dev/null | sed -n 's/^ *\"queue\": \"\\([^\"]*\\)\".*/\\1/p' "
+    "| sort -u";
+
 // The data functions bash and zsh share: which commands and flags follow a path, which flags take
 // a value, which commands take a task id.
 void WriteShData(std::ostream& out, const std::vector<Node>& nodes) {
@@ -94,7 +119,13 @@ void WriteShData(std::ostream& out, const std::vector<Node>& nodes) {
       << "_tx_task_ids() {\n"
       << "  command tx task list 2>/dev/null | awk '$1 ~ /^task-[a-z0-9]+$/ { print $1 }'\n"
       << "}\n"
-      << "_tx_has() {\n  [[ \" $1 \" == *\" $2 \"* ]]\n}\n";
+      << "_tx_has() {\n  [[ \" $1 \" == *\" $2 \"* ]]\n}\n"
+      << "_tx_values() {\n  case \"$1\" in\n";
+  for (const FlagValues& v : ValueCompletions()) {
+    out << "    " << v.flag << ") "
+        << (v.words.empty() ? std::string(kQueuesSh) : "echo '" + v.words + "'") << " ;;\n";
+  }
+  out << "  esac\n}\n";
 }
 
 std::string Bash(const std::vector<Node>& nodes) {
@@ -112,7 +143,7 @@ std::string Bash(const std::vector<Node>& nodes) {
   done
   ((COMP_CWORD > 1)) && prev="${COMP_WORDS[COMP_CWORD-1]}"
   if [[ $prev == -* ]] && _tx_has "$(_tx_valued "$node")" "$prev"; then
-    COMPREPLY=()
+    COMPREPLY=($(compgen -W "$(_tx_values "$prev")" -- "$cur"))
     return
   fi
   if [[ $cur == -* ]]; then
@@ -143,7 +174,8 @@ std::string Zsh(const std::vector<Node>& nodes) {
     _tx_has "$(_tx_words "$node")" "$w" && node="${node:+$node }$w"
   done
   if [[ $prev == -* ]] && _tx_has "$(_tx_valued "$node")" "$prev"; then
-    _files
+    next="$(_tx_values "$prev")"
+    if [[ -n $next ]]; then compadd -- ${=next}; else _files; fi
     return
   fi
   if [[ $cur == -* ]]; then
@@ -211,6 +243,9 @@ end
 function __tx_task_ids
     command tx task list 2>/dev/null | string match -r '^task-[a-z0-9]+'
 end
+function __tx_queues
+    command tx task list --json 2>/dev/null | string replace -rf '^ *"queue": "([^"]*)".*' '$1' | sort -u
+end
 complete -c tx -f
 )sh";
   std::map<std::string, const Node*> by_path;
@@ -224,8 +259,14 @@ complete -c tx -f
     }
     for (std::size_t i = 0; i < n.flags.size(); ++i) {
       bool valued = std::find(n.valued.begin(), n.valued.end(), n.flags[i]) != n.valued.end();
-      out << "complete -c tx " << at << " -l " << n.flags[i].substr(2) << (valued ? " -r -F" : "")
-          << " -d " << FishQuote(n.flag_help[i]) << "\n";
+      std::string values = valued ? " -r -F" : "";
+      for (const FlagValues& v : ValueCompletions()) {
+        if (valued && v.flag == n.flags[i]) {
+          values = " -x -a " + FishQuote(v.words.empty() ? "(__tx_queues)" : v.words);
+        }
+      }
+      out << "complete -c tx " << at << " -l " << n.flags[i].substr(2) << values << " -d "
+          << FishQuote(n.flag_help[i]) << "\n";
     }
     if (n.task_id) out << "complete -c tx " << at << " -a '(__tx_task_ids)'\n";
   }
