@@ -161,6 +161,32 @@ TEST_F(HardeningTest, AClockStepKillsNoHealthyWorker) {
   worker->Signal(SIGCONT);
 }
 
+// A worker's own wall clock stepped two hours ahead while its agent runs (the lease is 30 min): it
+// judges its lease on the steady clock, as the store does, so it neither kills its agent nor
+// takes the step for a lost lease, and the task ends done in its first attempt.
+TEST_F(HardeningTest, AClockStepUnderARunningAgentIsNotTakenForALostLease) {
+  ASSERT_TRUE(fs::exists(kFakeTime)) << kFakeTime << " missing: install Debian's faketime";
+  std::string offset = Path("offset");
+  std::ofstream(offset) << "+0\n";
+  std::string id = AddShellTask("echo $$ > agent.pid; sleep 4; echo finished");
+  BackgroundProcess worker(
+      TX_BINARY, {"worker", "start", "--heartbeat-interval", "300ms", "--poll-interval", "1s"},
+      {{"LD_PRELOAD", kFakeTime},
+       {"FAKETIME_TIMESTAMP_FILE", offset},
+       {"FAKETIME_NO_CACHE", "1"},
+       {"FAKETIME_DONT_FAKE_MONOTONIC", "1"},
+       {"ASAN_OPTIONS", "verify_asan_link_order=0:detect_leaks=0"}},
+      dir_.str(), Path("stepped.out"));
+  ASSERT_TRUE(WaitFor([&] { return fs::exists(Path("agent.pid")); }, 30s)) << worker.Output();
+  std::ofstream(offset) << "+2h\n";
+  ASSERT_TRUE(WaitFor([&] { return TaskStatus(id) == "done"; }, 60s)) << worker.Output();
+  json t = Show(id);
+  ASSERT_EQ(t["attempts"].size(), 1u) << t.dump();
+  EXPECT_EQ(t["attempts"][0].value("end_reason", ""), "exited") << t.dump();
+  EXPECT_EQ(t["attempts"][0].value("exit_code", -1), 0) << t.dump();
+  EXPECT_EQ(worker.Output().find("lease"), std::string::npos) << worker.Output();
+}
+
 // The store's disk full (a small tmpfs) for a while: the reconciler backs off instead of retrying
 // every 50 ms, and once the disk has room again the live workers are not declared dead.
 TEST_F(HardeningTest, AFullDiskIsWaitedOutWithBackoffAndKillsNoLiveWorker) {

@@ -34,6 +34,10 @@ class Coordinator {
   // The fleet's clock, which leases and heartbeats are judged by: the store's, or the server's
   // (estimated from its replies, so a worker whose own clock is off still renews in time).
   virtual Millis NowMs() = 0;
+  // The same with a steady reading where the fleet's clock has one (a local store's: core/clock.h),
+  // so that a lease is judged here as the store judges it, and a step of the wall clock is not
+  // taken for an expiry; the server's estimate has none.
+  virtual Moment Now() { return {NowMs(), std::nullopt}; }
 
   // The credential a registration over HTTP returned, which every later call carries (and the
   // worker hands to its agents); "" for a local store.

@@ -101,7 +101,7 @@ void HeartbeatLoop::Beat() {
   if (hb.ok() && hb->request != WorkerRequest::kNone) Wake();
   std::optional<Holding> h = state_.holding();
   if (!h) return;
-  Millis now = fleet_->NowMs();
+  const Moment now = fleet_->Now();
   Result<Claim> claim = fleet_->Inspect(h->token);
   if (!claim.ok()) {
     if (claim.error().code() != ErrorCode::kUnavailable) {
@@ -126,20 +126,20 @@ void HeartbeatLoop::Beat() {
     }
     return;
   }
-  if (claim->lease_expires_at <= now) {
+  if (IsExpired(*claim, now)) {
     state_.LoseLease(h->token,
-                     "the lease expired " + FormatDuration(now - claim->lease_expires_at) + " ago");
+                     "the lease expired " + FormatDuration(-LeaseLeft(*claim, now)) + " ago");
     Wake();
     return;
   }
-  if (claim->lease_expires_at - now > h->lease_ms / 2) {
+  if (LeaseLeft(*claim, now) > h->lease_ms / 2) {
     state_.Renewed(h->token, claim->lease_expires_at);
     return;
   }
   Result<Claim> renewed = fleet_->Renew(h->task_id, h->token);
   if (renewed.ok()) {
     state_.Renewed(h->token, renewed->lease_expires_at);
-  } else if (renewed.error().code() != ErrorCode::kUnavailable || now >= claim->lease_expires_at) {
+  } else if (renewed.error().code() != ErrorCode::kUnavailable || IsExpired(*claim, now)) {
     state_.LoseLease(h->token, "renewal refused: " + renewed.error().message());
     Wake();
   }

@@ -23,6 +23,7 @@ class LocalCoordinator : public Coordinator {
                    const service::ServiceOptions& options);
 
   Millis NowMs() override { return store_->clock().NowMs(); }
+  Moment Now() override { return store_->clock().Now(); }
   Result<Worker> Register(const service::Registration& r, std::vector<Worker>* replaced) override {
     return workers_.Register(r, replaced);
   }
