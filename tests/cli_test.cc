@@ -1518,6 +1518,69 @@ TEST_F(Cli, AllowedCommandsAcceptsWildcards) {
   EXPECT_EQ(Tx({"claim:release", id}, agent).exit_code, 0);
 }
 
+// ================================ task add --batch (issue 27) ===================================
+
+TEST_F(Cli, AddBatchAddsEveryLineInOneTransactionWithTheFieldsOfThePostBody) {
+  std::ofstream(Path("tasks.jsonl"))
+      << "{\"title\": \"first\", \"priority\": 5, \"queue\": \"web\"}\n"
+      << "\n"  // a blank line is skipped
+      << "{\"title\": \"second\", \"command\": [\"true\"], \"timeout\": \"5m\", "
+         "\"requires\": [\"gpu\"], \"metadata\": {\"k\": 1}}\n";
+  json added = MustJson({"task", "add", "--batch", "tasks.jsonl"});
+  ASSERT_EQ(added["added"], 2);
+  ASSERT_EQ(added["ids"].size(), 2u);
+  json first = MustJson({"task", "show", added["ids"][0]});
+  EXPECT_EQ(first["title"], "first");
+  EXPECT_EQ(first["priority"], 5);
+  EXPECT_EQ(first["queue"], "web");
+  json second = MustJson({"task", "show", added["ids"][1]});
+  EXPECT_EQ(second["command"], json::array({"true"}));
+  EXPECT_EQ(second["timeout"], "5m");
+  EXPECT_EQ(second["requires"], json::array({"gpu"}));
+  EXPECT_EQ(second["metadata"]["k"], 1);
+
+  // From stdin, printed as single adds are.
+  RunResult piped = tx::testing::RunProcess(
+      "/bin/sh",
+      {"-c", "printf '{\"title\": \"third\"}\\n' | \"$0\" task add --batch -", TX_BINARY}, {},
+      dir_.str());
+  ASSERT_EQ(piped.exit_code, 0) << piped.err;
+  EXPECT_NE(piped.out.find("  ready  third"), std::string::npos) << piped.out;
+  EXPECT_EQ(MustJson({"task", "list"}).size(), 3u);
+}
+
+TEST_F(Cli, AddBatchIsAllOrNothingAndNamesTheLineItRefuses) {
+  std::string id = Add("already here");
+  std::ofstream(Path("bad.jsonl")) << "{\"title\": \"fine\"}\n{\"titel\": \"typo\"}\n";
+  EXPECT_TRUE(RefusedWithoutWriting({"task", "add", "--batch", "bad.jsonl"}, 2,
+                                    "line 2: unknown field 'titel'"));
+  std::ofstream(Path("json.jsonl")) << "{\"title\": \"fine\"}\n\n{\"title\": \n";
+  EXPECT_TRUE(
+      RefusedWithoutWriting({"task", "add", "--batch", "json.jsonl"}, 2, "line 3: malformed JSON"));
+  std::ofstream(Path("array.jsonl")) << "[{\"title\": \"a\"}]\n";
+  EXPECT_TRUE(RefusedWithoutWriting({"task", "add", "--batch", "array.jsonl"}, 2,
+                                    "line 1: a task is a JSON object, one a line"));
+  // Refused by the service, inside the transaction: the earlier lines are not kept either.
+  std::ofstream(Path("after.jsonl")) << "{\"title\": \"fine\"}\n{\"title\": \"x\", \"after\": "
+                                        "[\"task-zzzzzzzz\"]}\n";
+  EXPECT_TRUE(RefusedWithoutWriting({"task", "add", "--batch", "after.jsonl"}, 3,
+                                    "line 2: task task-zzzzzzzz (in --after) not found"));
+  std::ofstream(Path("empty.jsonl")) << "\n\n";
+  EXPECT_TRUE(RefusedWithoutWriting({"task", "add", "--batch", "empty.jsonl"}, 2,
+                                    "the batch holds no task"));
+  EXPECT_TRUE(RefusedWithoutWriting({"task", "add", "--batch", "missing.jsonl"}, 3,
+                                    "cannot read missing.jsonl"));
+  EXPECT_TRUE(RefusedWithoutWriting({"task", "add", "--batch", "bad.jsonl", "--priority", "3"}, 2,
+                                    "--batch takes every field from its lines: --priority"));
+  EXPECT_TRUE(RefusedWithoutWriting({"task", "add", "t", "--batch", "bad.jsonl"}, 2,
+                                    "title cannot go with it"));
+  EXPECT_TRUE(RefusedWithoutWriting({"task", "add"}, 2, "needs a title (or --batch FILE)"));
+  EXPECT_TRUE(RefusedWithoutWriting({"task", "add", "--batch", "bad.jsonl"}, 2,
+                                    "an agent adds its subtasks one at a time",
+                                    {{"TX_TASK_ID", id}, {"TX_CLAIM_TOKEN", "1"}}));
+  EXPECT_EQ(MustJson({"task", "list"}).size(), 1u) << id;
+}
+
 // ================================ events --follow ===============================================
 
 TEST_F(Cli, EventsFollowPrintsEachNewEventAsAJsonLine) {

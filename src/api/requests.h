@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "api/new_task.h"
 #include "core/error.h"
 #include "core/task.h"
 #include "service/claim_service.h"
@@ -23,16 +24,6 @@ namespace tx::api {
 // Parses a request body: malformed JSON, arrays and objects nested deeper than 128 levels, or
 // anything but an object, is an invalid argument.
 Result<nlohmann::json> ParseObject(std::string_view body);
-
-// POST /api/tasks: {"title" (required), "description", "instructions", "deliverables",
-// "steps": [..], "priority": int, "queue", "requires": [..], "after": [..], "owner", "workdir",
-// "command": "ARGV" | [..], "agent", "timeout": "30m" | ms, "max_attempts": int, "review": bool,
-// "auto_merge": bool (review, and metadata.auto_merge), "repo", "base", "metadata": {..},
-// "budget_usd": number (metadata.budget_usd), "sandbox": string (metadata.sandbox)}. Values are
-// checked further by worker::PrepareGitTask (the config's git isolation; a base or auto-merge
-// with no repository), worker::PrepareAgentTask (a known agent profile, a sensible budget, a
-// sandbox no less than its queue's) and TaskService::Add.
-Result<Task> DecodeNewTask(const nlohmann::json& body);
 
 // PATCH /api/tasks/:id. Either field changes ("title", "priority", "after", "metadata" merged
 // RFC 7386 style) or one status change, not both:

@@ -6,13 +6,17 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iostream>
 #include <memory>
 #include <optional>
 
 #include "cli/commands.h"
 #include "cli/print.h"
 #include "cli/table.h"
+#include "cli/task_batch.h"
 #include "core/argv.h"
 #include "core/duration.h"
 #include "core/json.h"
@@ -60,7 +64,7 @@ Status ShowRemoteTask(Context& ctx, worker::RemoteCoordinator& fleet, const std:
 struct AddArgs {
   std::string title, description, instructions, deliverables, priority,
       queue = "default", owner, workdir, command, agent, timeout, max_attempts, repo, base,
-      metadata, budget, sandbox;
+      metadata, budget, sandbox, batch;
   std::vector<std::string> steps, requires_caps, after;
   bool review = false, auto_merge = false;
 };
@@ -102,9 +106,46 @@ Status ShowTask(Context& ctx, store::Store& store, const std::string& id) {
   return PrintTask(ctx, d, unclaimable.contains(id) ? unclaimable.at(id) : "");
 }
 
+// tx task add --batch: every field comes from the lines, so any other flag is refused; an agent
+// adds its subtasks one at a time, within its limits.
+Status AddBatch(Context& ctx, const CLI::App& cmd, const std::string& source) {
+  for (const CLI::Option* o : cmd.get_options()) {
+    if (o->count() > 0 && o->get_name() != "--batch" && o->get_name() != "--help") {
+      return Error::InvalidArgument("--batch takes every field from its lines: " + o->get_name() +
+                                    " cannot go with it");
+    }
+  }
+  if (AgentClaimFromEnvironment()) {
+    return Error::InvalidArgument("an agent adds its subtasks one at a time, not with --batch");
+  }
+  worker::WorkerConfig config;
+  TX_RETURN_IF_ERROR(worker::ApplyConfigFile(ctx.ConfigPath(), config));
+  std::ifstream file;
+  if (source != "-") {
+    file.open(source);
+    if (!file) return Error::NotFound("cannot read " + source + ": " + std::strerror(errno));
+  }
+  TX_ASSIGN_OR_RETURN(BatchDrafts drafts, ReadTaskBatch(source == "-" ? std::cin : file, config));
+  TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
+  service::TaskService tasks(*store, ctx.clock(), ctx.options());
+  TX_ASSIGN_OR_RETURN(std::vector<Task> added,
+                      tasks.AddMany(std::move(drafts.tasks), drafts.lines));
+  if (ctx.json()) {
+    nlohmann::json ids = nlohmann::json::array();
+    for (const Task& t : added) ids.push_back(t.id);
+    ctx.PrintJson({{"added", added.size()}, {"ids", std::move(ids)}});
+  } else {
+    for (const Task& t : added) {
+      ctx.out() << t.id << "  " << ToString(t.status) << "  " << Printable(t.title) << '\n';
+    }
+  }
+  return Ok();
+}
+
 Handler SetupTaskAdd(CLI::App& cmd) {
   auto a = std::make_shared<AddArgs>();
-  cmd.add_option("title", a->title, "What the task is, in a line")->type_name("")->required();
+  cmd.add_option("title", a->title, "What the task is, in a line (required without --batch)")
+      ->type_name("");
   cmd.add_option("--description", a->description, "Longer description")->type_name("T");
   cmd.add_option("--instructions", a->instructions, "Instructions for the agent")->type_name("T");
   cmd.add_option("--deliverables", a->deliverables, "What must exist when it is done")
@@ -147,7 +188,15 @@ Handler SetupTaskAdd(CLI::App& cmd) {
   NonEmpty(cmd.add_option("--base", a->base, "Base branch (with --repo)")->type_name("BRANCH"));
   NonEmpty(cmd.add_option("--metadata", a->metadata, "JSON object stored with the task")
                ->type_name("JSON"));
-  return [a](Context& ctx) -> Status {
+  NonEmpty(cmd.add_option("--batch", a->batch,
+                          "Add the tasks of FILE (- for stdin), one JSON object a line with the "
+                          "fields of POST /api/tasks, in one transaction: all or none")
+               ->type_name("FILE"));
+  return [a, &cmd](Context& ctx) -> Status {
+    if (!a->batch.empty()) return AddBatch(ctx, cmd, a->batch);
+    if (a->title.empty()) {
+      return Error::InvalidArgument("tx task add needs a title (or --batch FILE)");
+    }
     Task t;
     t.title = a->title;
     t.description = a->description;

@@ -96,13 +96,19 @@ Result<Task> TaskService::Add(Task draft) {
   return draft;
 }
 
-Result<std::vector<Task>> TaskService::AddMany(std::vector<Task> drafts) {
+Result<std::vector<Task>> TaskService::AddMany(std::vector<Task> drafts,
+                                               const std::vector<std::string>& labels) {
   Millis now = clock_.NowMs();
   TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
     TX_RETURN_IF_ERROR(CheckQueueRoom(txn, drafts.size(), options_, now));
-    for (auto& t : drafts) {
+    for (std::size_t i = 0; i < drafts.size(); ++i) {
+      Task& t = drafts[i];
       if (t.timeout_ms <= 0) t.timeout_ms = options_.default_task_timeout_ms;
-      TX_RETURN_IF_ERROR(Insert(txn, t, now));
+      Status inserted = Insert(txn, t, now);
+      if (!inserted.ok() && i < labels.size()) {
+        return Error(inserted.error().code(), labels[i] + ": " + inserted.error().message());
+      }
+      TX_RETURN_IF_ERROR(inserted);
     }
     return Ok();
   }));

@@ -61,8 +61,10 @@ class TaskService {
   // Adds a task: validates every field, checks that each after[] id exists (not_found), assigns
   // a fresh id, and starts it `ready`, or `blocked` while an after[] task is not done.
   Result<Task> Add(Task draft);
-  // Adds many tasks in one transaction (all or nothing).
-  Result<std::vector<Task>> AddMany(std::vector<Task> drafts);
+  // Adds many tasks in one transaction (all or nothing). An error of one task is prefixed with its
+  // label (labels[i], e.g. "line 7: ") when labels are given.
+  Result<std::vector<Task>> AddMany(std::vector<Task> drafts,
+                                    const std::vector<std::string>& labels = {});
 
   // Adds `draft` as a subtask of `parent_id` for the agent that holds the parent's claim: one
   // transaction that checks the claim with `token` (active, unexpired, the parent's), then adds
