@@ -223,6 +223,48 @@ TEST_F(ApiTest, BadRequestsGetAClearErrorAndWriteNothing) {
   EXPECT_EQ(Patch("/api/tasks/task-zzzzzzzz", R"({"title": "y"})", token_).status, 404);
 }
 
+// POST /api/tasks with an array (issue 27): one transaction, all or none, a refusal naming the
+// task by its place.
+TEST_F(ApiTest, AnArrayOfTasksIsAddedInOneTransactionOrNotAtAll) {
+  Serve();
+  Reply r = Post("/api/tasks",
+                 R"([{"title": "a", "priority": 2}, {"title": "b", "queue": "web"},
+                     {"title": "c", "command": ["true"]}])",
+                 token_);
+  ASSERT_EQ(r.status, 201) << r.body.dump();
+  ASSERT_EQ(r.body["added"], 3);
+  ASSERT_EQ(r.body["ids"].size(), 3u);
+  json b = TxJson({"task", "show", r.body["ids"][1]});
+  EXPECT_EQ(b["title"], "b");
+  EXPECT_EQ(b["queue"], "web");
+  EXPECT_EQ(TxJson({"task", "show", r.body["ids"][2]})["command"], json::array({"true"}));
+
+  struct Case {
+    std::string body;
+    std::string message_part;
+  };
+  std::string too_many = "[";
+  for (int i = 0; i <= 10'000; ++i) too_many += std::string(i ? "," : "") + R"({"title":"x"})";
+  too_many += "]";
+  std::vector<Case> cases = {
+      {R"([{"title": "fine"}, {"titel": "typo"}])", "task 2: unknown field 'titel'"},
+      {R"([{"title": "fine"}, 5])", "task 2: must be a JSON object"},
+      {R"([{"title": "fine"}, {"title": "x", "after": ["task-zzzzzzzz"]}])",
+       "task 2: task task-zzzzzzzz (in --after) not found"},
+      {"[]", "the array holds no task"},
+      {too_many, "an array adds at most 10000 tasks (this one has 10001)"},
+      {"5", "the request body must be a task or an array of tasks"},
+  };
+  for (const auto& c : cases) {
+    Reply refused = Post("/api/tasks", c.body, token_);
+    EXPECT_TRUE(refused.status == 400 || refused.status == 404)
+        << c.body.substr(0, 80) << " → " << refused.status;
+    EXPECT_NE(refused.body["error"].value("message", "").find(c.message_part), std::string::npos)
+        << c.body.substr(0, 80) << " → " << refused.body.dump();
+  }
+  EXPECT_EQ(TaskCount(), 3u) << "a refused array wrote something";
+}
+
 TEST_F(ApiTest, CancellingATaskInARepositoryRemovesItsWorktreeAndKeepsItsBranch) {
   Serve();
   std::string repo = MakeRepo();

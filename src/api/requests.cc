@@ -15,13 +15,18 @@ namespace tx::api {
 
 using nlohmann::json;
 
-Result<json> ParseObject(std::string_view body) {
+Result<json> ParseBody(std::string_view body) {
   json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return Error::InvalidArgument("malformed JSON in the request body");
   if (NestsDeeperThan(body, kMaxJsonDepth)) {
     return Error::InvalidArgument("the request body nests deeper than " +
                                   std::to_string(kMaxJsonDepth) + " levels");
   }
+  return j;
+}
+
+Result<json> ParseObject(std::string_view body) {
+  TX_ASSIGN_OR_RETURN(json j, ParseBody(body));
   if (!j.is_object()) return Error::InvalidArgument("the request body must be a JSON object");
   return j;
 }

@@ -24,6 +24,10 @@ namespace tx::api {
 // Parses a request body: malformed JSON, arrays and objects nested deeper than 128 levels, or
 // anything but an object, is an invalid argument.
 Result<nlohmann::json> ParseObject(std::string_view body);
+// The same for a body that may be any JSON value (an array of tasks).
+Result<nlohmann::json> ParseBody(std::string_view body);
+// The most tasks one POST /api/tasks array adds.
+inline constexpr std::size_t kMaxTasksPerPost = 10'000;
 
 // PATCH /api/tasks/:id. Either field changes ("title", "priority", "after", "metadata" merged
 // RFC 7386 style) or one status change, not both:

@@ -32,6 +32,37 @@ namespace {
 
 using nlohmann::json;
 
+// POST /api/tasks with an array: every task decoded and prepared as a single one is, then added in
+// one transaction, all or none; a refusal names the task by its place ("task 3: ...").
+Result<json> AddTaskArray(const worker::WorkerConfig& config, store::Store& store,
+                          const service::ServiceOptions& opts, const json& body) {
+  if (body.empty()) return Error::InvalidArgument("the array holds no task");
+  if (body.size() > kMaxTasksPerPost) {
+    return Error::InvalidArgument("an array adds at most " + std::to_string(kMaxTasksPerPost) +
+                                  " tasks (this one has " + std::to_string(body.size()) + ")");
+  }
+  std::vector<Task> drafts;
+  std::vector<std::string> labels;
+  drafts.reserve(body.size());
+  for (std::size_t i = 0; i < body.size(); ++i) {
+    std::string label = "task " + std::to_string(i + 1);
+    auto at = [&](const Error& e) { return Error(e.code(), label + ": " + e.message()); };
+    if (!body[i].is_object()) return at(Error::InvalidArgument("must be a JSON object"));
+    Result<Task> t = DecodeNewTask(body[i]);
+    if (!t.ok()) return at(t.error());
+    Status prepared = worker::PrepareGitTask(config, /*auto_merge=*/false, *t);
+    if (prepared.ok()) prepared = worker::PrepareAgentTask(config, *t);
+    if (!prepared.ok()) return at(prepared.error());
+    drafts.push_back(std::move(*t));
+    labels.push_back(std::move(label));
+  }
+  service::TaskService tasks(store, store.clock(), opts);
+  TX_ASSIGN_OR_RETURN(std::vector<Task> added, tasks.AddMany(std::move(drafts), labels));
+  json ids = json::array();
+  for (const Task& t : added) ids.push_back(t.id);
+  return json{{"added", added.size()}, {"ids", std::move(ids)}};
+}
+
 bool Mutating(const std::string& method) { return method != "GET" && method != "HEAD"; }
 
 // A task as GET /api/tasks/:id shows it: with its attempts and usage, and, while it waits, why no
@@ -262,25 +293,29 @@ void ApiServer::Routes() {
     });
   });
 
-  h.Post("/api/tasks",
-         [this, with_store, &opts](const httplib::Request& req, httplib::Response& res) {
-           with_store(res, 201, [&](store::Store& store) -> Result<json> {
-             TX_ASSIGN_OR_RETURN(json body, ParseObject(req.body));
-             TX_ASSIGN_OR_RETURN(Task draft, DecodeNewTask(body));
-             TX_RETURN_IF_ERROR(worker::PrepareGitTask(config_, /*auto_merge=*/false, draft));
-             TX_RETURN_IF_ERROR(worker::PrepareAgentTask(config_, draft));
-             service::TaskService tasks(store, store.clock(), opts);
-             TX_ASSIGN_OR_RETURN(Task added, tasks.Add(std::move(draft)));
-             res.set_header("Location", "/api/tasks/" + added.id);
-             json out = ToJson(added, {});
-             // Added either way (a worker may start later), but said now.
-             Result<std::map<std::string, std::string>> why = tasks.Unclaimable({added});
-             if (why.ok() && why->contains(added.id)) {
-               out["warnings"] = json::array({"no worker can claim it now: " + why->at(added.id)});
-             }
-             return out;
-           });
-         });
+  h.Post(
+      "/api/tasks", [this, with_store, &opts](const httplib::Request& req, httplib::Response& res) {
+        with_store(res, 201, [&](store::Store& store) -> Result<json> {
+          TX_ASSIGN_OR_RETURN(json body, ParseBody(req.body));
+          if (body.is_array()) return AddTaskArray(config_, store, opts, body);
+          if (!body.is_object()) {
+            return Error::InvalidArgument("the request body must be a task or an array of tasks");
+          }
+          TX_ASSIGN_OR_RETURN(Task draft, DecodeNewTask(body));
+          TX_RETURN_IF_ERROR(worker::PrepareGitTask(config_, /*auto_merge=*/false, draft));
+          TX_RETURN_IF_ERROR(worker::PrepareAgentTask(config_, draft));
+          service::TaskService tasks(store, store.clock(), opts);
+          TX_ASSIGN_OR_RETURN(Task added, tasks.Add(std::move(draft)));
+          res.set_header("Location", "/api/tasks/" + added.id);
+          json out = ToJson(added, {});
+          // Added either way (a worker may start later), but said now.
+          Result<std::map<std::string, std::string>> why = tasks.Unclaimable({added});
+          if (why.ok() && why->contains(added.id)) {
+            out["warnings"] = json::array({"no worker can claim it now: " + why->at(added.id)});
+          }
+          return out;
+        });
+      });
 
   h.Get(R"(/api/tasks/([^/]+))",
         [with_store, &opts](const httplib::Request& req, httplib::Response& res) {
