@@ -473,6 +473,20 @@ TEST_F(ApiTest, StatsGiveTheLastHourOfThroughputAndQueueDepth) {
   for (const char* k : {"at", "ready", "running", "blocked", "review"})
     EXPECT_TRUE(sample.contains(k));
   EXPECT_EQ(Get("/api/stats?window=2h").status, 400);
+  // Issue 24: the last day in quarter hours and the last week in two hours, the same done task.
+  Reply day = Get("/api/stats?range=24h");
+  ASSERT_EQ(day.status, 200) << day.body.dump();
+  EXPECT_EQ(day.body["range"], "24h");
+  EXPECT_EQ(day.body["throughput"].size(), 96u);
+  Reply week = Get("/api/stats?range=7d");
+  EXPECT_EQ(week.body["throughput"].size(), 84u);
+  for (const Reply* r : {&day, &week}) {
+    std::int64_t n = 0;
+    for (const auto& b : r->body["throughput"]) n += b["done"].get<std::int64_t>();
+    EXPECT_EQ(n, 1);
+    EXPECT_FALSE(r->body["depth"].empty());
+  }
+  EXPECT_EQ(Get("/api/stats?range=2h").status, 400);
 }
 
 TEST_F(ApiTest, AReadMayCarryItsTokenInTheQueryButAChangeMayNot) {
@@ -539,6 +553,146 @@ TEST_F(ApiTest, ListingFiltersAndPagesWithACursor) {
   Reply running = Get("/api/tasks?status=in-progress");
   ASSERT_EQ(running.body["tasks"].size(), 1u);
   EXPECT_EQ(running.body["tasks"][0]["id"], ids[2]);
+}
+
+// Issue 24: the dashboard's search and filters, and each task's cost from the usage ledger.
+TEST_F(ApiTest, ListingSearchesIdsAndTitlesFiltersByAgentAndTimeAndCarriesEachTasksCost) {
+  Serve();
+  // A few milliseconds apart, so that each has a created time of its own.
+  std::string login = AddOverHttp("Fix the LOGIN test", {{"agent", "claude"}});
+  std::this_thread::sleep_for(5ms);
+  std::string parser = AddOverHttp("Port the parser", {{"agent", "codex"}});
+  std::this_thread::sleep_for(5ms);
+  std::string page = AddOverHttp("login page", {{"queue", "web"}});
+  auto ids = [&](const std::string& query) {
+    Reply r = Get("/api/tasks?" + query);
+    EXPECT_EQ(r.status, 200) << query << " → " << r.body.dump();
+    std::vector<std::string> out;
+    for (const auto& t : r.body["tasks"]) out.push_back(t["id"]);
+    return out;
+  };
+  EXPECT_EQ(ids("q=login"), (std::vector<std::string>{login, page}));
+  EXPECT_EQ(ids("q=" + parser), std::vector<std::string>{parser});
+  EXPECT_EQ(ids("q=task-").size(), 3u) << "an id's prefix";
+  EXPECT_TRUE(ids("q=" + parser.substr(5)).empty()) << "an id's middle is no prefix";
+  EXPECT_EQ(ids("q=login&queue=web"), std::vector<std::string>{page});
+  EXPECT_EQ(ids("agent=codex"), std::vector<std::string>{parser});
+  EXPECT_EQ(ids("q=PORT&order=desc&limit=1"), std::vector<std::string>{parser});
+  // Created times, as the API writes them or as a duration back from now.
+  std::string second = TxJson({"task", "show", parser})["created_at"];
+  std::string third = TxJson({"task", "show", page})["created_at"];
+  EXPECT_EQ(ids("since=" + second).front(), parser);
+  EXPECT_EQ(ids("until=" + second).back(), login);
+  EXPECT_EQ(ids("since=" + second + "&until=" + third).back(), parser);
+  EXPECT_EQ(ids("since=1h").size(), 3u);
+  for (const char* bad :
+       {"since=yesterday", "until=2026-11-22", "since=0s", "agnet=codex", "limit=1001"}) {
+    Reply r = Get(std::string("/api/tasks?") + bad);
+    EXPECT_EQ(r.status, 400) << bad;
+    EXPECT_EQ(r.body["error"]["message"].get<std::string>().find('\n'), std::string::npos);
+  }
+  EXPECT_EQ(Get("/api/tasks?q=" + std::string(201, 'x')).status, 400);
+  // The cost of each task with rows in the ledger (here the row of an attempt, written as its
+  // worker would), summed; null for one without.
+  std::int64_t token = TxJson({"claim", login})["token"];
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir_.path() / ".tx" / "tx.db").c_str(), &db), SQLITE_OK);
+  std::string sql =
+      "INSERT INTO attempt_usage (token, task_id, attempt, input_tokens, cost_micro_usd, "
+      "cost_estimated, turns) VALUES (" +
+      std::to_string(token) + ", '" + login + "', 1, 150, 420000, 1, 3)";
+  ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  Reply all = Get("/api/tasks");
+  ASSERT_EQ(all.body["tasks"].size(), 3u);
+  const json& usage = all.body["tasks"][0]["usage"];
+  EXPECT_DOUBLE_EQ(usage["cost_usd"].get<double>(), 0.42) << usage.dump();
+  EXPECT_EQ(usage["cost_estimated"], true);
+  EXPECT_EQ(usage["attempts"], 1);
+  EXPECT_EQ(usage["tokens"]["input"], 150);
+  EXPECT_EQ(usage, Get("/api/tasks/" + login).body["usage"]) << "the total the task shows";
+  EXPECT_TRUE(all.body["tasks"][1]["usage"].is_null());
+}
+
+// Issue 24: cancel and retry many tasks at once, as the PATCH of each would, each id's outcome
+// reported; an admin change like the PATCH, and a bad body refused whole.
+TEST_F(ApiTest, BulkCancelAndRetryReportEachTaskAndNeedTheAdminToken) {
+  std::ofstream(dir_.path() / ".tx" / "tokens") << "read r-token\n";
+  Serve();
+  std::string a = AddOverHttp("a"), b = AddOverHttp("b"), done = AddOverHttp("done");
+  json claim = TxJson({"claim", done});
+  ASSERT_EQ(
+      Tx({"task", "done", done, "--token", std::to_string(claim["token"].get<int>())}).exit_code,
+      0);
+  std::string body = json({{"ids", {a, b, done, "task-zzzzzzzz"}}, {"note", "not now"}}).dump();
+  EXPECT_EQ(Post("/api/tasks/cancel", body, "").status, 401);
+  EXPECT_EQ(Post("/api/tasks/cancel", body, "r-token").status, 403);
+  EXPECT_EQ(TxJson({"task", "show", a})["status"], "ready") << "a refused request wrote something";
+  Reply cancelled = Post("/api/tasks/cancel", body, token_);
+  ASSERT_EQ(cancelled.status, 200) << cancelled.body.dump();
+  EXPECT_EQ(cancelled.body["ok"], 2);
+  EXPECT_EQ(cancelled.body["failed"], 2);
+  const json& results = cancelled.body["results"];
+  ASSERT_EQ(results.size(), 4u);
+  EXPECT_EQ(results[0], json({{"id", a}, {"ok", true}, {"status", "cancelled"}}));
+  EXPECT_EQ(results[2]["ok"], false);
+  EXPECT_EQ(results[2]["error"]["code"], "conflict") << results[2].dump();
+  EXPECT_EQ(results[3]["error"]["code"], "not_found");
+  EXPECT_EQ(TxJson({"task", "show", b})["status"], "cancelled");
+  EXPECT_EQ(TxJson({"task", "show", done})["status"], "done");
+
+  Reply retried = Post("/api/tasks/retry", json({{"ids", {a, b, done}}}).dump(), token_);
+  ASSERT_EQ(retried.status, 200) << retried.body.dump();
+  EXPECT_EQ(retried.body["ok"], 2);
+  EXPECT_EQ(retried.body["results"][1]["status"], "ready");
+  EXPECT_EQ(retried.body["results"][2]["error"]["code"], "conflict");
+  EXPECT_EQ(TxJson({"task", "show", a})["status"], "ready");
+
+  json many = json::array();
+  for (int i = 0; i < 1001; ++i) many.push_back("task-" + std::to_string(i));
+  for (const std::string& bad :
+       {std::string(R"({"ids": []})"), std::string(R"({"ids": "x"})"), std::string("[1]"),
+        std::string(R"({"ids": ["x"], "force": true})"), json({{"ids", many}}).dump()}) {
+    Reply r = Post("/api/tasks/cancel", bad, token_);
+    EXPECT_EQ(r.status, 400) << bad.substr(0, 80);
+    EXPECT_EQ(r.body["error"]["message"].get<std::string>().find('\n'), std::string::npos);
+  }
+  EXPECT_EQ(Post("/api/tasks/cancel", R"({"ids": ["x"], "fresh": true})", token_).status, 400);
+  EXPECT_EQ(TxJson({"task", "show", a})["status"], "ready");
+}
+
+// Issue 24: a worker's history of attempts, newest first, a page at a time, by id or name.
+TEST_F(ApiTest, AWorkersHistoryListsItsAttemptsNewestFirstAPageAtATime) {
+  Serve();
+  std::vector<std::string> ids;
+  for (const char* title : {"first", "second", "third"}) {
+    ids.push_back(AddOverHttp(title));
+    json claim = TxJson({"claim", ids.back(), "--worker", "by-hand"});
+    ASSERT_EQ(Tx({"task", "fail", ids.back(), "--token", std::to_string(claim["token"].get<int>()),
+                  "--error", "no"})
+                  .exit_code,
+              0);
+  }
+  Reply first = Get("/api/workers/by-hand/attempts?limit=2");
+  ASSERT_EQ(first.status, 200) << first.body.dump();
+  EXPECT_EQ(first.body["worker"]["name"], "by-hand");
+  ASSERT_EQ(first.body["attempts"].size(), 2u);
+  const json& newest = first.body["attempts"][0];
+  EXPECT_EQ(newest["task_id"], ids[2]);
+  EXPECT_EQ(newest["task_title"], "third");
+  EXPECT_EQ(newest["n"], 1);
+  EXPECT_EQ(newest["worker_id"], first.body["worker"]["id"]);
+  EXPECT_TRUE(newest["cost_usd"].is_null());
+  ASSERT_TRUE(first.body["next_cursor"].is_string());
+  std::string worker_id = first.body["worker"]["id"];
+  Reply rest = Get("/api/workers/" + worker_id +
+                   "/attempts?limit=2&cursor=" + first.body["next_cursor"].get<std::string>());
+  ASSERT_EQ(rest.status, 200) << rest.body.dump();
+  ASSERT_EQ(rest.body["attempts"].size(), 1u);
+  EXPECT_EQ(rest.body["attempts"][0]["task_title"], "first");
+  EXPECT_TRUE(rest.body["next_cursor"].is_null());
+  EXPECT_EQ(Get("/api/workers/nobody/attempts").status, 404);
+  EXPECT_EQ(Get("/api/workers/by-hand/attempts?page=2").status, 400);
 }
 
 TEST_F(ApiTest, WorkersHeartbeatsAndEventsAreReadable) {

@@ -140,9 +140,9 @@ void EventHub::SampleDepth() {
   stats_.Sample(counts, store_->clock().NowMs());
 }
 
-nlohmann::json EventHub::RenderStats(Millis now) const {
+nlohmann::json EventHub::RenderStats(Millis now, const StatsRange& range) const {
   std::lock_guard lock(mu_);
-  return stats_.Render(now);
+  return stats_.Render(now, range);
 }
 
 std::int64_t EventHub::last_id() const {

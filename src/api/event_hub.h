@@ -68,8 +68,8 @@ class EventHub {
 
   // The metrics' text with the counters folded so far.
   std::string RenderMetrics(const MetricsSnapshot& now) const;
-  // GET /api/stats at `now`.
-  nlohmann::json RenderStats(Millis now) const;
+  // GET /api/stats at `now`, over `range`.
+  nlohmann::json RenderStats(Millis now, const StatsRange& range) const;
 
  private:
   struct Key {};

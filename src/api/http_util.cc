@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <charconv>
 
+#include "core/duration.h"
+
 namespace tx::api {
 
 void Reply(httplib::Response& res, int status, const nlohmann::json& body) {
@@ -61,6 +63,17 @@ Result<std::int64_t> CursorParam(const httplib::Request& req, const char* name) 
     return Error::InvalidArgument("parameter '" + std::string(name) + "' is not a cursor: " + v);
   }
   return n;
+}
+
+Result<std::int64_t> TimeParam(const httplib::Request& req, const char* name, std::int64_t now) {
+  if (!req.has_param(name)) return std::int64_t{0};
+  std::string v = req.get_param_value(name);
+  if (Result<Millis> t = ParseTime(v); t.ok()) return *t;
+  if (Result<Millis> d = ParseDuration(v); d.ok() && *d > 0) return std::max<Millis>(1, now - *d);
+  return Error::InvalidArgument("parameter '" + std::string(name) +
+                                "' must be a time such as 2026-11-22T04:31:24.123Z or a duration "
+                                "such as 24h, not '" +
+                                v + "'");
 }
 
 Status OnlyParams(const httplib::Request& req, std::initializer_list<std::string_view> known) {

@@ -43,6 +43,9 @@ void ReplyWithStore(StorePool& pool, httplib::Response& res, int ok_status, Fn&&
 Result<int> CountParam(const httplib::Request& req, const char* name, int fallback, int lo, int hi);
 // A query parameter as a non-negative number (a cursor or an event id), 0 when absent.
 Result<std::int64_t> CursorParam(const httplib::Request& req, const char* name);
+// A query parameter as a time: ISO-8601 UTC as the API writes times (2026-11-22T04:31:24.123Z),
+// or a duration (24h, 7d) meaning that long before `now`; 0 when absent.
+Result<std::int64_t> TimeParam(const httplib::Request& req, const char* name, std::int64_t now);
 // Refuses query parameters a route does not know (access_token aside), so a misspelt filter is
 // not silently ignored.
 Status OnlyParams(const httplib::Request& req, std::initializer_list<std::string_view> known);

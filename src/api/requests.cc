@@ -141,6 +141,27 @@ Result<TaskChange> DecodeTaskChange(const json& body) {
   return Error::Internal("unhandled status");
 }
 
+Result<BulkChange> DecodeBulkChange(const json& body, bool retry) {
+  TX_RETURN_IF_ERROR(retry ? OnlyKnownFields(body, {"ids", "note", "fresh"})
+                           : OnlyKnownFields(body, {"ids", "note"}));
+  BulkChange c;
+  std::vector<std::string> ids;
+  TX_RETURN_IF_ERROR(ReadStrings(body, "ids", ids));
+  if (ids.empty()) return Error::InvalidArgument("field 'ids' must list at least one task id");
+  if (ids.size() > kMaxBulkIds) {
+    return Error::InvalidArgument("field 'ids' lists " + std::to_string(ids.size()) +
+                                  " tasks: at most " + std::to_string(kMaxBulkIds) + " at a time");
+  }
+  std::set<std::string> seen;
+  for (auto& id : ids) {
+    if (id.empty()) return Error::InvalidArgument("field 'ids' holds an empty id");
+    if (seen.insert(id).second) c.ids.push_back(std::move(id));
+  }
+  TX_RETURN_IF_ERROR(ReadString(body, "note", c.note));
+  TX_RETURN_IF_ERROR(ReadBool(body, "fresh", c.fresh));
+  return c;
+}
+
 Result<int> DecodeScale(const json& body) {
   TX_RETURN_IF_ERROR(OnlyKnownFields(body, {"workers"}));
   if (!body.contains("workers")) return Error::InvalidArgument("field 'workers' is required");

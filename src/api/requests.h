@@ -55,6 +55,17 @@ struct TaskChange {
 };
 Result<TaskChange> DecodeTaskChange(const nlohmann::json& body);
 
+// POST /api/tasks/cancel and /api/tasks/retry (issue 24): {"ids": ["task-…", …] (1 to
+// kMaxBulkIds, each once: a repeated id is acted on once), "note": string, and for a retry
+// "fresh": bool}, as PATCH /api/tasks/ID with that status and note does for each.
+inline constexpr std::size_t kMaxBulkIds = 1000;
+struct BulkChange {
+  std::vector<std::string> ids;
+  std::string note;
+  bool fresh = false;
+};
+Result<BulkChange> DecodeBulkChange(const nlohmann::json& body, bool retry);
+
 // POST /api/orchestrator/scale: {"workers": N}, 0 <= N <= 10000.
 Result<int> DecodeScale(const nlohmann::json& body);
 

@@ -50,5 +50,32 @@ TEST(DecodeTaskChange, RefusesATokenBeyond64Bits) {
   EXPECT_EQ(r.error().message(), "field 'token' is out of range");
 }
 
+// Issue 24: a bulk cancel or retry names its tasks once each, within the limit, and nothing else.
+TEST(DecodeBulkChange, TakesUpToTheLimitOfIdsEachOnceAndRefusesAnythingElse) {
+  auto bulk = [](std::string_view body, bool retry = false) {
+    return DecodeBulkChange(*ParseObject(body), retry);
+  };
+  auto ok = bulk(R"({"ids": ["task-a", "task-b", "task-a"], "note": "n"})");
+  ASSERT_TRUE(ok.ok()) << ok.error().message();
+  EXPECT_EQ(ok->ids, (std::vector<std::string>{"task-a", "task-b"}));
+  EXPECT_EQ(ok->note, "n");
+  EXPECT_TRUE(bulk(R"({"ids": ["task-a"], "fresh": true})", /*retry=*/true)->fresh);
+  std::string many = R"({"ids": [)";
+  for (std::size_t i = 0; i <= kMaxBulkIds; ++i)
+    many += (i ? ",\"t" : "\"t") + std::to_string(i) + "\"";
+  many += "]}";
+  for (const char* body :
+       {R"({})", R"({"ids": []})", R"({"ids": "task-a"})", R"({"ids": [1]})", R"({"ids": [""]})",
+        R"({"ids": ["task-a"], "fresh": true})", R"({"ids": ["task-a"], "force": true})"}) {
+    auto r = bulk(body);
+    ASSERT_FALSE(r.ok()) << body;
+    EXPECT_EQ(r.error().code(), ErrorCode::kInvalidArgument) << body;
+    EXPECT_EQ(r.error().message().find('\n'), std::string::npos) << r.error().message();
+  }
+  auto over = bulk(many);
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.error().message(), "field 'ids' lists 1001 tasks: at most 1000 at a time");
+}
+
 }  // namespace
 }  // namespace tx::api

@@ -19,6 +19,7 @@
 #include "api/requests.h"
 #include "core/json.h"
 #include "core/validation.h"
+#include "service/agent_service.h"
 #include "service/claim_service.h"
 #include "service/task_service.h"
 #include "service/worker_service.h"
@@ -72,6 +73,21 @@ Result<json> Shown(service::TaskService& tasks, const service::TaskDetail& d) {
   TX_ASSIGN_OR_RETURN(auto unclaimable, tasks.Unclaimable({d.task}));
   if (!unclaimable.empty()) out["unclaimable"] = unclaimable.begin()->second;
   return out;
+}
+
+// The longest search a task list takes (?q=).
+constexpr std::size_t kMaxSearchBytes = 200;
+
+// Cancels a task, and removes its worktree when its repository is on this machine (the branch
+// stays).
+Result<Task> Cancel(service::TaskService& tasks, const std::string& id, const std::string& note) {
+  TX_ASSIGN_OR_RETURN(Task cancelled, tasks.Cancel(id, note));
+  if (!cancelled.repo.empty()) {
+    if (Status s = worker::RemoveIdleWorktree(cancelled.repo, cancelled.id); !s.ok()) {
+      std::fprintf(stderr, "tx: warning: %s\n", s.error().message().c_str());
+    }
+  }
+  return cancelled;
 }
 
 // What a path needs: the worker protocol needs a worker (or admin) token, any change an admin
@@ -260,15 +276,27 @@ void ApiServer::Routes() {
     });
   });
 
+  // GET /api/tasks: a page of tasks, filtered (status, queue, owner, agent, a search of ids and
+  // titles, the created time), each with its usage summed (one query for the page).
   h.Get("/api/tasks", [with_store, &opts](const httplib::Request& req, httplib::Response& res) {
     with_store(res, 200, [&](store::Store& store) -> Result<json> {
-      TX_RETURN_IF_ERROR(OnlyParams(req, {"status", "queue", "owner", "limit", "cursor", "order"}));
+      TX_RETURN_IF_ERROR(OnlyParams(req, {"status", "queue", "owner", "agent", "q", "since",
+                                          "until", "limit", "cursor", "order"}));
       store::TaskFilter f;
       if (req.has_param("status")) {
         TX_ASSIGN_OR_RETURN(f.status, ParseTaskStatus(req.get_param_value("status")));
       }
       if (req.has_param("queue")) f.queue = req.get_param_value("queue");
       if (req.has_param("owner")) f.owner = req.get_param_value("owner");
+      if (req.has_param("agent")) f.agent = req.get_param_value("agent");
+      f.search = req.get_param_value("q");
+      if (f.search.size() > kMaxSearchBytes) {
+        return Error::InvalidArgument("parameter 'q' is longer than " +
+                                      std::to_string(kMaxSearchBytes) + " bytes");
+      }
+      const Millis now = store.clock().NowMs();
+      TX_ASSIGN_OR_RETURN(f.created_since, TimeParam(req, "since", now));
+      TX_ASSIGN_OR_RETURN(f.created_until, TimeParam(req, "until", now));
       TX_ASSIGN_OR_RETURN(f.limit, CountParam(req, "limit", kDefaultPageSize, 1, kMaxPageSize));
       TX_ASSIGN_OR_RETURN(f.cursor, CursorParam(req, "cursor"));
       std::string order = req.has_param("order") ? req.get_param_value("order") : "asc";
@@ -279,12 +307,18 @@ void ApiServer::Routes() {
       service::TaskService tasks(store, store.clock(), opts);
       TX_ASSIGN_OR_RETURN(std::vector<Task> list, tasks.List(f));
       TX_ASSIGN_OR_RETURN(auto unclaimable, tasks.Unclaimable(list));
+      std::vector<std::string> ids;
+      for (const auto& t : list) ids.push_back(t.id);
+      TX_ASSIGN_OR_RETURN(auto usage,
+                          service::AgentService(store, store.clock(), opts).TaskTotals(ids));
       json out = {{"tasks", json::array()}, {"next_cursor", nullptr}};
       for (const auto& t : list) {
-        out["tasks"].push_back(ToJson(t, {}));
+        json& j = out["tasks"].emplace_back(ToJson(t, {}));
         if (auto it = unclaimable.find(t.id); it != unclaimable.end()) {
-          out["tasks"].back()["unclaimable"] = it->second;
+          j["unclaimable"] = it->second;
         }
+        auto u = usage.find(t.id);
+        j["usage"] = u == usage.end() ? json() : ToJson(u->second);
       }
       if (static_cast<int>(list.size()) == f.limit) {
         out["next_cursor"] = std::to_string(list.back().seq);
@@ -292,6 +326,35 @@ void ApiServer::Routes() {
       return out;
     });
   });
+
+  // POST /api/tasks/cancel and /api/tasks/retry: the PATCH of each task's status, for many
+  // tasks at once. Each is its own transaction; a task refused (not found, in a state the change
+  // does not leave) is reported beside the others, which go on.
+  for (const bool retry : {false, true}) {
+    h.Post(retry ? "/api/tasks/retry" : "/api/tasks/cancel", [with_store, &opts, retry](
+                                                                 const httplib::Request& req,
+                                                                 httplib::Response& res) {
+      with_store(res, 200, [&](store::Store& store) -> Result<json> {
+        TX_ASSIGN_OR_RETURN(json body, ParseObject(req.body));
+        TX_ASSIGN_OR_RETURN(BulkChange c, DecodeBulkChange(body, retry));
+        service::TaskService tasks(store, store.clock(), opts);
+        json results = json::array();
+        int ok = 0;
+        for (const auto& id : c.ids) {
+          Result<Task> r = retry ? tasks.Retry(id, c.note, c.fresh) : Cancel(tasks, id, c.note);
+          json& one = results.emplace_back(json{{"id", id}, {"ok", r.ok()}});
+          if (r.ok()) {
+            ++ok;
+            one["status"] = ToString(r->status);
+          } else {
+            one["error"] = {{"code", CodeName(r.error().code())}, {"message", r.error().message()}};
+          }
+        }
+        const int failed = static_cast<int>(c.ids.size()) - ok;
+        return json{{"results", std::move(results)}, {"ok", ok}, {"failed", failed}};
+      });
+    });
+  }
 
   h.Post(
       "/api/tasks", [this, with_store, &opts](const httplib::Request& req, httplib::Response& res) {
@@ -345,16 +408,9 @@ void ApiServer::Routes() {
                                    .Report(id, *c.token, c.outcome, c.text));
           }
           break;
-        case TaskChange::Kind::kCancel: {
-          TX_ASSIGN_OR_RETURN(Task cancelled, tasks.Cancel(id, c.text));
-          // Its worktree, when its repository is on this machine (the branch stays).
-          if (!cancelled.repo.empty()) {
-            if (Status s = worker::RemoveIdleWorktree(cancelled.repo, cancelled.id); !s.ok()) {
-              std::fprintf(stderr, "tx: warning: %s\n", s.error().message().c_str());
-            }
-          }
+        case TaskChange::Kind::kCancel:
+          TX_RETURN_IF_ERROR(Cancel(tasks, id, c.text));
           break;
-        }
         case TaskChange::Kind::kRetry: {
           // "ready" is a retry of a failed or cancelled task, and a request for changes
           // of one in review; a task that moves meanwhile is refused by the call made.
@@ -457,6 +513,32 @@ void ApiServer::Routes() {
       TX_ASSIGN_OR_RETURN(
           Worker w, service::WorkerService(store, store.clock(), opts).Get(req.matches[1].str()));
       return ToJson(w, store.clock().Now());
+    });
+  });
+
+  // GET /api/workers/ID/attempts: a worker's history, newest first, a page at a time.
+  h.Get(R"(/api/workers/([^/]+)/attempts)", [with_store, &opts](const httplib::Request& req,
+                                                                httplib::Response& res) {
+    with_store(res, 200, [&](store::Store& store) -> Result<json> {
+      TX_RETURN_IF_ERROR(OnlyParams(req, {"limit", "cursor"}));
+      TX_ASSIGN_OR_RETURN(int limit, CountParam(req, "limit", kDefaultPageSize, 1, kMaxPageSize));
+      TX_ASSIGN_OR_RETURN(std::int64_t cursor, CursorParam(req, "cursor"));
+      TX_ASSIGN_OR_RETURN(service::WorkerService::History history,
+                          service::WorkerService(store, store.clock(), opts)
+                              .Attempts(req.matches[1].str(), cursor, limit));
+      json out = {{"worker", ToJson(history.worker, store.clock().Now())},
+                  {"attempts", json::array()},
+                  {"next_cursor", nullptr}};
+      for (const auto& a : history.attempts) {
+        json& j = out["attempts"].emplace_back(ToJson(a.claim));
+        j["task_title"] = a.task_title;
+        j["cost_usd"] = a.has_usage ? json(a.cost_usd) : json();
+        j["cost_estimated"] = a.cost_estimated;
+      }
+      if (static_cast<int>(history.attempts.size()) == limit) {
+        out["next_cursor"] = std::to_string(history.attempts.back().claim.token);
+      }
+      return out;
     });
   });
 

@@ -232,12 +232,16 @@ void ApiServer::StreamRoutes() {
         });
   });
 
+  // GET /api/stats?range=1h|24h|7d (1h by default): the chart's data (api/stats.h).
   h.Get("/api/stats", [this](const httplib::Request& req, httplib::Response& res) {
-    Status params = OnlyParams(req, {});
+    Status params = OnlyParams(req, {"range"});
     if (!params.ok()) return ReplyError(res, params.error());
+    Result<StatsRange> range =
+        ParseStatsRange(req.has_param("range") ? req.get_param_value("range") : "1h");
+    if (!range.ok()) return ReplyError(res, range.error());
     Result<StorePool::Lease> s = stores_.Acquire();
     if (!s.ok()) return ReplyError(res, s.error());
-    Reply(res, 200, hub_->RenderStats((*s)->clock().NowMs()));
+    Reply(res, 200, hub_->RenderStats((*s)->clock().NowMs(), *range));
   });
 
   // GET /api/usage?by=task|queue|agent|day&since=DUR: the usage ledger summed, as `tx usage

@@ -115,6 +115,18 @@ Result<double> AgentService::TaskCost(std::string_view task_id) {
   return out;
 }
 
+Result<std::map<std::string, UsageTotal>> AgentService::TaskTotals(
+    const std::vector<std::string>& task_ids) {
+  std::map<std::string, UsageTotal> out;
+  TX_RETURN_IF_ERROR(store_.Read([&](store::Txn& txn) -> Status {
+    TX_ASSIGN_OR_RETURN(auto sums, txn.SumUsageOfTasks(task_ids));
+    out = std::map<std::string, UsageTotal>(std::make_move_iterator(sums.begin()),
+                                            std::make_move_iterator(sums.end()));
+    return Ok();
+  }));
+  return out;
+}
+
 Result<std::vector<UsageGroup>> AgentService::Summarize(const std::string& by, Millis since,
                                                         Millis until) {
   if (by != "task" && by != "queue" && by != "agent" && by != "day") {

@@ -48,6 +48,9 @@ class AgentService {
   Result<std::vector<AttemptUsage>> TaskUsage(std::string_view task_id);
   // What a task's attempts have cost together.
   Result<double> TaskCost(std::string_view task_id);
+  // The usage of each of these tasks summed (tokens, cost, turns, attempts), by task id, in one
+  // read and one query: a task with no row of the ledger is left out.
+  Result<std::map<std::string, UsageTotal>> TaskTotals(const std::vector<std::string>& task_ids);
   // The ledger since `since` (until `until`, 0 = now), grouped by "task", "queue", "agent" or
   // "day", largest cost first (days in order). invalid_argument for another grouping.
   Result<std::vector<UsageGroup>> Summarize(const std::string& by, Millis since, Millis until = 0);

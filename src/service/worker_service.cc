@@ -249,24 +249,39 @@ Result<std::vector<Worker>> WorkerService::List(const std::vector<WorkerStatus>&
   return out;
 }
 
+namespace {
+
+// By id, or by name or slot: the newest registration with it.
+Result<Worker> FindWorker(store::Txn& txn, std::string_view id_or_name) {
+  TX_ASSIGN_OR_RETURN(std::optional<Worker> w, txn.GetWorker(id_or_name));
+  if (w) return std::move(*w);
+  TX_ASSIGN_OR_RETURN(std::vector<Worker> all, txn.ListWorkers({}));
+  for (auto& cand : all) {  // newest first
+    if (cand.name == id_or_name || cand.slot == id_or_name) return std::move(cand);
+  }
+  return Error::NotFound("worker " + std::string(id_or_name) + " not found");
+}
+
+}  // namespace
+
 Result<Worker> WorkerService::Get(std::string_view id_or_name) {
   std::optional<Worker> out;
   TX_RETURN_IF_ERROR(store_.Read([&](store::Txn& txn) -> Status {
-    TX_ASSIGN_OR_RETURN(std::optional<Worker> w, txn.GetWorker(id_or_name));
-    if (!w) {
-      TX_ASSIGN_OR_RETURN(std::vector<Worker> all, txn.ListWorkers({}));
-      for (auto& cand : all) {  // newest first
-        if (cand.name == id_or_name || cand.slot == id_or_name) {
-          w = std::move(cand);
-          break;
-        }
-      }
-    }
-    if (!w) return Error::NotFound("worker " + std::string(id_or_name) + " not found");
-    out = std::move(w);
+    TX_ASSIGN_OR_RETURN(out, FindWorker(txn, id_or_name));
     return Ok();
   }));
   return std::move(*out);
+}
+
+Result<WorkerService::History> WorkerService::Attempts(std::string_view id_or_name,
+                                                       std::int64_t before_token, int limit) {
+  History out;
+  TX_RETURN_IF_ERROR(store_.Read([&](store::Txn& txn) -> Status {
+    TX_ASSIGN_OR_RETURN(out.worker, FindWorker(txn, id_or_name));
+    TX_ASSIGN_OR_RETURN(out.attempts, txn.ListAttemptsOfWorker(out.worker.id, before_token, limit));
+    return Ok();
+  }));
+  return out;
 }
 
 Result<Worker> WorkerService::EnsureByName(const ManualWorker& who) {

@@ -91,6 +91,14 @@ class WorkerService {
   Result<std::vector<Worker>> List(const std::vector<WorkerStatus>& statuses = {});
   // By id, or by name or slot (the newest registration with it).
   Result<Worker> Get(std::string_view id_or_name);
+  // A worker (`id_or_name` as for Get) and its attempts, newest first: at most `limit`, with
+  // tokens below `before_token` (0: from the newest), each with its task's title and cost. One
+  // read. not_found for an unknown worker.
+  struct History {
+    Worker worker;
+    std::vector<store::WorkerAttempt> attempts;
+  };
+  Result<History> Attempts(std::string_view id_or_name, std::int64_t before_token, int limit);
 
   // The worker a hand-run command acts as: the newest live worker with this name, or a new one
   // registered with `heartbeat_interval_ms` so it is not declared dead between commands.

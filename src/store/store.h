@@ -36,7 +36,13 @@ struct TaskFilter {
   std::optional<TaskStatus> status;
   std::optional<std::string> queue;
   std::optional<std::string> owner;
-  int limit = 0;  // 0 = no limit
+  std::optional<std::string> agent;  // the task's agent profile
+  // Matches a task whose id is `search` or starts with it, or whose title holds it, letters
+  // compared without case (ASCII letters on SQLite, whose lower() folds no others). "" = any.
+  std::string search;
+  Millis created_since = 0;  // created_at >= this (0: no bound)
+  Millis created_until = 0;  // created_at < this (0: no bound)
+  int limit = 0;             // 0 = no limit
   // Paging by insertion order: oldest first, after `cursor` (the last seq seen); or, with
   // newest_first, newest first, before `cursor` (0: from the newest).
   bool newest_first = false;
@@ -71,6 +77,16 @@ struct ClaimOrder {
 struct ClaimedTask {
   Task task;
   Claim claim;
+};
+
+// One attempt of a worker, as its history lists it: the claim, its task's title, and what the
+// usage ledger says it cost (no row: has_usage false).
+struct WorkerAttempt {
+  Claim claim;
+  std::string task_title;
+  bool has_usage = false;
+  double cost_usd = 0;
+  bool cost_estimated = false;
 };
 
 struct StatusCount {
@@ -151,6 +167,12 @@ class Txn {
   // Active claims whose lease has run out at `now`, as IsExpired (core/claim.h) judges.
   virtual Result<std::vector<Claim>> ListActiveClaimsExpiredAt(const Moment& now) = 0;
   virtual Result<int> CountClaimsForTask(std::string_view task_id) = 0;
+  // A worker's claims, newest first: at most `limit`, with tokens below `before_token` (0: from
+  // the newest). No index serves it: it reads the claims back from the newest until it has
+  // `limit` of the worker's, so a worker that stopped long ago costs a scan of the claims since.
+  virtual Result<std::vector<WorkerAttempt>> ListAttemptsOfWorker(std::string_view worker_id,
+                                                                  std::int64_t before_token,
+                                                                  int limit) = 0;
 
   // Workers.
   virtual Status InsertWorker(const Worker& worker) = 0;
@@ -203,6 +225,9 @@ class Txn {
   virtual Result<double> SumCostSince(Millis since, std::string_view queue) = 0;
   // The cost of every attempt of a task.
   virtual Result<double> TaskCost(std::string_view task_id) = 0;
+  // The rows of these tasks summed by task, in one query: the tasks that have rows, by task id.
+  virtual Result<std::vector<std::pair<std::string, UsageTotal>>> SumUsageOfTasks(
+      const std::vector<std::string>& task_ids) = 0;
   // The whole ledger summed by agent profile, by profile: what the metrics count.
   virtual Result<std::vector<std::pair<std::string, UsageTotal>>> UsageByAgent() = 0;
 

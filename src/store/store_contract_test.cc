@@ -175,6 +175,58 @@ TEST_P(StoreContract, ListTasksFiltersAndPagesInInsertionOrder) {
   EXPECT_EQ(list(newest).first, (std::vector<std::string>{"task-00000002", "task-00000001"}));
 }
 
+// Issue 24: the dashboard's search and filters. A search matches an id exactly or by prefix, or
+// a title's substring without regard to case; the agent and the created time narrow further, and
+// paging goes on under every filter.
+TEST_P(StoreContract, ListTasksSearchesIdsAndTitlesAndFiltersByAgentAndCreatedTime) {
+  const char* titles[] = {"Fix the LOGIN test", "Port the parser", "login page", "Write docs"};
+  for (int i = 0; i < 4; ++i) {
+    Task t = NewTask("task-abc0000" + std::to_string(i));
+    t.title = titles[i];
+    t.agent = i % 2 ? "codex" : "claude";
+    t.created_at = t.updated_at = 1'795'567'504'000 + i * 1000;  // past 32 bits
+    Insert(t);
+  }
+  Task other = NewTask("task-ffff0000");
+  other.title = "unrelated";
+  Insert(other);
+  auto ids = [&](TaskFilter f) {
+    std::vector<std::string> out;
+    EXPECT_TRUE(store_
+                    ->Read([&](Txn& txn) -> Status {
+                      TX_ASSIGN_OR_RETURN(std::vector<Task> tasks, txn.ListTasks(f));
+                      for (const auto& t : tasks) out.push_back(t.id);
+                      return Ok();
+                    })
+                    .ok());
+    return out;
+  };
+  TaskFilter f;
+  f.search = "login";
+  EXPECT_EQ(ids(f), (std::vector<std::string>{"task-abc00000", "task-abc00002"}));
+  f.search = "task-abc0000";  // an id's prefix
+  EXPECT_EQ(ids(f).size(), 4u);
+  f.search = "task-ffff0000";  // an id whole
+  EXPECT_EQ(ids(f), std::vector<std::string>{"task-ffff0000"});
+  f.search = "abc0000";  // inside an id, not at its start: no match
+  EXPECT_TRUE(ids(f).empty());
+  f.search = "%";  // no pattern characters
+  EXPECT_TRUE(ids(f).empty());
+  f.search = "";
+  f.agent = "codex";
+  EXPECT_EQ(ids(f), (std::vector<std::string>{"task-abc00001", "task-abc00003"}));
+  f.agent.reset();
+  f.created_since = 1'795'567'505'000;
+  f.created_until = 1'795'567'507'000;
+  EXPECT_EQ(ids(f), (std::vector<std::string>{"task-abc00001", "task-abc00002"}));
+  f.newest_first = true;
+  f.limit = 1;
+  EXPECT_EQ(ids(f), std::vector<std::string>{"task-abc00002"});
+  f.search = "PORT";
+  f.agent = "codex";
+  EXPECT_EQ(ids(f), std::vector<std::string>{"task-abc00001"});
+}
+
 // Issue 22: a task waiting for a person's answer (schema version 8 on both backends) is stored,
 // listed and counted under its own status, and never picked.
 TEST_P(StoreContract, AWaitingTaskIsStoredListedAndCountedButNeverPicked) {
@@ -458,6 +510,48 @@ TEST_P(StoreContract, UsageRowsRoundTripAndSumByTaskQueueAndTime) {
   EXPECT_DOUBLE_EQ(queue, 1.5);
 }
 
+// Issue 24: a page of tasks' costs in one query, summed by task; a task without rows is left out.
+TEST_P(StoreContract, SumUsageOfTasksSumsEachTasksRows) {
+  auto row = [](std::int64_t token, const char* task, double usd, bool estimated) {
+    AttemptUsage u;
+    u.token = token;
+    u.task_id = task;
+    u.tokens = {10, 2, 0, 0};
+    u.cost_usd = usd;
+    u.cost_estimated = estimated;
+    u.turns = 1;
+    return u;
+  };
+  ASSERT_TRUE(store_
+                  ->Write([&](Txn& txn) -> Status {
+                    TX_RETURN_IF_ERROR(txn.PutUsage(row(1, "task-00000001", 0.25, false)));
+                    TX_RETURN_IF_ERROR(txn.PutUsage(row(2, "task-00000001", 0.5, true)));
+                    TX_RETURN_IF_ERROR(txn.PutUsage(row(3, "task-00000002", 1, false)));
+                    return txn.PutUsage(row(4, "task-00000003", 9, false));
+                  })
+                  .ok());
+  std::vector<std::pair<std::string, UsageTotal>> sums, none;
+  ASSERT_TRUE(store_
+                  ->Read([&](Txn& txn) -> Status {
+                    TX_ASSIGN_OR_RETURN(sums, txn.SumUsageOfTasks({"task-00000002", "task-00000001",
+                                                                   "task-00000009"}));
+                    TX_ASSIGN_OR_RETURN(none, txn.SumUsageOfTasks({}));
+                    return Ok();
+                  })
+                  .ok());
+  ASSERT_EQ(sums.size(), 2u);
+  EXPECT_EQ(sums[0].first, "task-00000001");
+  EXPECT_EQ(sums[0].second.attempts, 2);
+  EXPECT_DOUBLE_EQ(sums[0].second.cost_usd, 0.75);
+  EXPECT_TRUE(sums[0].second.estimated);
+  EXPECT_EQ(sums[0].second.tokens.input, 20);
+  EXPECT_EQ(sums[0].second.turns, 2);
+  EXPECT_EQ(sums[1].first, "task-00000002");
+  EXPECT_DOUBLE_EQ(sums[1].second.cost_usd, 1);
+  EXPECT_FALSE(sums[1].second.estimated);
+  EXPECT_TRUE(none.empty());
+}
+
 TEST_P(StoreContract, AgentLimitsAndNoticesRoundTrip) {
   AgentLimit l{"claude", "work", 5000, 1000, "You've hit your limit", "task-00000001", 2, false};
   AgentLimit m{"codex", "", 7000, 1000, "usage limit", "", 1, true};
@@ -617,6 +711,70 @@ TEST_P(StoreContract, TokensIncreaseAndOnlyOneClaimPerTaskIsActive) {
                     return Ok();
                   })
                   .ok());
+}
+
+// Issue 24: a worker's history, newest first, a page at a time, each attempt with its task's
+// title and, when the ledger has its row, its cost; another worker's claims are not in it.
+TEST_P(StoreContract, ListAttemptsOfWorkerPagesNewestFirstWithTitlesAndCosts) {
+  Worker w, other;
+  w.id = "worker-aaaaaaaa";
+  w.name = "w";
+  other.id = "worker-bbbbbbbb";
+  other.name = "other";
+  for (int i = 1; i <= 3; ++i) {
+    Task t = NewTask("task-aaaaaaa" + std::to_string(i));
+    t.title = "job " + std::to_string(i);
+    Insert(t);
+  }
+  std::vector<Claim> mine;
+  ASSERT_TRUE(store_
+                  ->Write([&](Txn& txn) -> Status {
+                    TX_RETURN_IF_ERROR(txn.InsertWorker(w));
+                    TX_RETURN_IF_ERROR(txn.InsertWorker(other));
+                    for (int i = 1; i <= 3; ++i) {
+                      Claim c{0, "task-aaaaaaa" + std::to_string(i), w.id, 1, 1, 100, 101};
+                      c.status = ClaimStatus::kCompleted;
+                      c.end_reason = EndReason::kExited;
+                      c.exit_code = 0;
+                      TX_RETURN_IF_ERROR(txn.InsertClaim(c));
+                      mine.push_back(c);
+                      Claim theirs{0, c.task_id, other.id, 2, 1, 100, 101};
+                      theirs.status = ClaimStatus::kReleased;
+                      TX_RETURN_IF_ERROR(txn.InsertClaim(theirs));
+                    }
+                    AttemptUsage u;
+                    u.token = mine[1].token;
+                    u.task_id = mine[1].task_id;
+                    u.cost_usd = 0.42;
+                    u.cost_estimated = true;
+                    return txn.PutUsage(u);
+                  })
+                  .ok());
+  auto page = [&](std::int64_t before, int limit) {
+    std::vector<WorkerAttempt> out;
+    EXPECT_TRUE(store_
+                    ->Read([&](Txn& txn) -> Status {
+                      TX_ASSIGN_OR_RETURN(out, txn.ListAttemptsOfWorker(w.id, before, limit));
+                      return Ok();
+                    })
+                    .ok());
+    return out;
+  };
+  std::vector<WorkerAttempt> first = page(0, 2);
+  ASSERT_EQ(first.size(), 2u);
+  EXPECT_EQ(first[0].claim.token, mine[2].token);
+  EXPECT_EQ(first[0].claim.worker_id, w.id);
+  EXPECT_EQ(first[0].claim.end_reason, EndReason::kExited);
+  EXPECT_EQ(first[0].task_title, "job 3");
+  EXPECT_FALSE(first[0].has_usage);
+  EXPECT_EQ(first[1].task_title, "job 2");
+  EXPECT_TRUE(first[1].has_usage);
+  EXPECT_DOUBLE_EQ(first[1].cost_usd, 0.42);
+  EXPECT_TRUE(first[1].cost_estimated);
+  std::vector<WorkerAttempt> rest = page(first[1].claim.token, 2);
+  ASSERT_EQ(rest.size(), 1u);
+  EXPECT_EQ(rest[0].claim.token, mine[0].token);
+  EXPECT_EQ(page(0, 0).size(), 3u);  // no limit
 }
 
 // A batch's pick: the best ready tasks in pick order, each taken out of `ready` before the next

@@ -117,6 +117,21 @@ export class Pool {
     return this.api('POST', '/api/tasks', Object.assign({title, command}, extra));
   }
 
+  // Adds a task for each body (POST /api/tasks), `concurrency` requests at a time; resolves to
+  // the tasks added, in the order of `bodies`.
+  async addTasks(bodies, concurrency = 16) {
+    const out = new Array(bodies.length);
+    let next = 0;
+    const lane = async () => {
+      while (next < bodies.length) {
+        const i = next++;
+        out[i] = await this.api('POST', '/api/tasks', bodies[i]);
+      }
+    };
+    await Promise.all(Array.from({length: concurrency}, lane));
+    return out;
+  }
+
   // Stops the pool with --force and checks that no process of it is left; removes its directory.
   async stop() {
     if (!this.running) return;

@@ -4,12 +4,13 @@
 // Routes an older server lacks (404 "no route") hide what needs them instead of failing.
 
 import {adoptTokenFromUrl, getJson, getText, send, seg, setToken, token} from './api.js';
-import {$, debounce, el, fmtAge, toast} from './dom.js';
+import {$, debounce, dollars, el, fmtAge, toast} from './dom.js';
 import {drawChart} from './chart.js';
 import {createDetail} from './detail.js';
 import {createEvents} from './events.js';
 import {createPool} from './pool.js';
 import {createTasks} from './tasks.js';
+import {createWorkerView} from './worker.js';
 
 const HOUR = 3600 * 1000;
 const BUCKET = 60 * 1000;
@@ -31,6 +32,7 @@ const detail = createDetail({
   },
 });
 const events = createEvents({onEvent, selectTask});
+const workerView = createWorkerView({selectTask});
 
 function selectTask(id) {
   detail.select(id);
@@ -131,6 +133,7 @@ async function refreshOnce() {
     detailDirty = false;
     await detail.load();
   }
+  if (workerView.id) await workerView.load();
 }
 
 const schedule = debounce(refresh, 150, 600);
@@ -147,10 +150,6 @@ function onEvent(e) {
     scheduleChart();
   }
   schedule();
-}
-
-function dollars(v) {
-  return '$' + (v > 0 && v < 0.995 ? v.toFixed(4) : v.toFixed(2));
 }
 
 // What keeps agents from starting: the limits in force ("claude limited until 14:05") and a
@@ -242,23 +241,61 @@ function localStats() {
   return {bucket_ms: BUCKET, from: to - HOUR, to, throughput: [...local.finished.values()], depth: local.depth};
 }
 
+// The chart's span: the last hour, day or week (GET /api/stats?range=); an older server knows
+// only the hour, and the buttons go.
+const RANGE_TITLES = {'1h': 'Last hour', '24h': 'Last 24 hours', '7d': 'Last 7 days'};
+let chartRange = '1h';
+function perBucket(ms) {
+  const m = Math.round(ms / 60000);
+  return m === 1 ? 'min' : m < 60 ? m + ' min' : m / 60 + ' h';
+}
+
 let lastStats = null;
 async function refreshChart() {
   let stats = null;
+  const range = chartRange;
   if (support.stats) {
     try {
-      stats = await getJson('/api/stats');
+      stats = await getJson('/api/stats' + (range === '1h' ? '' : '?range=' + range));
     } catch (e) {
       if (e.noRoute) support.stats = false;
-      else report(e);
+      else if (e.status === 400 && /range/.test(e.message)) {
+        $('#chart-range').hidden = true;
+        setRange('1h');
+        return;
+      } else report(e);
     }
   }
+  if (range !== chartRange) return;  // another span was asked for meanwhile
+  $('#chart-range').hidden = !support.stats;
   lastStats = stats || localStats();
+  const title = RANGE_TITLES[lastStats.range || '1h'];
+  $('#chart-title').textContent = title;
+  $('#chart').setAttribute('aria-label', 'throughput and queue depth: ' + title.toLowerCase());
+  $('#key-done').textContent = 'done/' + perBucket(lastStats.bucket_ms);
+  $('#key-failed').textContent = 'failed/' + perBucket(lastStats.bucket_ms);
   drawChart($('#chart'), lastStats);
 }
+function setRange(range) {
+  chartRange = range;
+  for (const b of $('#chart-range').querySelectorAll('button[data-range]')) b.classList.toggle('selected', b.dataset.range === range);
+  refreshChart();
+}
+$('#chart-range').addEventListener('click', (ev) => {
+  const b = ev.target.closest('button[data-range]');
+  if (b && b.dataset.range !== chartRange) setRange(b.dataset.range);
+});
 const scheduleChart = debounce(refreshChart, 1000, 3000);
 new ResizeObserver(() => lastStats && drawChart($('#chart'), lastStats)).observe($('#chart'));
 matchMedia('(prefers-color-scheme: dark)').addEventListener('change', () => lastStats && drawChart($('#chart'), lastStats));
+
+// A worker's name anywhere on the page opens its history of attempts.
+document.addEventListener('click', (ev) => {
+  const a = ev.target.closest('a[data-worker]');
+  if (!a) return;
+  ev.preventDefault();
+  workerView.open(a.dataset.worker);
+});
 
 // Worker actions and scaling.
 async function workerAction(action, id, button) {

@@ -1,6 +1,18 @@
-// The last hour on a canvas: tasks finished per bucket as bars (done green, failed red, left
-// axis) and the queue's depth as lines (ready, running; right axis). Data is GET /api/stats's
-// shape: {bucket_ms, from, to, throughput: [{at, done, failed}], depth: [{at, ready, running}]}.
+// The last hour, day or week on a canvas: tasks finished per bucket as bars (done green, failed
+// red, left axis) and the queue's depth as lines (ready, running; right axis). Data is GET
+// /api/stats's shape: {range, bucket_ms, from, to, throughput: [{at, done, failed}], depth: [{at,
+// ready, running}]}.
+
+const MINUTE = 60 * 1000;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+
+// The time axis's ticks back from now: every 15 minutes of an hour, 6 hours of a day, day of a week.
+function ticksOf(span) {
+  if (span <= 2 * HOUR) return {step: 15 * MINUTE, unit: MINUTE, suffix: 'm'};
+  if (span <= 2 * DAY) return {step: 6 * HOUR, unit: HOUR, suffix: 'h'};
+  return {step: DAY, unit: DAY, suffix: 'd'};
+}
 
 function niceCeil(v) {
   if (v <= 1) return 1;
@@ -65,11 +77,10 @@ export function drawChart(canvas, stats) {
   ctx.fillText('0', pad.l + pw + 4, pad.t + ph);
   ctx.textAlign = 'center';
   ctx.textBaseline = 'top';
-  const minutes = Math.round((to - from) / 60000);
-  for (let i = 0; i <= 4; i++) {
-    const t = from + ((to - from) * i) / 4;
-    const label = i === 4 ? 'now' : '-' + Math.round(minutes - (minutes * i) / 4) + 'm';
-    ctx.fillText(label, Math.min(Math.max(x(t), pad.l + 10), pad.l + pw - 10), pad.t + ph + 4);
+  const tick = ticksOf(to - from);
+  for (let back = 0; back <= to - from + 1000; back += tick.step) {
+    const label = back === 0 ? 'now' : '-' + Math.round(back / tick.unit) + tick.suffix;
+    ctx.fillText(label, Math.min(Math.max(x(to - back), pad.l + 10), pad.l + pw - 10), pad.t + ph + 4);
   }
 
   let points = 0;
@@ -101,6 +112,8 @@ export function drawChart(canvas, stats) {
     });
     ctx.stroke();
   }
+  canvas.dataset.range = stats.range || '1h';
+  canvas.dataset.bucket = String(stats.bucket_ms);
   canvas.dataset.points = String(points);
   canvas.dataset.done = String(throughput.reduce((n, b) => n + (b.done || 0), 0));
   canvas.dataset.maxThroughput = String(maxT);

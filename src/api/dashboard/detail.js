@@ -2,7 +2,7 @@
 // approve, request changes, merge, kill the agent, answer its agent's question), its git branch
 // (commits and diff against the base) and a live tail of an attempt's log.
 
-import {$, armed, el, fmtAge, stamp, toMs, toast} from './dom.js';
+import {$, armed, dollars, el, fmtAge, stamp, toMs, toast} from './dom.js';
 import {ApiError, getJson, request, send, seg} from './api.js';
 
 const LOG_TAIL = 32 * 1024;  // bytes asked for when a log is opened
@@ -35,10 +35,6 @@ export function createDetail({changed, onSelect}) {
   const body = $('#detail-body');
   const logBox = $('#log');
   const logState = $('#log-state');
-
-  function dollars(v) {
-    return '$' + (v > 0 && v < 0.995 ? v.toFixed(4) : v.toFixed(2));
-  }
 
   function field(name, value, cls) {
     if (value === undefined || value === null || value === '' || (Array.isArray(value) && !value.length)) return [];
@@ -128,7 +124,7 @@ export function createDetail({changed, onSelect}) {
       const end = a.end_reason ? a.end_reason + (a.exit_code !== null && a.exit_code !== undefined ? ' (' + a.exit_code + ')' : '') : a.status;
       const spent = a.usage ? dollars(a.usage.cost_usd) + (a.usage.cost_estimated ? '~' : '') : '–';
       return el('tr', {class: a.n === shown ? 'selected' : '', dataset: {attempt: a.n, status: a.status}, title: 'show this attempt\'s log'},
-                el('td', {}, String(a.n)), el('td', {class: 'mono'}, a.worker_id || '–'),
+                el('td', {}, String(a.n)), el('td', {class: 'mono'}, a.worker_id ? el('a', {dataset: {worker: a.worker_id}, href: '#', title: 'its attempts'}, a.worker_id) : '–'),
                 el('td', {class: 'hide-sm'}, stamp(a.started_at)), el('td', {}, took), el('td', {}, end || '–'),
                 el('td', {class: 'cost'}, spent));
     }));
@@ -363,6 +359,7 @@ export function createDetail({changed, onSelect}) {
     });
   });
   $('#attempts-table tbody').addEventListener('click', (ev) => {
+    if (ev.target.closest('a[data-worker]')) return;  // opens the worker's history instead
     const tr = ev.target.closest('tr[data-attempt]');
     if (!tr) return;
     const attempts = task.attempts || [];

@@ -55,6 +55,11 @@ export function ago(t) {
   return d === 'now' ? d : d + ' ago';
 }
 
+// $0.4200 under a dollar, $12.50 above.
+export function dollars(v) {
+  return '$' + (v > 0 && v < 0.995 ? v.toFixed(4) : v.toFixed(2));
+}
+
 // now, 12s, 3m, 2h, 4d
 export function fmtShort(ms) {
   if (ms < 1000) return 'now';

@@ -93,7 +93,7 @@ export function createPool({selectTask, act}) {
     return {view, build: () => [
       el('div', {class: 'slot-head'}, el('span', {class: 'slot-name'}, s.slot), pill(status),
          el('span', {class: 'spacer'}), actionButtons(w, true, false)),
-      el('div', {class: 'line mono'}, s.worker_id ? el('strong', {}, s.worker_id) : 'no worker',
+      el('div', {class: 'line mono'}, s.worker_id ? el('a', {class: 'worker-link', dataset: {worker: s.worker_id}, href: '#', title: 'its attempts'}, el('strong', {}, s.worker_id)) : 'no worker',
          s.pid ? ' · pid ' + s.pid : ''),
       el('div', {class: 'line task-line'}, taskId ? ['task ', taskLink(taskId), titleOf(taskId)] : 'no task'),
       el('dl', {class: 'stats'},
@@ -164,7 +164,7 @@ export function createPool({selectTask, act}) {
       const view = [w.status, w.current_task_id, w.stale, w.reason, actionButtons(w).length];
       return {key: w.id, view, heartbeat: {age: ageOf(w), at: Date.now()}, attrs: () => el('tr', {dataset: {key: w.id, workerId: w.id, status: w.status}}),
         build: () => [
-          el('td', {title: w.reason || ''}, el('span', {}, w.name || w.id), el('div', {class: 'task-id'}, w.id)),
+          el('td', {title: w.reason || ''}, el('a', {dataset: {worker: w.id}, href: '#', title: 'its attempts'}, w.name || w.id), el('div', {class: 'task-id'}, w.id)),
           el('td', {}, pill(w.status)),
           w.status === 'stopped' ? el('td', {class: 'hide-sm muted'}, '–')
                                  : heartbeatCell(ageOf(w), Date.now(), w.stale && LIVE.has(w.status), 'td', ' hide-sm'),

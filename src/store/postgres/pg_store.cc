@@ -208,6 +208,17 @@ Status ReadUsage(const Rows& r, int i, AttemptUsage& u) {
   return Ok();
 }
 
+// A sum of rows in columns 1 to 8: count(*), the four token kinds, cost, estimated, turns.
+UsageTotal UsageTotalOf(const Rows& r, int i) {
+  UsageTotal t;
+  t.attempts = static_cast<int>(r.Int(i, 1));
+  t.tokens = {r.Int(i, 2), r.Int(i, 3), r.Int(i, 4), r.Int(i, 5)};
+  t.cost_usd = MicroToUsd(r.Int(i, 6));
+  t.estimated = r.Int(i, 7) != 0;
+  t.turns = static_cast<int>(r.Int(i, 8));
+  return t;
+}
+
 Status ReadLimit(const Rows& r, int i, AgentLimit& l) {
   l.profile = r.Text(i, 0);
   l.account = r.Text(i, 1);
@@ -449,19 +460,26 @@ class PgTxn final : public Txn {
     } else {
       p.AddNull();  // LIMIT NULL: no limit
     }
-    p.Add(f.cursor);
-    TX_ASSIGN_OR_RETURN(Rows r, Exec(f.newest_first ? "SELECT " TASK_COLS " FROM tasks "
-                                                      "WHERE ($1 = '' OR status::text = $1) "
-                                                      "AND ($2 = '' OR queue = $2) "
-                                                      "AND ($3 = '' OR owner = $3) "
+    p.Add(f.cursor)
+        .Add(f.agent.value_or(""))
+        .Add(f.search)
+        .Add(f.created_since)
+        .Add(f.created_until);
+    // A search reads every row it passes (no index holds titles), as on SQLite.
+#define TASK_FILTER                                                                               \
+  "WHERE ($1 = '' OR status::text = $1) AND ($2 = '' OR queue = $2) AND ($3 = '' OR owner = $3) " \
+  "AND ($6::text = '' OR agent = $6::text) "                                                      \
+  "AND ($7::text = '' OR left(id, length($7::text)) = $7::text "                                  \
+  "     OR strpos(lower(title), lower($7::text)) > 0) "                                           \
+  "AND ($8::bigint = 0 OR created_at >= $8::bigint) "                                             \
+  "AND ($9::bigint = 0 OR created_at < $9::bigint) "
+    TX_ASSIGN_OR_RETURN(Rows r, Exec(f.newest_first ? "SELECT " TASK_COLS " FROM tasks " TASK_FILTER
                                                       "AND ($5 = 0 OR seq < $5) "
                                                       "ORDER BY seq DESC LIMIT $4"
-                                                    : "SELECT " TASK_COLS " FROM tasks "
-                                                      "WHERE ($1 = '' OR status::text = $1) "
-                                                      "AND ($2 = '' OR queue = $2) "
-                                                      "AND ($3 = '' OR owner = $3) "
+                                                    : "SELECT " TASK_COLS " FROM tasks " TASK_FILTER
                                                       "AND seq > $5 ORDER BY seq LIMIT $4",
                                      p));
+#undef TASK_FILTER
     return ReadAll<Task>(r, ReadTask);
   }
 
@@ -779,6 +797,38 @@ class PgTxn final : public Txn {
     return ReadAll<Claim>(r, ReadClaim);
   }
 
+  Result<std::vector<WorkerAttempt>> ListAttemptsOfWorker(std::string_view worker_id,
+                                                          std::int64_t before_token,
+                                                          int limit) override {
+    Params p;
+    p.Add(worker_id).Add(before_token);
+    if (limit > 0) {
+      p.Add(limit);
+    } else {
+      p.AddNull();
+    }
+    TX_ASSIGN_OR_RETURN(
+        Rows r, Exec("SELECT c.*, coalesce(t.title, ''), u.cost_micro_usd, u.cost_estimated "
+                     "FROM (SELECT " CLAIM_COLS " FROM claims WHERE worker_id = $1 "
+                     "AND ($2::bigint = 0 OR token < $2::bigint) "
+                     "ORDER BY token DESC LIMIT $3) c "
+                     "LEFT JOIN tasks t ON t.id = c.task_id "
+                     "LEFT JOIN attempt_usage u ON u.token = c.token ORDER BY c.token DESC",
+                     p));
+    std::vector<WorkerAttempt> out(r.size());
+    for (int i = 0; i < r.size(); ++i) {
+      WorkerAttempt& a = out[i];
+      TX_RETURN_IF_ERROR(ReadClaim(r, i, a.claim));
+      a.task_title = r.Text(i, 12);
+      a.has_usage = !r.IsNull(i, 13);
+      if (a.has_usage) {
+        a.cost_usd = MicroToUsd(r.Int(i, 13));
+        a.cost_estimated = r.Int(i, 14) != 0;
+      }
+    }
+    return out;
+  }
+
   Result<std::vector<Claim>> ListActiveClaims() override {
 #define ACTIVE_CLAIMS "SELECT " CLAIM_COLS " FROM claims WHERE status = 'active' ORDER BY token"
     TX_ASSIGN_OR_RETURN(Rows r, Exec(write_ ? ACTIVE_CLAIMS " FOR UPDATE" : ACTIVE_CLAIMS));
@@ -1070,6 +1120,22 @@ class PgTxn final : public Txn {
     return MicroToUsd(r.empty() ? 0 : r.Int(0, 0));
   }
 
+  Result<std::vector<std::pair<std::string, UsageTotal>>> SumUsageOfTasks(
+      const std::vector<std::string>& task_ids) override {
+    std::vector<std::pair<std::string, UsageTotal>> out;
+    if (task_ids.empty()) return out;
+    TX_ASSIGN_OR_RETURN(Rows r, Exec("SELECT task_id, count(*), sum(input_tokens), "
+                                     "sum(output_tokens), sum(cache_read_tokens), "
+                                     "sum(cache_write_tokens), sum(cost_micro_usd), "
+                                     "max(cost_estimated), sum(turns) FROM attempt_usage "
+                                     "WHERE task_id = ANY(ARRAY(SELECT "
+                                     "jsonb_array_elements_text($1::jsonb))) "
+                                     "GROUP BY task_id ORDER BY task_id",
+                                     Params().Add(ListText(task_ids))));
+    for (int i = 0; i < r.size(); ++i) out.emplace_back(r.Text(i, 0), UsageTotalOf(r, i));
+    return out;
+  }
+
   Result<std::vector<std::pair<std::string, UsageTotal>>> UsageByAgent() override {
     TX_ASSIGN_OR_RETURN(Rows r, Exec("SELECT agent, count(*), sum(input_tokens), "
                                      "sum(output_tokens), sum(cache_read_tokens), "
@@ -1077,15 +1143,7 @@ class PgTxn final : public Txn {
                                      "max(cost_estimated), sum(turns) FROM attempt_usage "
                                      "GROUP BY agent ORDER BY agent"));
     std::vector<std::pair<std::string, UsageTotal>> out;
-    for (int i = 0; i < r.size(); ++i) {
-      UsageTotal t;
-      t.attempts = static_cast<int>(r.Int(i, 1));
-      t.tokens = {r.Int(i, 2), r.Int(i, 3), r.Int(i, 4), r.Int(i, 5)};
-      t.cost_usd = MicroToUsd(r.Int(i, 6));
-      t.estimated = r.Int(i, 7) != 0;
-      t.turns = static_cast<int>(r.Int(i, 8));
-      out.emplace_back(r.Text(i, 0), t);
-    }
+    for (int i = 0; i < r.size(); ++i) out.emplace_back(r.Text(i, 0), UsageTotalOf(r, i));
     return out;
   }
 

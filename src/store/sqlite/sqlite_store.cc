@@ -188,6 +188,17 @@ Status ReadUsage(const Stmt& s, AttemptUsage& u) {
   return Ok();
 }
 
+// A sum of rows in columns 1 to 8: count(*), the four token kinds, cost, estimated, turns.
+UsageTotal UsageTotalOf(const Stmt& s) {
+  UsageTotal t;
+  t.attempts = static_cast<int>(s.Int(1));
+  t.tokens = {s.Int(2), s.Int(3), s.Int(4), s.Int(5)};
+  t.cost_usd = MicroToUsd(s.Int(6));
+  t.estimated = s.Int(7) != 0;
+  t.turns = static_cast<int>(s.Int(8));
+  return t;
+}
+
 #define LIMIT_COLS "profile, account, until, since, reason, task_id, strikes, resumed"
 
 Status ReadLimit(const Stmt& s, AgentLimit& l) {
@@ -278,23 +289,28 @@ class SqliteTxn final : public Txn {
   }
 
   Result<std::vector<Task>> ListTasks(const TaskFilter& f) override {
-    // Two statements, so that each pages along the rowid in its own direction.
-    TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare(f.newest_first ? "SELECT " TASK_COLS " FROM tasks "
-                                                             "WHERE (?1 = '' OR status = ?1) "
-                                                             "AND (?2 = '' OR queue = ?2) "
-                                                             "AND (?3 = '' OR owner = ?3) "
-                                                             "AND (?5 = 0 OR seq < ?5) "
-                                                             "ORDER BY seq DESC LIMIT ?4"
-                                                           : "SELECT " TASK_COLS " FROM tasks "
-                                                             "WHERE (?1 = '' OR status = ?1) "
-                                                             "AND (?2 = '' OR queue = ?2) "
-                                                             "AND (?3 = '' OR owner = ?3) "
-                                                             "AND seq > ?5 ORDER BY seq LIMIT ?4"));
+    // Two statements, so that each pages along the rowid in its own direction. A search reads
+    // every row it passes (no index holds titles): some milliseconds for thousands of tasks.
+#define TASK_FILTER                                                                         \
+  "WHERE (?1 = '' OR status = ?1) AND (?2 = '' OR queue = ?2) AND (?3 = '' OR owner = ?3) " \
+  "AND (?6 = '' OR agent = ?6) "                                                            \
+  "AND (?7 = '' OR substr(id, 1, length(?7)) = ?7 OR instr(lower(title), lower(?7)) > 0) "  \
+  "AND (?8 = 0 OR created_at >= ?8) AND (?9 = 0 OR created_at < ?9) "
+    TX_ASSIGN_OR_RETURN(
+        Stmt s, db_.Prepare(f.newest_first ? "SELECT " TASK_COLS " FROM tasks " TASK_FILTER
+                                             "AND (?5 = 0 OR seq < ?5) ORDER BY seq DESC LIMIT ?4"
+                                           : "SELECT " TASK_COLS " FROM tasks " TASK_FILTER
+                                             "AND seq > ?5 ORDER BY seq LIMIT ?4"));
+#undef TASK_FILTER
     s.Bind(1, f.status ? ToString(*f.status) : std::string_view())
         .Bind(2, f.queue.value_or(""))
         .Bind(3, f.owner.value_or(""))
         .Bind(4, f.limit > 0 ? std::int64_t{f.limit} : std::int64_t{-1})
-        .Bind(5, f.cursor);
+        .Bind(5, f.cursor)
+        .Bind(6, f.agent.value_or(""))
+        .Bind(7, f.search)
+        .Bind(8, f.created_since)
+        .Bind(9, f.created_until);
     return ReadAll<Task>(s, ReadTask);
   }
 
@@ -546,6 +562,33 @@ class SqliteTxn final : public Txn {
     return ReadAll<Claim>(s, ReadClaim);
   }
 
+  Result<std::vector<WorkerAttempt>> ListAttemptsOfWorker(std::string_view worker_id,
+                                                          std::int64_t before_token,
+                                                          int limit) override {
+    TX_ASSIGN_OR_RETURN(Stmt s,
+                        db_.Prepare("SELECT c.*, coalesce(t.title, ''), u.cost_micro_usd, "
+                                    "u.cost_estimated FROM (SELECT " CLAIM_COLS " FROM claims "
+                                    "WHERE worker_id = ?1 AND (?2 = 0 OR token < ?2) "
+                                    "ORDER BY token DESC LIMIT ?3) c "
+                                    "LEFT JOIN tasks t ON t.id = c.task_id "
+                                    "LEFT JOIN attempt_usage u ON u.token = c.token "
+                                    "ORDER BY c.token DESC"));
+    s.Bind(1, worker_id).Bind(2, before_token).Bind(3, std::int64_t{limit > 0 ? limit : -1});
+    std::vector<WorkerAttempt> out;
+    for (;;) {
+      TX_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) return out;
+      WorkerAttempt& a = out.emplace_back();
+      TX_RETURN_IF_ERROR(ReadClaim(s, a.claim));
+      a.task_title = s.Text(13);
+      a.has_usage = !s.IsNull(14);
+      if (a.has_usage) {
+        a.cost_usd = MicroToUsd(s.Int(14));
+        a.cost_estimated = s.Int(15) != 0;
+      }
+    }
+  }
+
   Result<std::vector<Claim>> ListActiveClaims() override {
     TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("SELECT " CLAIM_COLS " FROM claims "
                                             "WHERE status = 'active' ORDER BY token"));
@@ -730,6 +773,24 @@ class SqliteTxn final : public Txn {
     return row ? MicroToUsd(s.Int(0)) : 0.0;
   }
 
+  Result<std::vector<std::pair<std::string, UsageTotal>>> SumUsageOfTasks(
+      const std::vector<std::string>& task_ids) override {
+    std::vector<std::pair<std::string, UsageTotal>> out;
+    if (task_ids.empty()) return out;
+    TX_ASSIGN_OR_RETURN(
+        Stmt s, db_.Prepare("SELECT task_id, count(*), sum(input_tokens), sum(output_tokens), "
+                            "sum(cache_read_tokens), sum(cache_write_tokens), "
+                            "sum(cost_micro_usd), max(cost_estimated), sum(turns) "
+                            "FROM attempt_usage WHERE task_id IN (SELECT value FROM "
+                            "json_each(?1)) GROUP BY task_id ORDER BY task_id"));
+    s.Bind(1, ListText(task_ids));
+    for (;;) {
+      TX_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) return out;
+      out.emplace_back(s.Text(0), UsageTotalOf(s));
+    }
+  }
+
   Result<std::vector<std::pair<std::string, UsageTotal>>> UsageByAgent() override {
     TX_ASSIGN_OR_RETURN(
         Stmt s, db_.Prepare("SELECT agent, count(*), sum(input_tokens), sum(output_tokens), "
@@ -740,13 +801,7 @@ class SqliteTxn final : public Txn {
     for (;;) {
       TX_ASSIGN_OR_RETURN(bool row, s.Step());
       if (!row) return out;
-      UsageTotal t;
-      t.attempts = static_cast<int>(s.Int(1));
-      t.tokens = {s.Int(2), s.Int(3), s.Int(4), s.Int(5)};
-      t.cost_usd = MicroToUsd(s.Int(6));
-      t.estimated = s.Int(7) != 0;
-      t.turns = static_cast<int>(s.Int(8));
-      out.emplace_back(s.Text(0), t);
+      out.emplace_back(s.Text(0), UsageTotalOf(s));
     }
   }
 
