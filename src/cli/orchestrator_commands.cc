@@ -1,6 +1,5 @@
 // tx orchestrator start|stop|status|scale
 
-#include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -22,6 +21,7 @@
 #include "core/json.h"
 #include "exec/process_info.h"
 #include "exec/program.h"
+#include "log/process_log.h"
 #include "notify/config.h"
 #include "notify/sinks.h"
 #include "orchestrator/alive.h"
@@ -94,14 +94,112 @@ CLI::Option* AddIdOption(CLI::App& cmd, std::string& into) {
 
 }  // namespace
 
-Handler SetupOrchestratorStart(CLI::App& cmd) {
-  struct Args {
-    std::string workers, max_workers, reconcile, shutdown, config, max_restarts, restart_window,
-        max_backoff, capacity_timeout, max_queue_depth, heartbeat_file, http, http_threads;
-    worker::WorkerFlags worker;  // what every worker is started with
-    bool daemon = false;
+namespace {
+
+struct StartArgs {
+  std::string workers, max_workers, reconcile, shutdown, config, max_restarts, restart_window,
+      max_backoff, capacity_timeout, max_queue_depth, heartbeat_file, http, http_threads,
+      log_format;
+  worker::WorkerFlags worker;  // what every worker is started with
+  bool daemon = false;
+};
+
+// What `tx orchestrator start` runs with: its config file, the command line's flags over it, and
+// the workers' flags checked as `tx worker start` will check them (for every slot the config
+// names, so a typo is refused now instead of crash-looping a pool of workers); `workers` gets the
+// pool's worker configuration. What SIGHUP reads again, too.
+Result<orchestrator::OrchestratorConfig> ReadStartConfig(const StartArgs& a,
+                                                         const std::string& db_path,
+                                                         worker::WorkerConfig* workers) {
+  orchestrator::OrchestratorConfig c;
+  c.db_path = store::AbsoluteLocation(db_path);
+  c.store_dir = store::LocalDir(c.db_path);
+  c.tx_binary = SelfExe();
+  if (!a.config.empty() && !fs::exists(a.config)) {
+    return Error::InvalidArgument("no config file at " + a.config);
+  }
+  if (!a.config.empty()) c.config_path = fs::absolute(a.config).string();
+  std::string config_file =
+      a.config.empty() ? (fs::path(c.store_dir) / "config.toml").string() : a.config;
+  TX_RETURN_IF_ERROR(orchestrator::ApplyOrchestratorFile(config_file, c));
+  TX_ASSIGN_OR_RETURN(c.notify, notify::ReadNotifyFile(config_file));
+
+  auto count = [](std::string_view flag, const std::string& text, int lo, auto& out) -> Status {
+    if (text.empty()) return Ok();
+    int n = 0;
+    if (text != "0" || lo != 0) {
+      TX_ASSIGN_OR_RETURN(n, ParseCount(flag, text));
+    }
+    out = n;
+    return Ok();
   };
-  auto a = std::make_shared<Args>();
+  auto duration = [](const std::string& text, Millis& out) -> Status {
+    if (text.empty()) return Ok();
+    TX_ASSIGN_OR_RETURN(out, ParseDuration(text));
+    if (out <= 0) return Error::InvalidArgument("durations must be positive: " + text);
+    return Ok();
+  };
+  TX_RETURN_IF_ERROR(count("--workers", a.workers, 0, c.workers));
+  TX_RETURN_IF_ERROR(count("--max-workers", a.max_workers, 1, c.policy.max_workers));
+  TX_RETURN_IF_ERROR(count("--max-restarts", a.max_restarts, 0, c.policy.max_restarts));
+  TX_RETURN_IF_ERROR(count("--max-queue-depth", a.max_queue_depth, 0, c.max_queue_depth));
+  TX_RETURN_IF_ERROR(duration(a.reconcile, c.reconcile_interval_ms));
+  TX_RETURN_IF_ERROR(duration(a.shutdown, c.shutdown_timeout_ms));
+  TX_RETURN_IF_ERROR(duration(a.restart_window, c.policy.restart_window_ms));
+  TX_RETURN_IF_ERROR(duration(a.max_backoff, c.policy.backoff_max_ms));
+  TX_RETURN_IF_ERROR(duration(a.capacity_timeout, c.policy.capacity_timeout_ms));
+  if (!a.heartbeat_file.empty()) c.heartbeat_file = fs::absolute(a.heartbeat_file).string();
+  if (!a.log_format.empty()) {
+    TX_ASSIGN_OR_RETURN(c.log_format, log::ParseLogFormat(a.log_format, "--log-format"));
+  }
+  c.policy.backoff_max_ms = std::max(c.policy.backoff_max_ms, c.policy.backoff_initial_ms);
+
+  worker::WorkerFlags worker = a.worker;
+  worker.config = a.config;
+  worker.shutdown = std::to_string(c.shutdown_timeout_ms) + "ms";
+  TX_ASSIGN_OR_RETURN(worker::WorkerConfig workers_config,
+                      worker::BuildWorkerConfig(db_path, SelfExe(), worker));
+  c.container_engines = worker::ContainerEngines(workers_config);
+  for (const auto& [slot, args] : c.slot_args) {
+    worker::WorkerFlags slotted = worker;
+    TX_RETURN_IF_ERROR(worker::ApplyWorkerArgs(args, slotted));
+    Result<worker::WorkerConfig> checked = worker::BuildWorkerConfig(db_path, SelfExe(), slotted);
+    if (!checked.ok()) {
+      return Error(checked.error().code(), slot + ": " + checked.error().message());
+    }
+    // A slot's own sandbox: its containers are removed with its engine too.
+    for (auto& engine : worker::ContainerEngines(*checked)) {
+      auto same = std::find_if(c.container_engines.begin(), c.container_engines.end(),
+                               [&](const auto& e) { return e.command == engine.command; });
+      if (same == c.container_engines.end()) {
+        c.container_engines.push_back(std::move(engine));
+      } else {
+        same->configured = same->configured || engine.configured;
+      }
+    }
+  }
+  auto pass = [&](const char* flag, const std::string& value) {
+    if (!value.empty()) c.worker_args.insert(c.worker_args.end(), {flag, value});
+  };
+  pass("--heartbeat-interval", worker.heartbeat);
+  pass("--lease", worker.lease);
+  pass("--stall-timeout", worker.stall);
+  pass("--poll-interval", worker.poll);
+  pass("--agent", worker.agent);
+  pass("--capabilities", worker.capabilities);
+  pass("--queues", worker.queues);
+  pass("--memory-mb", worker.memory_mb);
+  pass("--sandbox", worker.sandbox);
+  pass("--cpu-percent", worker.cpu_percent);
+  pass("--shutdown-timeout", worker.shutdown);
+  if (workers != nullptr) *workers = std::move(workers_config);
+  return c;
+}
+
+}  // namespace
+
+Handler SetupOrchestratorStart(CLI::App& cmd) {
+  auto a = std::make_shared<StartArgs>();
   auto opt = [&](const char* name, std::string& into, const char* help, const char* type) {
     NonEmpty(cmd.add_option(name, into, help)->type_name(type));
   };
@@ -144,49 +242,18 @@ Handler SetupOrchestratorStart(CLI::App& cmd) {
   opt("--sandbox", a->worker.sandbox, "Run agents in a sandbox: none, bwrap, podman or docker",
       "KIND");
   opt("--cpu-percent", a->worker.cpu_percent, "Agent CPU limit (100 = one core)", "N");
+  opt("--log-format", a->log_format,
+      "Log lines of the orchestrator and its workers as text or json, one object a line "
+      "(default text, or [orchestrator] log_format)",
+      "text|json");
   return [a](Context& ctx) -> Status {
-    orchestrator::OrchestratorConfig c;
-    c.db_path = store::AbsoluteLocation(ctx.DbPath());
-    c.store_dir = store::LocalDir(c.db_path);
-    c.tx_binary = SelfExe();
-    if (!a->config.empty() && !fs::exists(a->config)) {
-      return Error::InvalidArgument("no config file at " + a->config);
-    }
-    if (!a->config.empty()) c.config_path = fs::absolute(a->config).string();
-    std::string config_file =
-        a->config.empty() ? (fs::path(c.store_dir) / "config.toml").string() : a->config;
-    TX_RETURN_IF_ERROR(orchestrator::ApplyOrchestratorFile(config_file, c));
-    TX_ASSIGN_OR_RETURN(c.notify, notify::ReadNotifyFile(config_file));
+    worker::WorkerConfig workers_config;
+    TX_ASSIGN_OR_RETURN(orchestrator::OrchestratorConfig c,
+                        ReadStartConfig(*a, ctx.DbPath(), &workers_config));
     // Webhooks are sent with tx-http's HTTP client: run as it, before anything starts.
     if (notify::HasWebhooks(c.notify) && !notify::CanMakeWebhooks()) {
       return RerunAsHttpBinary();
     }
-
-    auto count = [](std::string_view flag, const std::string& text, int lo, auto& out) -> Status {
-      if (text.empty()) return Ok();
-      int n = 0;
-      if (text != "0" || lo != 0) {
-        TX_ASSIGN_OR_RETURN(n, ParseCount(flag, text));
-      }
-      out = n;
-      return Ok();
-    };
-    auto duration = [](const std::string& text, Millis& out) -> Status {
-      if (text.empty()) return Ok();
-      TX_ASSIGN_OR_RETURN(out, ParseDuration(text));
-      if (out <= 0) return Error::InvalidArgument("durations must be positive: " + text);
-      return Ok();
-    };
-    TX_RETURN_IF_ERROR(count("--workers", a->workers, 0, c.workers));
-    TX_RETURN_IF_ERROR(count("--max-workers", a->max_workers, 1, c.policy.max_workers));
-    TX_RETURN_IF_ERROR(count("--max-restarts", a->max_restarts, 0, c.policy.max_restarts));
-    TX_RETURN_IF_ERROR(count("--max-queue-depth", a->max_queue_depth, 0, c.max_queue_depth));
-    TX_RETURN_IF_ERROR(duration(a->reconcile, c.reconcile_interval_ms));
-    TX_RETURN_IF_ERROR(duration(a->shutdown, c.shutdown_timeout_ms));
-    TX_RETURN_IF_ERROR(duration(a->restart_window, c.policy.restart_window_ms));
-    TX_RETURN_IF_ERROR(duration(a->max_backoff, c.policy.backoff_max_ms));
-    TX_RETURN_IF_ERROR(duration(a->capacity_timeout, c.policy.capacity_timeout_ms));
-    if (!a->heartbeat_file.empty()) c.heartbeat_file = fs::absolute(a->heartbeat_file).string();
     std::optional<std::pair<std::string, int>> http;
     if (!a->http.empty()) {
       TX_ASSIGN_OR_RETURN(http, ParseListenAddress(a->http));
@@ -196,50 +263,7 @@ Handler SetupOrchestratorStart(CLI::App& cmd) {
       TX_ASSIGN_OR_RETURN(http_threads, ParseCount("--http-threads", a->http_threads,
                                                    api::ServerOptions::kMaxThreads));
     }
-    c.policy.backoff_max_ms = std::max(c.policy.backoff_max_ms, c.policy.backoff_initial_ms);
-
-    // What every worker gets. Checked here as `tx worker start` will check it, for every slot
-    // the config names, so a typo is refused now instead of crash-looping a pool of workers.
-    worker::WorkerFlags worker = a->worker;
-    worker.config = a->config;
-    worker.shutdown = std::to_string(c.shutdown_timeout_ms) + "ms";
-    TX_ASSIGN_OR_RETURN(worker::WorkerConfig workers_config,
-                        worker::BuildWorkerConfig(ctx.DbPath(), SelfExe(), worker));
     TX_RETURN_IF_ERROR(worker::CheckSandboxes(workers_config));
-    c.container_engines = worker::ContainerEngines(workers_config);
-    for (const auto& [slot, args] : c.slot_args) {
-      worker::WorkerFlags slotted = worker;
-      TX_RETURN_IF_ERROR(worker::ApplyWorkerArgs(args, slotted));
-      Result<worker::WorkerConfig> checked =
-          worker::BuildWorkerConfig(ctx.DbPath(), SelfExe(), slotted);
-      if (!checked.ok()) {
-        return Error(checked.error().code(), slot + ": " + checked.error().message());
-      }
-      // A slot's own sandbox: its containers are removed with its engine too.
-      for (auto& engine : worker::ContainerEngines(*checked)) {
-        auto same = std::find_if(c.container_engines.begin(), c.container_engines.end(),
-                                 [&](const auto& e) { return e.command == engine.command; });
-        if (same == c.container_engines.end()) {
-          c.container_engines.push_back(std::move(engine));
-        } else {
-          same->configured = same->configured || engine.configured;
-        }
-      }
-    }
-    auto pass = [&](const char* flag, const std::string& value) {
-      if (!value.empty()) c.worker_args.insert(c.worker_args.end(), {flag, value});
-    };
-    pass("--heartbeat-interval", worker.heartbeat);
-    pass("--lease", worker.lease);
-    pass("--stall-timeout", worker.stall);
-    pass("--poll-interval", worker.poll);
-    pass("--agent", worker.agent);
-    pass("--capabilities", worker.capabilities);
-    pass("--queues", worker.queues);
-    pass("--memory-mb", worker.memory_mb);
-    pass("--sandbox", worker.sandbox);
-    pass("--cpu-percent", worker.cpu_percent);
-    pass("--shutdown-timeout", worker.shutdown);
 
     // Errors a person must see happen here, before any detaching: the lock, the store, the row.
     std::error_code ec;
@@ -273,10 +297,36 @@ Handler SetupOrchestratorStart(CLI::App& cmd) {
       TX_RETURN_IF_ERROR(lock.Rewrite());
     }
 
-    auto logger = spdlog::stderr_logger_mt("tx-orchestrator");
-    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
-    spdlog::set_default_logger(logger);
-    spdlog::flush_on(spdlog::level::info);
+    // A daemon's log is its file (reopened on SIGHUP, rotated past the cap); in the foreground,
+    // stderr as the caller made it.
+    log::ProcessLog::Options log_options;
+    log_options.format = c.log_format;
+    TX_ASSIGN_OR_RETURN(log_options.max_bytes,
+                        log::MaxBytesOfMb(c.log_max_mb, "[orchestrator] log_max_mb"));
+    if (handshake) log_options.path = c.log_path();
+    log_options.redirect_stdio = true;
+    Result<std::shared_ptr<log::ProcessLog>> process_log = log::ProcessLog::Open(log_options);
+    if (!process_log.ok()) {
+      if (handshake) {
+        handshake->Failed(ExitCode(process_log.error().code()), process_log.error().message());
+      }
+      lock.Release();
+      return process_log.error();
+    }
+    (*process_log)->InstallAsDefault("tx-orchestrator");
+    orchestrator::OrchestratorHooks hooks;
+    hooks.log = *process_log;
+    // SIGHUP: read as at start (the flags still win); a webhook this tx cannot send waits for a
+    // restart (as tx-http).
+    hooks.read_config = [a, db = ctx.DbPath()]() -> Result<orchestrator::OrchestratorConfig> {
+      TX_ASSIGN_OR_RETURN(orchestrator::OrchestratorConfig fresh, ReadStartConfig(*a, db, nullptr));
+      if (notify::HasWebhooks(fresh.notify) && !notify::CanMakeWebhooks()) {
+        return Error::InvalidArgument(
+            "[[notify]] now names a webhook, which this orchestrator (started without one) "
+            "cannot send: restart it");
+      }
+      return fresh;
+    };
 
     // The API is served from the daemon (threads do not survive the fork), before the pool
     // starts; a port that cannot be bound still reaches the terminal through the handshake.
@@ -306,7 +356,7 @@ Handler SetupOrchestratorStart(CLI::App& cmd) {
 
     std::string config_log = c.log_path();
     std::string served = c.http.empty() ? "" : "; the HTTP API is on " + c.http;
-    orchestrator::Orchestrator o(std::move(c));
+    orchestrator::Orchestrator o(std::move(c), std::move(hooks));
     Result<int> code = o.Run([&](const std::string& message) {
       if (handshake) {
         handshake->Ready(message + served + "; its log is " + config_log);

@@ -1,6 +1,5 @@
 // tx worker start (and --print-env), tx worker stop|pause|resume, tx task log
 
-#include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -16,6 +15,7 @@
 #include "cli/commands.h"
 #include "core/duration.h"
 #include "core/json.h"
+#include "log/process_log.h"
 #include "service/task_service.h"
 #include "service/worker_service.h"
 #include "store/location.h"
@@ -80,6 +80,10 @@ Handler SetupWorkerStart(CLI::App& cmd) {
   auto a = std::make_shared<worker::WorkerFlags>();
   auto remote = std::make_shared<RemoteFleet>();
   auto print_env = std::make_shared<std::string>();
+  struct LogFlags {
+    std::string file, max_mb, format;
+  };
+  auto logs = std::make_shared<LogFlags>();
   NonEmpty(cmd.add_option("--server", remote->url,
                           "Reach the fleet over HTTP alone, at this tx server (no store here)")
                ->type_name("URL"));
@@ -146,17 +150,42 @@ Handler SetupWorkerStart(CLI::App& cmd) {
   NonEmpty(cmd.add_option("--open-files", a->open_files, "Agent RLIMIT_NOFILE")->type_name("N"));
   NonEmpty(cmd.add_option("--processes", a->processes, "Agent RLIMIT_NPROC")->type_name("N"));
   NonEmpty(cmd.add_option("--cpu-seconds", a->cpu_seconds, "Agent RLIMIT_CPU")->type_name("N"));
+  NonEmpty(cmd.add_option("--log-file", logs->file,
+                          "Append the worker's log (and its stdout and stderr) to this file; "
+                          "reopened on SIGHUP, rotated past --log-max-mb")
+               ->type_name("PATH"));
+  NonEmpty(cmd.add_option("--log-max-mb", logs->max_mb,
+                          "Rotate --log-file past this many MB, keeping 2 older files (default "
+                          "64, decimals allowed; 0 = never)")
+               ->type_name("MB"));
+  NonEmpty(cmd.add_option("--log-format", logs->format,
+                          "Log lines as text (default) or json (one object a line)")
+               ->type_name("text|json"));
   NonEmpty(cmd.add_option("--print-env", *print_env,
                           "Start nothing: print the environment the task's next agent would get "
                           "from this worker (NAME=value lines, sorted)")
                ->type_name("TASK"));
-  return [a, remote, print_env](Context& ctx) -> Status {
+  return [a, remote, print_env, logs](Context& ctx) -> Status {
     if (remote->url.empty() && !remote->token.empty()) {
       return Error::InvalidArgument("--token goes with --server");
     }
     if (!print_env->empty() && !remote->url.empty()) {
       return Error::InvalidArgument("--print-env reads the task from the store: not with --server");
     }
+    log::ProcessLog::Options log_options;
+    if (!logs->format.empty()) {
+      TX_ASSIGN_OR_RETURN(log_options.format, log::ParseLogFormat(logs->format, "--log-format"));
+    }
+    if (!logs->max_mb.empty() && logs->file.empty()) {
+      return Error::InvalidArgument("--log-max-mb goes with --log-file");
+    }
+    double max_mb = log::kDefaultMaxMb;
+    if (!logs->max_mb.empty()) {
+      TX_ASSIGN_OR_RETURN(max_mb, log::ParseMaxMb(logs->max_mb, "--log-max-mb"));
+    }
+    TX_ASSIGN_OR_RETURN(log_options.max_bytes, log::MaxBytesOfMb(max_mb, "--log-max-mb"));
+    if (!logs->file.empty()) log_options.path = fs::absolute(logs->file).string();
+    log_options.redirect_stdio = true;
     // A remote worker keeps its config.toml and its agents' logs in ./.tx, as a store would.
     std::string home = remote->url.empty() ? ctx.DbPath() : ".tx/tx.db";
     TX_ASSIGN_OR_RETURN(worker::WorkerConfig c, worker::BuildWorkerConfig(home, SelfExe(), *a));
@@ -176,10 +205,12 @@ Handler SetupWorkerStart(CLI::App& cmd) {
       }
     }
 
-    auto logger = spdlog::stderr_logger_mt("tx-worker");
-    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
-    spdlog::set_default_logger(logger);
-    worker::WorkerRuntime runtime(std::move(c));
+    worker::WorkerHooks hooks;
+    TX_ASSIGN_OR_RETURN(hooks.log, log::ProcessLog::Open(log_options));
+    hooks.log->InstallAsDefault("tx-worker");
+    // SIGHUP: the file and then the flags, as now (the flags still win).
+    hooks.read_config = [a, home]() { return worker::BuildWorkerConfig(home, SelfExe(), *a); };
+    worker::WorkerRuntime runtime(std::move(c), std::move(hooks));
     TX_ASSIGN_OR_RETURN(int code, runtime.Run());
     if (code != 0) return Error::Unavailable("worker stopped: it is no longer registered");
     return Ok();

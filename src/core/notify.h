@@ -25,6 +25,7 @@ struct SinkSpec {
   Millis give_up_ms = 24 * 60 * 60'000;  // a delivery is tried this long, then failed
   // Names the sink in the store's deliveries: its URL, or its command joined by spaces.
   std::string Key() const;
+  bool operator==(const SinkSpec&) const = default;
 };
 
 // The events a sink gets when it names none: what needs a person.

@@ -67,6 +67,7 @@ struct Rlimit {
 struct ChildPlan {
   pid_t parent = 0;
   int parent_death_signal = SIGKILL;
+  bool ignore_sighup = false;
   const char* program = nullptr;
   char* const* argv = nullptr;
   char* const* envp = nullptr;
@@ -127,6 +128,12 @@ void CloseOtherFds(int keep, int max_fd) {
   ::sigemptyset(&dfl.sa_mask);
   for (int sig = 1; sig < NSIG; ++sig) {
     if (sig != SIGKILL && sig != SIGSTOP) ::sigaction(sig, &dfl, nullptr);
+  }
+  if (p.ignore_sighup) {
+    struct sigaction ign {};
+    ign.sa_handler = SIG_IGN;
+    ::sigemptyset(&ign.sa_mask);
+    ::sigaction(SIGHUP, &ign, nullptr);
   }
 
   // Join the cgroup first, so that everything after is accounted to it. Not fatal: the limit
@@ -302,6 +309,7 @@ Result<Child> Child::Spawn(const SpawnSpec& spec) {
 
   plan.parent = ::getpid();
   plan.parent_death_signal = spec.parent_death_signal;
+  plan.ignore_sighup = spec.ignore_sighup;
   plan.program = program.c_str();
   plan.argv = argv.data();
   plan.envp = envp.data();
@@ -335,6 +343,9 @@ Result<Child> Child::Spawn(const SpawnSpec& spec) {
   out_w.Reset();
   report_w.Reset();
   devnull.Reset();
+  // The child has the log as its stdout and stderr; a descriptor kept here would hold the file
+  // (its disk space, once the child rotates it away) for the child's whole life.
+  if (direct) out.log = CappedLog();
 
   // EOF on the report pipe: the child exec'd (CLOEXEC closed it) or died.
   std::optional<Report> fatal;

@@ -152,6 +152,30 @@ TEST_F(ChildTest, OutputStraightToTheLogNeedsNoReaderAndLeavesNoPipe) {
   EXPECT_TRUE(Contains(log, "stderr: direct\n")) << log;
 }
 
+TEST_F(ChildTest, AChildWritingStraightToItsLogHasItAloneAndMayRotateIt_Issue24) {
+  SpawnSpec spec = Spec({"hang_silent.sh"});
+  spec.output_straight_to_log = true;
+  Child child = Start(spec);
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    EXPECT_NE(std::filesystem::read_symlink(e.path(), ec).string(), log_)
+        << "the parent holds the child's log open";
+  }
+  Terminate(child, 5s);
+}
+
+TEST_F(ChildTest, ASighupIgnoredFromTheStartEndsNothing_Issue24) {
+  SpawnSpec spec = Spec({"print_and_exit.sh"});
+  spec.argv = {"/bin/sh", "-c", "kill -HUP $$; echo alive"};
+  spec.ignore_sighup = true;
+  Child child = Start(spec);
+  EXPECT_EQ(child.Wait().Classify(), Class::kSuccess);
+  EXPECT_TRUE(Contains(ReadAll(log_), "alive\n")) << ReadAll(log_);
+  spec.ignore_sighup = false;
+  Child by_default = Start(spec);
+  EXPECT_EQ(by_default.Wait().signal, SIGHUP);
+}
+
 TEST_F(ChildTest, LogIsAppendedTo) {
   Start(Spec({"print_and_exit.sh", "0", "first"})).Wait();
   Start(Spec({"print_and_exit.sh", "0", "second"})).Wait();

@@ -43,12 +43,17 @@ struct SpawnSpec {
   std::uint64_t log_cap_bytes = 8ull << 20;
   // The child writes to the log file itself instead of through a pipe the parent reads: for a
   // child that must keep logging after its parent has died (the orchestrator's workers, which
-  // drain on their own then). No size cap and no last_output_at; output_fd() is -1.
+  // drain on their own then). No size cap and no last_output_at; output_fd() is -1. The parent
+  // keeps no descriptor of the file, so the child may rotate it (log/process_log.h).
   bool output_straight_to_log = false;
   ResourceLimits limits;
   // Sent to the child when its parent dies. Agents get SIGKILL; the orchestrator's workers get
   // SIGTERM, so that an orphaned worker drains, stops its agent and deregisters by itself.
   int parent_death_signal = SIGKILL;
+  // The child starts with SIGHUP ignored (a disposition exec keeps) instead of its default, which
+  // ends the process: for the orchestrator's workers, which read SIGHUP from a signalfd once they
+  // run, so that one passed on to them while they start stops nothing.
+  bool ignore_sighup = false;
 
   bool operator==(const SpawnSpec&) const = default;
 };

@@ -2,6 +2,7 @@
 
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -145,6 +146,20 @@ Status ApplyOrchestratorToml(const std::string& toml_text, const std::string& or
       TX_RETURN_IF_ERROR(Dur(*t, origin, k, c.policy.backoff_max_ms));
     } else if (k == "capacity_timeout") {
       TX_RETURN_IF_ERROR(Dur(*t, origin, k, c.policy.capacity_timeout_ms));
+    } else if (k == "log_format") {
+      auto v = node.value<std::string>();
+      if (!node.is_string() || !v) return Bad(origin, k, "must be \"text\" or \"json\"");
+      Result<log::LogFormat> f = log::ParseLogFormat(*v, "'orchestrator.log_format'");
+      if (!f.ok()) return Error::InvalidArgument(origin + ": " + f.error().message());
+      c.log_format = *f;
+    } else if (k == "log_max_mb") {
+      std::optional<double> v = node.value<double>();  // an integer reads as a double too
+      if (!(node.is_integer() || node.is_floating_point()) || !v) {
+        return Bad(origin, k, "must be a number of MB (0: no rotation)");
+      }
+      Result<std::uint64_t> bytes = log::MaxBytesOfMb(*v, "'orchestrator.log_max_mb'");
+      if (!bytes.ok()) return Error::InvalidArgument(origin + ": " + bytes.error().message());
+      c.log_max_mb = *v;
     } else if (k == "heartbeat_file") {
       auto v = node.value<std::string>();
       if (!node.is_string() || !v) return Bad(origin, k, "must be a string (a path)");
@@ -169,6 +184,74 @@ Status ApplyOrchestratorFile(const std::string& path, OrchestratorConfig& config
   return ApplyOrchestratorToml(buf.str(), path, config);
 }
 
+bool ConfigReload::Changed(const std::string& key) const {
+  return std::find(applied.begin(), applied.end(), key) != applied.end();
+}
+
+ConfigReload ReloadConfig(OrchestratorConfig& running, const OrchestratorConfig& fresh) {
+  ConfigReload r;
+  auto say = [&](const std::string& key, const std::string& what) {
+    r.applied.push_back(key);
+    r.summary += (r.summary.empty() ? "" : ", ") + key + (what.empty() ? "" : " " + what);
+  };
+  auto count = [&](const char* key, auto& now, const auto& then) {
+    if (now == then) return;
+    say(key, std::to_string(now) + " → " + std::to_string(then));
+    now = then;
+  };
+  // 0 is "off" for the timeouts that may be off.
+  auto duration = [&](const char* key, Millis& now, Millis then) {
+    if (now == then) return;
+    auto text = [](Millis ms) { return ms == 0 ? std::string("off") : FormatDuration(ms); };
+    say(key, text(now) + " → " + text(then));
+    now = then;
+  };
+  count("workers", running.workers, fresh.workers);
+  count("max_workers", running.policy.max_workers, fresh.policy.max_workers);
+  count("max_restarts", running.policy.max_restarts, fresh.policy.max_restarts);
+  duration("restart_window", running.policy.restart_window_ms, fresh.policy.restart_window_ms);
+  duration("max_backoff", running.policy.backoff_max_ms, fresh.policy.backoff_max_ms);
+  duration("capacity_timeout", running.policy.capacity_timeout_ms,
+           fresh.policy.capacity_timeout_ms);
+  duration("reconcile_interval", running.reconcile_interval_ms, fresh.reconcile_interval_ms);
+  duration("review_timeout", running.review_timeout_ms, fresh.review_timeout_ms);
+  duration("question_timeout", running.question_timeout_ms, fresh.question_timeout_ms);
+  count("max_queue_depth", running.max_queue_depth, fresh.max_queue_depth);
+  if (running.heartbeat_file != fresh.heartbeat_file) {
+    say("heartbeat_file", fresh.heartbeat_file.empty() ? "off" : fresh.heartbeat_file);
+    running.heartbeat_file = fresh.heartbeat_file;
+  }
+  if (running.slot_args != fresh.slot_args) {
+    say("slots", "(for the workers started from now on)");
+    running.slot_args = fresh.slot_args;
+  }
+  if (running.log_format != fresh.log_format) {
+    say("log_format", std::string(log::LogFormatName(running.log_format)) + " → " +
+                          log::LogFormatName(fresh.log_format));
+    running.log_format = fresh.log_format;
+  }
+  if (running.log_max_mb != fresh.log_max_mb) {
+    say("log_max_mb", log::FormatMb(running.log_max_mb) + " → " + log::FormatMb(fresh.log_max_mb));
+    running.log_max_mb = fresh.log_max_mb;
+  }
+  if (running.notify != fresh.notify) {
+    std::size_t n = fresh.notify.size();
+    std::string sinks = std::to_string(n) + (n == 1 ? " sink" : " sinks");
+    say("notify", "(" + sinks + ")");
+    running.notify = fresh.notify;
+  }
+  if (running.shutdown_timeout_ms != fresh.shutdown_timeout_ms) {
+    r.at_restart.push_back("shutdown_timeout");
+  }
+  return r;
+}
+
+std::vector<std::string> WorkerLogArgs(const OrchestratorConfig& config, const std::string& slot) {
+  return {"--log-file",   config.worker_log_path(slot),
+          "--log-max-mb", log::FormatMb(config.log_max_mb),
+          "--log-format", log::LogFormatName(config.log_format)};
+}
+
 nlohmann::json ConfigJson(const OrchestratorConfig& c) {
   return {{"workers", c.workers},
           {"max_workers", c.policy.max_workers},
@@ -182,6 +265,8 @@ nlohmann::json ConfigJson(const OrchestratorConfig& c) {
           {"question_timeout_ms", c.question_timeout_ms},
           {"max_queue_depth", c.max_queue_depth},
           {"heartbeat_file", c.heartbeat_file},
+          {"log_format", log::LogFormatName(c.log_format)},
+          {"log_max_mb", c.log_max_mb},
           {"http", c.http},
           {"worker_args", c.worker_args}};
 }

@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/notify.h"
 #include "exec/container.h"
+#include "log/process_log.h"
 #include "orchestrator/pool_supervisor.h"
 
 namespace tx::orchestrator {
@@ -35,6 +36,11 @@ struct OrchestratorConfig {
   std::string heartbeat_file;          // mirror of the pool's heartbeat document; empty = none
   std::string http;                    // where the HTTP API is served ("http://…"); for status
   std::vector<SinkSpec> notify;        // [[notify]]: where notifications go (docs/notifications.md)
+  // The orchestrator's log and its workers' (docs/operations.md, "Logs and signals"): text or
+  // JSON lines, and the size past which orchestrator.log and each logs/workers/slot-K.log are
+  // rotated (MB, decimals allowed; 0 = never).
+  log::LogFormat log_format = log::LogFormat::kText;
+  double log_max_mb = log::kDefaultMaxMb;
   // The container engines the workers may run agents with (worker::ContainerEngines), each its
   // command with its global options: what removes, by label, the containers of an agent whose
   // worker died (exec/container.h).
@@ -62,12 +68,34 @@ std::vector<std::string> MergeWorkerArgs(const std::vector<std::string>& pool,
 // not checked here). Keys: workers, max_workers, reconcile_interval, shutdown_timeout,
 // review_timeout ("0s": off), question_timeout (off unless set; "0s": off),
 // max_restarts, restart_window, max_backoff, capacity_timeout, max_queue_depth, heartbeat_file,
-// and slots.<slot>.{agent, capabilities, queues}. Unknown keys and wrong types are refused with
+// log_format ("text" or "json"), log_max_mb (a number, decimals allowed; 0 = no rotation), and
+// slots.<slot>.{agent, capabilities, queues}. Unknown keys and wrong types are refused with
 // invalid_argument naming the key; a syntax error names line and column.
 Status ApplyOrchestratorToml(const std::string& toml_text, const std::string& origin,
                              OrchestratorConfig& config);
 // Reads `path` and applies it; a missing file changes nothing.
 Status ApplyOrchestratorFile(const std::string& path, OrchestratorConfig& config);
+
+// What a configuration read again on SIGHUP changes in a running orchestrator's
+// (docs/operations.md, "Logs and signals"). ReloadConfig copies from `fresh` into `running` every
+// setting that may change at runtime and names each that changed, in the file's words, in `applied`
+// (workers, max_workers, max_restarts, restart_window, max_backoff, capacity_timeout,
+// reconcile_interval, review_timeout, question_timeout, max_queue_depth, heartbeat_file, slots,
+// log_format, log_max_mb, notify); those that differ but take effect only at the next start
+// (shutdown_timeout, which the running workers were started with) are named in `at_restart` and
+// left as they are. Nothing else of `running` changes (its paths, flags for the workers, HTTP
+// address, container engines). `summary` says it in one line: "workers 2 → 3, notify (1 sink)".
+struct ConfigReload {
+  std::vector<std::string> applied;
+  std::vector<std::string> at_restart;
+  std::string summary;
+  bool Changed(const std::string& key) const;
+};
+ConfigReload ReloadConfig(OrchestratorConfig& running, const OrchestratorConfig& fresh);
+
+// The flags the orchestrator starts each worker's log with: --log-file (its slot's file),
+// --log-max-mb and --log-format.
+std::vector<std::string> WorkerLogArgs(const OrchestratorConfig& config, const std::string& slot);
 
 // The store-visible part of the configuration (the orchestrator row's config): what status
 // shows, and what TaskService reads for backpressure (max_queue_depth).

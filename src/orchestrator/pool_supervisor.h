@@ -69,6 +69,7 @@ struct PoolPolicy {
   Millis failed_retry_initial_ms = 60'000;
   Millis failed_retry_max_ms = 15 * 60'000;
   Millis capacity_timeout_ms = 30'000;
+  bool operator==(const PoolPolicy&) const = default;
 };
 
 enum class SlotState {
@@ -145,6 +146,11 @@ class PoolSupervisor {
 
   // Stop starting anything; drain everything that runs.
   void StopAll();
+
+  // Decides by `policy` from now on (a configuration read again): backoffs and failures to come,
+  // capacity at the next Step. Workers over a lowered max_workers are not stopped; no new one
+  // starts until the pool is under it.
+  void SetPolicy(const PoolPolicy& policy) { policy_ = policy; }
 
   // What to do now. Idempotent between events: calling it twice at the same time returns the
   // second time only what is new (a slot is started or drained once).

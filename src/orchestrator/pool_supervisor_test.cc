@@ -88,6 +88,20 @@ class PoolSupervisorTest : public ::testing::Test {
   std::optional<PoolSupervisor> pool_;
 };
 
+// A config read again (SIGHUP): a lowered cap stops nothing that runs, only what would start.
+TEST_F(PoolSupervisorTest, ANewPolicyDecidesFromNowOnAndStopsNothing_Issue24) {
+  Make(3);
+  ASSERT_EQ(StepAndStart().size(), 3u);
+  pool().SetPolicy(MaxWorkers(2));
+  EXPECT_TRUE(Step().empty()) << "the three running are left alone";
+  EXPECT_EQ(pool().live(), 3);
+  pool().Scale(4, now_);
+  EXPECT_TRUE(Step().empty()) << "over the cap: slot-4 waits";
+  EXPECT_EQ(S("slot-4").state, SlotState::kPending);
+  pool().SetPolicy(MaxWorkers(4));
+  EXPECT_EQ(StepAndStart(), Actions{Start("slot-4")});
+}
+
 TEST_F(PoolSupervisorTest, StartsTheInitialSlotsLowestFirstAndRunsThemOnceStarted) {
   Make(3);
   EXPECT_EQ(Names(), (std::vector<std::string>{"slot-1", "slot-2", "slot-3"}));

@@ -132,7 +132,8 @@ void BlockOrchestratorSignals() {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
-Orchestrator::Orchestrator(OrchestratorConfig config) : config_(std::move(config)) {}
+Orchestrator::Orchestrator(OrchestratorConfig config, OrchestratorHooks hooks)
+    : config_(std::move(config)), hooks_(std::move(hooks)) {}
 
 Orchestrator::~Orchestrator() = default;
 
@@ -227,6 +228,7 @@ void Orchestrator::AdoptOrCleanUpLeftovers() {
 }
 
 void Orchestrator::SpawnWorker(const std::string& slot) {
+  log::ScopedLogField field("slot", slot);
   exec::SpawnSpec spec;
   spec.argv = {config_.tx_binary, "--db", config_.db_path, "worker", "start", "--slot", slot};
   if (!config_.config_path.empty()) {
@@ -242,9 +244,15 @@ void Orchestrator::SpawnWorker(const std::string& slot) {
   }
   std::vector<std::string> flags = MergeWorkerArgs(config_.worker_args, own);
   spec.argv.insert(spec.argv.end(), flags.begin(), flags.end());
+  // The worker writes its log itself (reopened on SIGHUP, rotated past the cap); what it prints
+  // before it opens it (a refused flag) goes to the same file, its stdout and stderr.
+  std::vector<std::string> log_args = WorkerLogArgs(config_, slot);
+  spec.argv.insert(spec.argv.end(), log_args.begin(), log_args.end());
   spec.env = WorkerEnvironment(config_.db_path, config_.store_dir);
   spec.log_path = config_.worker_log_path(slot);
   spec.parent_death_signal = SIGTERM;
+  // A SIGHUP passed on while it starts must not end it (it reads them once running).
+  spec.ignore_sighup = true;
   // Not through a pipe we read: an orphaned worker must still be able to log while it drains.
   spec.output_straight_to_log = true;
   Millis now = Now();
@@ -263,6 +271,8 @@ void Orchestrator::SpawnWorker(const std::string& slot) {
 void Orchestrator::Apply(const std::vector<Action>& actions) {
   for (const auto& a : actions) {
     pool_dirty_ = true;
+    std::optional<log::ScopedLogField> field;
+    if (!a.slot.empty()) field.emplace("slot", a.slot);
     switch (a.kind) {
       case Action::Kind::kStart:
         SpawnWorker(a.slot);
@@ -427,6 +437,7 @@ void Orchestrator::RetireSlot(const nlohmann::json& request) {
 
 void Orchestrator::WorkerExited(const std::string& slot, pid_t pid, const nlohmann::json& exit,
                                 const std::string& how) {
+  log::ScopedLogField field("slot", slot);
   Millis now = Now();
   Result<std::vector<Worker>> live = workers_->List(LiveWorkerStatuses());
   bool registered = false;
@@ -769,10 +780,118 @@ void Orchestrator::HandleSignals() {
       BeginShutdown(stopping_);
     }
     // logrotate and a closed terminal send it: the pool must outlive both.
-    if (sig == SIGHUP) spdlog::info("Hangup received: ignored (SIGTERM or SIGINT stops the pool)");
+    if (sig == SIGHUP) Hangup();
     // Exits are seen through the pidfds; SIGCHLD covers a kernel without them.
     if (sig == SIGCHLD) ReapChildren();
   }
+}
+
+namespace {
+
+// Through its pidfd where there is one, so that a process gone meanwhile (its pid reused) is
+// never signalled by mistake.
+void SignalProcess(int pidfd, pid_t pid, int sig) {
+#ifdef SYS_pidfd_send_signal
+  if (pidfd >= 0 && ::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0) == 0) return;
+  if (pidfd >= 0 && errno == ESRCH) return;
+#endif
+  ::kill(pid, sig);
+}
+
+}  // namespace
+
+void Orchestrator::Hangup() {
+  std::string done;  // what was done, for the one line that says it
+  auto did = [&](const std::string& what) { done += (done.empty() ? "" : "; ") + what; };
+  if (hooks_.log && !hooks_.log->path().empty()) {
+    Status reopened = hooks_.log->Reopen();
+    if (reopened.ok()) {
+      did(hooks_.log->path() + " reopened");
+    } else {
+      spdlog::error("Hangup received: {}; still writing to the old file",
+                    reopened.error().message());
+    }
+  }
+  if (stopping_) {
+    did("the config is not read again while stopping");
+  } else if (hooks_.read_config) {
+    Result<OrchestratorConfig> fresh = hooks_.read_config();
+    if (!fresh.ok()) {
+      spdlog::error("Hangup received: the config was not reloaded, the running one is kept: {}",
+                    fresh.error().message());
+    } else {
+      std::vector<SinkSpec> old_sinks = config_.notify;
+      ConfigReload reload = ReloadConfig(config_, *fresh);
+      ApplyReload(reload, old_sinks);
+      did("config reloaded (" + (reload.summary.empty() ? "nothing changed" : reload.summary) +
+          ")");
+      if (!reload.at_restart.empty()) {
+        std::string keys;
+        for (const auto& k : reload.at_restart) keys += (keys.empty() ? "" : ", ") + k;
+        spdlog::warn("the config changes {}, which takes effect at the next start", keys);
+      }
+    }
+  }
+  // Each worker reopens its log file and reads its own sections again.
+  int told = 0;
+  for (auto& [slot, child] : children_) {
+    if (child.exited()) continue;
+    SignalProcess(child.exit_fd(), child.pid(), SIGHUP);
+    ++told;
+  }
+  for (auto& [slot, orphan] : orphans_) {
+    SignalProcess(orphan.pidfd.get(), orphan.pid, SIGHUP);
+    ++told;
+  }
+  did("passed on to " + std::to_string(told) + (told == 1 ? " worker" : " workers"));
+  spdlog::info("Hangup received: {}", done);
+}
+
+void Orchestrator::ApplyReload(const ConfigReload& reload, const std::vector<SinkSpec>& old_sinks) {
+  if (reload.applied.empty()) return;
+  Millis now = Now();
+  if (hooks_.log) {
+    hooks_.log->SetFormat(config_.log_format);
+    Result<std::uint64_t> cap = log::MaxBytesOfMb(config_.log_max_mb, "log_max_mb");
+    hooks_.log->SetMaxBytes(cap.ok() ? *cap : 0);
+  }
+  for (const char* key :
+       {"max_workers", "max_restarts", "restart_window", "max_backoff", "capacity_timeout"}) {
+    if (reload.Changed(key)) {
+      pool_->SetPolicy(config_.policy);
+      break;
+    }
+  }
+  if (reload.Changed("workers")) pool_->Scale(config_.workers, now);
+  if (reload.Changed("reconcile_interval")) {
+    next_full_reconcile_ = std::min(next_full_reconcile_, now + config_.reconcile_interval_ms);
+    next_reconcile_check_ = std::min(next_reconcile_check_, next_full_reconcile_);
+  }
+  if (reload.Changed("review_timeout") || reload.Changed("question_timeout")) {
+    reconciler_->SetTimeouts(config_.review_timeout_ms, config_.question_timeout_ms);
+  }
+  if (reload.Changed("notify")) {
+    // The old loop stops (a send in flight finishes first) once the new one runs.
+    if (config_.notify.empty()) {
+      notify_.reset();
+    } else {
+      Result<std::unique_ptr<NotifyLoop>> loop =
+          NotifyLoop::Start(config_.db_path, config_.notify, [this] { return leads_.load(); });
+      if (loop.ok()) {
+        notify_ = std::move(*loop);
+      } else {
+        spdlog::error(
+            "notifications: the new [[notify]] sinks cannot start ({}); still sending "
+            "to the old ones",
+            loop.error().message());
+        config_.notify = old_sinks;
+      }
+    }
+  }
+  // What status shows, and backpressure reads.
+  Status s = row_->SetConfig(id_, pid_, ConfigJson(config_));
+  if (!s.ok()) spdlog::warn("cannot record the config: {}", s.error().message());
+  pool_dirty_ = true;
 }
 
 void Orchestrator::ReapChildren() {

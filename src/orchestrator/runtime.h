@@ -37,6 +37,12 @@
 // registrations), SIGTERM to every worker, wait up to the shutdown timeout for them to finish and
 // deregister, then SIGKILL what is left and its agent groups and release their claims (not
 // counted against the task); status `stopped`. A second signal, or stop --force, skips the wait.
+//
+// SIGHUP (logrotate, an operator; docs/operations.md, "Logs and signals") stops nothing: the
+// orchestrator reopens its log file, reads its configuration again and applies what may change
+// at runtime (ReloadConfig in config.h), then passes the signal on to each of its workers, which
+// reopen their own log files and re-read theirs. A configuration that no longer reads is not
+// applied: the running one is kept, with one error line.
 
 #include <signal.h>
 #include <sys/types.h>
@@ -54,6 +60,7 @@
 #include "core/error.h"
 #include "exec/child.h"
 #include "exec/unique_fd.h"
+#include "log/process_log.h"
 #include "orchestrator/config.h"
 #include "orchestrator/notify_loop.h"
 #include "orchestrator/pool_supervisor.h"
@@ -69,9 +76,18 @@ namespace tx::orchestrator {
 sigset_t OrchestratorSignals();
 void BlockOrchestratorSignals();
 
+// What a SIGHUP needs from the orchestrator's caller (cli/).
+struct OrchestratorHooks {
+  // The configuration as its file says it now, with the command line's flags over it, checked as
+  // at start; null: it is not read again.
+  std::function<Result<OrchestratorConfig>()> read_config;
+  // The process's log (reopened, and given the format and cap read again); null: none.
+  std::shared_ptr<log::ProcessLog> log;
+};
+
 class Orchestrator {
  public:
-  explicit Orchestrator(OrchestratorConfig config);
+  explicit Orchestrator(OrchestratorConfig config, OrchestratorHooks hooks = {});
   ~Orchestrator();
   Orchestrator(const Orchestrator&) = delete;
   Orchestrator& operator=(const Orchestrator&) = delete;
@@ -94,6 +110,10 @@ class Orchestrator {
   void Loop();
   void Poll(Millis timeout_ms);
   void HandleSignals();
+  // SIGHUP: the log reopened, the configuration read again and applied, the workers told.
+  void Hangup();
+  // Acts on what a configuration read again changed (config_ holds it already).
+  void ApplyReload(const ConfigReload& reload, const std::vector<SinkSpec>& old_sinks);
   // Reaps every worker that has exited and handles its exit.
   void ReapChildren();
   void Apply(const std::vector<Action>& actions);
@@ -133,6 +153,7 @@ class Orchestrator {
   Millis Now() const;
 
   OrchestratorConfig config_;
+  OrchestratorHooks hooks_;
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<store::ChangeWatch> watch_;
   std::unique_ptr<service::WorkerService> workers_;

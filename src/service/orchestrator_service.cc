@@ -187,6 +187,16 @@ Result<nlohmann::json> OrchestratorService::Publish(const std::string& id, std::
   return taken;
 }
 
+Status OrchestratorService::SetConfig(const std::string& id, std::int64_t pid,
+                                      const nlohmann::json& config) {
+  return store_.Write([&](store::Txn& txn) -> Status {
+    TX_ASSIGN_OR_RETURN(OrchestratorState o, Row(txn, id));
+    TX_RETURN_IF_ERROR(CheckHeldBy(o, pid));
+    o.config = config;
+    return txn.PutOrchestrator(o);
+  });
+}
+
 Status OrchestratorService::RecordLeader(const std::string& id) {
   Millis now = clock_.NowMs();
   return store_.Write([&](store::Txn& txn) -> Status {

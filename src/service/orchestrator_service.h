@@ -70,6 +70,10 @@ class OrchestratorService {
   Result<nlohmann::json> Publish(const std::string& id, std::int64_t pid,
                                  const nlohmann::json& pool);
 
+  // Records the configuration row `id` runs with after it was read again (SIGHUP): what status
+  // shows and backpressure reads (max_queue_depth). conflict if `pid` no longer holds the row.
+  Status SetConfig(const std::string& id, std::int64_t pid, const nlohmann::json& config);
+
   // Records that orchestrator `id` leads the reconciler from now on (event orchestrator.leader,
   // naming the one it took over from), unless the record already says so.
   Status RecordLeader(const std::string& id);

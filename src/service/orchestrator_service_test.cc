@@ -241,6 +241,22 @@ TEST_F(OrchestratorServiceTest, TaskAddPastMaxQueueDepthIsRefusedWithBackpressur
   EXPECT_TRUE(tasks_.Add(third).ok());
 }
 
+// A config read again on SIGHUP: its new limit holds at once, set by the holder alone.
+TEST_F(OrchestratorServiceTest, AReloadedConfigsQueueDepthHoldsAtOnce_Issue24) {
+  ASSERT_OK(row_.Acquire(
+      kA, "/srv/.tx", 100, "host-a", {{"max_queue_depth", 0}},
+      [](const OrchestratorState&) { return false; }, true));
+  AddTask("a");
+  ASSERT_OK(row_.SetConfig(kA, 100, {{"max_queue_depth", 1}}));
+  EXPECT_EQ(row_.Get(kA)->config.value("max_queue_depth", 0), 1);
+  Task b;
+  b.title = "b";
+  EXPECT_ERROR_CODE(tasks_.Add(b), ErrorCode::kBackpressure);
+  EXPECT_ERROR_CODE(row_.SetConfig(kA, 999, {{"max_queue_depth", 0}}), ErrorCode::kConflict);
+  ASSERT_OK(row_.SetConfig(kA, 100, {{"max_queue_depth", 0}}));
+  EXPECT_TRUE(tasks_.Add(b).ok());
+}
+
 // An orchestrator killed with kill -9 never marks its row stopped: its limit must still end.
 TEST_F(OrchestratorServiceTest, BackpressureEndsWhenTheRowsHolderIsGone) {
   ASSERT_OK(row_.Acquire(

@@ -58,6 +58,13 @@ class Reconciler {
   // reconciler could observe (the agents of such workers are killed before the pass).
   bool WouldDeclareDead(const Worker& w, const Moment& now) const;
 
+  // The review and question timeouts of the passes from now on (a configuration read again);
+  // 0 = off, as in ServiceOptions.
+  void SetTimeouts(Millis review_timeout_ms, Millis question_timeout_ms) {
+    options_.review_timeout_ms = review_timeout_ms;
+    options_.question_timeout_ms = question_timeout_ms;
+  }
+
  private:
   // How long, at `now`, silence has been observable: since the last failed pass, or forever.
   Millis Observable(const Moment& now) const;

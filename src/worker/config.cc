@@ -662,6 +662,50 @@ Status ApplyConfigFile(const std::string& path, WorkerConfig& config) {
   return ApplyConfigToml(buf.str(), path, config);
 }
 
+WorkerConfigReload ReloadWorkerConfig(WorkerConfig& running, const WorkerConfig& fresh) {
+  WorkerConfigReload r;
+  auto apply = [&](const char* key, auto& now, const auto& then) {
+    if (now == then) return;
+    r.applied.push_back(key);
+    now = then;
+  };
+  auto restart = [&](const char* key, const auto& now, const auto& then) {
+    if (!(now == then)) r.at_restart.push_back(key);
+  };
+  apply("stall_timeout", running.stall_timeout_ms, fresh.stall_timeout_ms);
+  apply("task_timeout_cap", running.task_timeout_cap_ms, fresh.task_timeout_cap_ms);
+  apply("kill_grace", running.kill_grace_ms, fresh.kill_grace_ms);
+  apply("poll_interval", running.poll_ms, fresh.poll_ms);
+  apply("allowed_commands", running.allowed_commands, fresh.allowed_commands);
+  apply("pass_env", running.pass_env, fresh.pass_env);
+  apply("max_subtasks", running.max_subtasks, fresh.max_subtasks);
+  apply("log_cap_mb", running.log_cap_bytes, fresh.log_cap_bytes);
+  apply("limits", running.limits, fresh.limits);
+  apply("agents", running.profiles, fresh.profiles);
+  if (running.prices.entries() != fresh.prices.entries()) {
+    r.applied.push_back("prices");
+    running.prices = fresh.prices;
+  }
+  if (running.git != fresh.git || running.git_repos != fresh.git_repos ||
+      running.git_repo != fresh.git_repo || running.git_queues != fresh.git_queues) {
+    r.applied.push_back("git");
+    running.git = fresh.git;
+    running.git_repos = fresh.git_repos;
+    running.git_repo = fresh.git_repo;
+    running.git_queues = fresh.git_queues;
+  }
+  restart("capabilities", running.capabilities, fresh.capabilities);
+  restart("queues", running.queues, fresh.queues);
+  restart("agent", running.agent, fresh.agent);
+  restart("workdir", running.workdir, fresh.workdir);
+  restart("heartbeat_interval", running.heartbeat_idle_ms, fresh.heartbeat_idle_ms);
+  restart("heartbeat_interval_running", running.heartbeat_running_ms, fresh.heartbeat_running_ms);
+  restart("lease", running.lease_ms, fresh.lease_ms);
+  restart("shutdown_timeout", running.shutdown_timeout_ms, fresh.shutdown_timeout_ms);
+  restart("sandbox", running.sandbox, fresh.sandbox);
+  return r;
+}
+
 bool IsProfileName(const std::string& agent) {
   return !agent.empty() && agent.find_first_of(" \t{/") == std::string::npos;
 }

@@ -59,6 +59,7 @@ struct GitRepoSettings {
   std::optional<int> spare_worktrees;
   std::optional<std::string> check;
   std::optional<bool> rebase;
+  bool operator==(const GitRepoSettings&) const = default;
 };
 
 // Isolation asked for by a queue ([git.queues.NAME]) on behalf of its tasks: a worktree of a
@@ -160,6 +161,21 @@ std::vector<exec::ContainerEngine> ContainerEngines(const WorkerConfig& config);
 // number of dollars above 0 and at most 1,000,000, and metadata.sandbox, when set, the name of a
 // kind no less strict than its queue's. invalid_argument naming what is wrong.
 Status PrepareAgentTask(const WorkerConfig& config, Task& task);
+
+// What a configuration read again on SIGHUP changes in a running worker's (docs/operations.md,
+// "Logs and signals"). ReloadWorkerConfig copies from `fresh` into `running` what the worker's
+// next attempts read and names each that changed in `applied`: stall_timeout, task_timeout_cap,
+// kill_grace, poll_interval, allowed_commands, pass_env, max_subtasks, log_cap_mb, limits
+// ([worker.limits]), agents ([agents.*]), prices and git ([git], [git.repos.*], [git.queues.*]).
+// Those that differ but were registered or checked at start are named in `at_restart` and left
+// as they are: capabilities, queues, agent, workdir, heartbeat_interval(_running), lease,
+// shutdown_timeout, sandbox ([worker] sandbox and [sandbox]). [budgets] are followed as the file
+// changes already (budgets_source.h).
+struct WorkerConfigReload {
+  std::vector<std::string> applied;
+  std::vector<std::string> at_restart;
+};
+WorkerConfigReload ReloadWorkerConfig(WorkerConfig& running, const WorkerConfig& fresh);
 
 // Applies a TOML document to `config`. Unknown keys and wrong types are refused with
 // invalid_argument naming the key (a typo must not silently keep a default); a syntax error names

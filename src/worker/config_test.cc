@@ -90,6 +90,51 @@ TEST(WorkerConfig, MistakesAreRefusedNamingTheKeyAndChangeNothing) {
   }
 }
 
+TEST(WorkerConfig, AReloadTakesWhatTheNextAttemptsReadAndLeavesWhatWasRegistered_Issue24) {
+  WorkerConfig running;
+  WorkerConfig fresh = running;
+  EXPECT_TRUE(ReloadWorkerConfig(running, fresh).applied.empty());
+  ASSERT_TRUE(ApplyConfigToml(R"(
+[worker]
+stall_timeout = "2m"
+task_timeout_cap = "1h"
+allowed_commands = "task.show"
+max_subtasks = 3
+log_cap_mb = 1
+queues = ["other"]
+heartbeat_interval = "10s"
+sandbox = "bwrap"
+
+[worker.limits]
+memory_mb = 512
+
+[agents.mine]
+argv = ["my-agent", "{prompt}"]
+
+[prices."my-model"]
+input = 1
+
+[git]
+check = "make test"
+)",
+                              "config.toml", fresh)
+                  .ok());
+  WorkerConfigReload r = ReloadWorkerConfig(running, fresh);
+  EXPECT_EQ(r.applied, (std::vector<std::string>{"stall_timeout", "task_timeout_cap",
+                                                 "allowed_commands", "max_subtasks", "log_cap_mb",
+                                                 "limits", "agents", "prices", "git"}));
+  EXPECT_EQ(r.at_restart, (std::vector<std::string>{"queues", "heartbeat_interval", "sandbox"}));
+  EXPECT_EQ(running.stall_timeout_ms, 120'000);
+  EXPECT_EQ(running.allowed_commands, "task.show");
+  EXPECT_EQ(running.log_cap_bytes, 1u << 20);
+  EXPECT_TRUE(running.profiles.contains("mine"));
+  EXPECT_EQ(running.git.check, "make test");
+  EXPECT_EQ(running.queues, (std::vector<std::string>{"default"})) << "registered: kept";
+  EXPECT_EQ(running.heartbeat_idle_ms, 30'000);
+  EXPECT_EQ(running.sandbox.kind, SandboxKind::kNone);
+  EXPECT_TRUE(ReloadWorkerConfig(running, fresh).applied.empty());
+}
+
 TEST(WorkerConfig, GitSettingsComeFromGitAndEachRepositoryOverridesThem) {
   WorkerConfig c;
   Status s = ApplyConfigToml(R"(

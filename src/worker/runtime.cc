@@ -53,7 +53,7 @@ sigset_t WorkerSignals() {
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGCHLD);
-  sigaddset(&set, SIGHUP);  // read and ignored: logrotate and a closed terminal must not stop it
+  sigaddset(&set, SIGHUP);  // logrotate and a closed terminal must not stop it: Hangup()
   return set;
 }
 
@@ -80,8 +80,10 @@ double Jitter() {
 
 }  // namespace
 
-WorkerRuntime::WorkerRuntime(WorkerConfig config)
-    : config_(std::move(config)), budgets_(config_.config_file, config_.budgets) {}
+WorkerRuntime::WorkerRuntime(WorkerConfig config, WorkerHooks hooks)
+    : config_(std::move(config)),
+      hooks_(std::move(hooks)),
+      budgets_(config_.config_file, config_.budgets) {}
 
 WorkerRuntime::~WorkerRuntime() {
   heartbeat_.reset();
@@ -98,6 +100,7 @@ Status WorkerRuntime::Start() {
     return Error::Internal(std::string("signalfd/eventfd: ") + std::strerror(errno));
   }
   hostname_ = exec::Hostname();
+  if (hooks_.log) hooks_.log->SetField("slot", config_.slot);
 
   service::ServiceOptions options;
   options.default_lease_ms = config_.lease_ms;
@@ -125,6 +128,7 @@ Status WorkerRuntime::Start() {
   beat->set_credential(fleet_->credential());
   config_.server_credential = fleet_->credential();
   for (const auto& old : replaced) KillLeftoverAgent(old);
+  if (hooks_.log) hooks_.log->SetField("worker", me.id);
   spdlog::info("worker {} registered (name {}, slot {}, queues {}, pid {})", me.id, me.name,
                me.slot.empty() ? "-" : me.slot, nlohmann::json(me.queues).dump(), getpid());
 
@@ -180,10 +184,53 @@ std::vector<int> WorkerRuntime::ReadStopSignals() {
     if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
       stops.push_back(static_cast<int>(si.ssi_signo));
     }
-    if (si.ssi_signo == SIGHUP) spdlog::info("Hangup received: ignored (SIGTERM stops the worker)");
+    if (si.ssi_signo == SIGHUP) Hangup();
     // SIGCHLD only interrupts the wait; the agent's exit is seen through its pidfd or TryWait.
   }
   return stops;
+}
+
+void WorkerRuntime::Hangup() {
+  reload_pending_ = true;
+  if (!hooks_.log || hooks_.log->path().empty()) return;
+  Status reopened = hooks_.log->Reopen();
+  if (reopened.ok()) {
+    hangup_done_ = hooks_.log->path() + " reopened";
+  } else {
+    spdlog::error("Hangup received: {}; still writing to the old file", reopened.error().message());
+  }
+}
+
+void WorkerRuntime::ReloadConfig() {
+  reload_pending_ = false;
+  std::string done = std::exchange(hangup_done_, "");
+  auto say = [&](const std::string& what) { done += (done.empty() ? "" : "; ") + what; };
+  if (hooks_.read_config) {
+    Result<WorkerConfig> fresh = hooks_.read_config();
+    if (!fresh.ok()) {
+      spdlog::error("Hangup received: the config was not reloaded, the running one is kept: {}",
+                    fresh.error().message());
+    } else {
+      WorkerConfigReload r = ReloadWorkerConfig(config_, *fresh);
+      std::string applied;
+      for (const auto& k : r.applied) applied += (applied.empty() ? "" : ", ") + k;
+      say("config reloaded (" + (applied.empty() ? "nothing changed" : applied) + ")");
+      if (!r.at_restart.empty()) {
+        std::string keys;
+        for (const auto& k : r.at_restart) keys += (keys.empty() ? "" : ", ") + k;
+        spdlog::warn("the config changes {}, which takes effect when the worker starts again",
+                     keys);
+      }
+      if (std::find(r.applied.begin(), r.applied.end(), "agents") != r.applied.end()) {
+        // Looked at afresh: programs found or missing, logins refused before.
+        held_off_at_.clear();
+        unavailable_.clear();
+        CheckPrograms(/*force=*/true);
+      }
+      agent_state_at_ = {};  // the gate is made again before the next claim
+    }
+  }
+  if (!done.empty()) spdlog::info("Hangup received: {}", done);
 }
 
 void WorkerRuntime::OnStopSignal(int sig) {
@@ -293,6 +340,7 @@ Result<int> WorkerRuntime::Run() {
   Millis store_backoff = 0;
   int code = 0;
   while (signals_seen_ == 0) {
+    if (reload_pending_) ReloadConfig();
     if (std::string why = state_.evicted(); !why.empty()) {
       spdlog::error("worker {} is no longer registered: {}", worker_id_, why);
       code = 1;
@@ -501,6 +549,7 @@ Result<std::optional<service::ClaimResult>> WorkerRuntime::ClaimWaiting() {
 void WorkerRuntime::RunAttempt(service::ClaimResult claimed) {
   const Task& task = claimed.task;
   const Claim& claim = claimed.claim;
+  log::ScopedLogField field("task", task.id);
   state_.Hold({task.id, claim.token, claim.lease_ms, claim.lease_expires_at, 0});
   ended_as_.reset();
   if (task.repo.empty()) {

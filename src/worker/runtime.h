@@ -28,6 +28,11 @@
 // refused login) ends it uncounted and this worker stops claiming that profile's tasks; a spent
 // budget stops the agent. Claims pass over the agent tasks that may not start now (the gate:
 // service/agent_gate.h), and a task claimed as a limit or budget came in is given back.
+//
+// SIGHUP stops nothing (docs/operations.md, "Logs and signals"): the worker reopens its log file
+// at once (--log-file) and, before its next claim (so after the running attempt), reads its
+// configuration again and applies what its next attempts read (ReloadWorkerConfig); one that no
+// longer reads is not applied, with one error line.
 
 #include <unistd.h>
 
@@ -44,6 +49,7 @@
 #include "agent/profile.h"
 #include "core/error.h"
 #include "exec/child.h"
+#include "log/process_log.h"
 #include "service/claim_service.h"
 #include "worker/budgets_source.h"
 #include "worker/config.h"
@@ -55,9 +61,19 @@
 
 namespace tx::worker {
 
+// What a SIGHUP needs from the worker's caller (cli/).
+struct WorkerHooks {
+  // The configuration as its file says it now, with the worker's flags over it, checked as at
+  // start; null: it is not read again.
+  std::function<Result<WorkerConfig>()> read_config;
+  // The process's log (reopened; the worker's id and slot become fields of its JSON lines);
+  // null: none.
+  std::shared_ptr<log::ProcessLog> log;
+};
+
 class WorkerRuntime {
  public:
-  explicit WorkerRuntime(WorkerConfig config);
+  explicit WorkerRuntime(WorkerConfig config, WorkerHooks hooks = {});
   ~WorkerRuntime();
   WorkerRuntime(const WorkerRuntime&) = delete;
   WorkerRuntime& operator=(const WorkerRuntime&) = delete;
@@ -76,6 +92,9 @@ class WorkerRuntime {
   // Waits up to `timeout_ms` on the signals, the heartbeat thread and (when given) the watch.
   Wake WaitIdle(Millis timeout_ms);
   void HandleSignals();
+  // SIGHUP: the log reopened now, the configuration read again before the next claim.
+  void Hangup();
+  void ReloadConfig();
   // The SIGTERMs and SIGINTs pending on the signalfd (SIGCHLD is read and dropped).
   std::vector<int> ReadStopSignals();
   // A SIGTERM or SIGINT: the first starts a graceful stop, a second hurries it.
@@ -148,6 +167,11 @@ class WorkerRuntime {
               const std::string& failure);
 
   WorkerConfig config_;
+  WorkerHooks hooks_;
+  // A SIGHUP came: the configuration is read again before the next claim; what was done about
+  // the log meanwhile, for the line that says so.
+  bool reload_pending_ = false;
+  std::string hangup_done_;
   BudgetsSource budgets_;  // config_.budgets, read again when the file changes
   std::unique_ptr<Coordinator> fleet_;
   SharedState state_;
