@@ -78,5 +78,7 @@ Handler SetupAgentLift(CLI::App& cmd);
 Handler SetupMcp(CLI::App& cmd);
 Handler SetupDoctor(CLI::App& cmd);
 Handler SetupCompletion(CLI::App& cmd);
+Handler SetupBackup(CLI::App& cmd);
+Handler SetupRestore(CLI::App& cmd);
 
 }  // namespace tx::cli
