@@ -105,6 +105,10 @@ constexpr CommandSpec kCommands[] = {
     {"worker list", "worker.list", "List registered workers", SetupWorkerList},
     {"worker status", "worker.status", "Show one worker, or a summary of live workers",
      SetupWorkerStatus},
+    {"top", "top",
+     "A live view of the pool, the queue and the newest events, redrawn in place (--once: one "
+     "frame)",
+     SetupTop},
     {"orchestrator start", "orchestrator.start",
      "Run a supervised pool of workers and the reconciler until stopped", SetupOrchestratorStart},
     {"orchestrator stop", "orchestrator.stop",

@@ -80,5 +80,6 @@ Handler SetupDoctor(CLI::App& cmd);
 Handler SetupCompletion(CLI::App& cmd);
 Handler SetupBackup(CLI::App& cmd);
 Handler SetupRestore(CLI::App& cmd);
+Handler SetupTop(CLI::App& cmd);
 
 }  // namespace tx::cli
