@@ -28,6 +28,14 @@ constexpr CommandSpec kCommands[] = {
      "Check what this machine needs to run tx and say what to do about each finding (exit 1 "
      "if a check fails)",
      SetupDoctor},
+    {"backup", "backup",
+     "Copy the SQLite store to PATH while it runs: one consistent snapshot (--force replaces "
+     "PATH)",
+     SetupBackup},
+    {"restore", "restore",
+     "Replace the SQLite store with a backup (refused while an orchestrator or a worker runs on "
+     "it)",
+     SetupRestore},
     {"task add", "task.add", "Add a task to the queue", SetupTaskAdd},
     {"task list", "task.list", "List tasks, optionally by status, queue or owner", SetupTaskList},
     {"task show", "task.show", "Show one task with its attempts", SetupTaskShow},
@@ -99,6 +107,10 @@ constexpr CommandSpec kCommands[] = {
     {"worker list", "worker.list", "List registered workers", SetupWorkerList},
     {"worker status", "worker.status", "Show one worker, or a summary of live workers",
      SetupWorkerStatus},
+    {"top", "top",
+     "A live view of the pool, the queue and the newest events, redrawn in place (--once: one "
+     "frame)",
+     SetupTop},
     {"orchestrator start", "orchestrator.start",
      "Run a supervised pool of workers and the reconciler until stopped", SetupOrchestratorStart},
     {"orchestrator stop", "orchestrator.stop",

@@ -79,5 +79,8 @@ Handler SetupMcp(CLI::App& cmd);
 Handler SetupDoctor(CLI::App& cmd);
 Handler SetupCompletion(CLI::App& cmd);
 Handler SetupMan(CLI::App& cmd);
+Handler SetupBackup(CLI::App& cmd);
+Handler SetupRestore(CLI::App& cmd);
+Handler SetupTop(CLI::App& cmd);
 
 }  // namespace tx::cli

@@ -13,6 +13,7 @@ namespace tx::cli {
 
 Context::Context(GlobalFlags flags, std::ostream& out) : flags_(std::move(flags)), out_(out) {
   options_.orchestrator_alive = orchestrator::OrchestratorAlive;
+  options_.worker_alive = orchestrator::WorkerAlive;
 }
 
 std::string Context::LocalPool() const {

@@ -51,6 +51,10 @@ std::string Printable(std::string_view s, bool keep_lines) {
 }
 
 void Table::Print(std::ostream& out, std::size_t max_cell) const {
+  for (const std::string& line : Lines(max_cell)) out << line << '\n';
+}
+
+std::vector<std::string> Table::Lines(std::size_t max_cell, const Painter& paint) const {
   std::vector<std::size_t> widths(header_.size());
   std::vector<std::vector<std::string>> cells;
   cells.push_back(header_);
@@ -64,14 +68,22 @@ void Table::Print(std::ostream& out, std::size_t max_cell) const {
       widths[i] = std::max(widths[i], Width(row[i]));
     }
   }
-  for (const auto& row : cells) {
+  std::vector<std::string> lines;
+  for (std::size_t r = 0; r < cells.size(); ++r) {
+    const auto& row = cells[r];
     std::string line;
     for (std::size_t i = 0; i < row.size() && i < widths.size(); ++i) {
-      line += row[i];
+      std::string sgr = paint ? paint(r, i, row[i]) : std::string();
+      if (sgr.empty()) {
+        line += row[i];
+      } else {
+        line += "\x1b[" + sgr + "m" + row[i] + "\x1b[0m";
+      }
       if (i + 1 < row.size()) line += std::string(widths[i] - Width(row[i]) + 2, ' ');
     }
-    out << line << '\n';
+    lines.push_back(std::move(line));
   }
+  return lines;
 }
 
 }  // namespace tx::cli

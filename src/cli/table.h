@@ -2,6 +2,7 @@
 // A plain-text table for people: a header row, left-aligned columns, two spaces apart, long
 // cells cut with an ellipsis.
 
+#include <functional>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -19,6 +20,13 @@ class Table {
   explicit Table(std::vector<std::string> header) : header_(std::move(header)) {}
   void Add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
   void Print(std::ostream& out, std::size_t max_cell = 60) const;
+  // The SGR parameters ("32", "1") to colour the cell of row `row` (0: the header) and column
+  // `column` with, given its text as printed; "" for none.
+  using Painter =
+      std::function<std::string(std::size_t row, std::size_t column, const std::string& cell)>;
+  // The lines Print writes, without their newlines; with `paint`, each coloured cell's text is
+  // wrapped in its escape and a reset, its padding left outside, so the columns still line up.
+  std::vector<std::string> Lines(std::size_t max_cell = 60, const Painter& paint = nullptr) const;
   bool empty() const { return rows_.empty(); }
 
  private:

@@ -16,4 +16,13 @@ bool OrchestratorAlive(const OrchestratorState& o, Millis now) {
   return RecentlySeen(o, now);
 }
 
+bool WorkerAlive(const Worker& w, const Moment& now) {
+  if (w.hostname == exec::Hostname()) {
+    return w.pid > 0 && exec::ProcessAlive(static_cast<pid_t>(w.pid)) &&
+           exec::ProcessCommandLine(static_cast<pid_t>(w.pid)).find(" worker start") !=
+               std::string::npos;
+  }
+  return !IsStale(w, now);
+}
+
 }  // namespace tx::orchestrator

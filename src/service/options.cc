@@ -12,6 +12,9 @@ ServiceOptions WithDefaults(ServiceOptions options) {
     };
   }
   if (!options.orchestrator_alive) options.orchestrator_alive = RecentlySeen;
+  if (!options.worker_alive) {
+    options.worker_alive = [](const Worker& w, const Moment& now) { return !IsStale(w, now); };
+  }
   return options;
 }
 

@@ -7,6 +7,7 @@
 #include "core/clock.h"
 #include "core/orchestrator.h"
 #include "core/validation.h"
+#include "core/worker.h"
 
 namespace tx::service {
 
@@ -29,9 +30,14 @@ struct ServiceOptions {
   // of registrations while stopping apply only then. The CLI checks the holder's process on this
   // host; the default judges by the row's freshness (RecentlySeen), which lags a kill -9 by 30 s.
   std::function<bool(const OrchestratorState&, Millis now)> orchestrator_alive;
+  // Whether the process of a worker's row still runs: tx restore and tx migrate refuse while one
+  // does (CheckNothingRuns). The CLI checks the pid of a worker on this host; the default judges
+  // by its heartbeat (a stale worker is gone), which lags a kill -9 by two intervals.
+  std::function<bool(const Worker&, const Moment& now)> worker_alive;
 };
 
-// Fills unit_random and orchestrator_alive with their defaults when the caller left them empty.
+// Fills unit_random, orchestrator_alive and worker_alive with their defaults when the caller left
+// them empty.
 ServiceOptions WithDefaults(ServiceOptions options);
 
 }  // namespace tx::service

@@ -68,9 +68,9 @@ Status CheckNothingRuns(store::Store& store, const ServiceOptions& given, const 
   std::string busy;
   int n = 0;
   for (const auto& w : live) {
-    // Gone (a store's reconciler declares it dead), or a name a hand claim registered: no
-    // process that would go on writing to this store.
-    if (IsStale(w, now) || w.metadata.value("manual", false)) continue;
+    // Gone (options.worker_alive: its process has exited, or it went stale), or a name a hand
+    // claim registered: no process that would go on writing to this store.
+    if (w.metadata.value("manual", false) || !options.worker_alive(w, now)) continue;
     if (++n <= 3) busy += (busy.empty() ? "" : ", ") + w.id;
   }
   if (n > 0) {

@@ -39,9 +39,11 @@ Result<std::string> ChooseOrchestrator(const std::vector<OrchestratorState>& row
                                        const std::function<bool(const OrchestratorState&)>& alive,
                                        bool any);
 
-// Whether anything still works on the store (tx migrate copies only a quiet one): conflict naming
-// a running orchestrator, or the worker processes still live (not stale; a name that a hand
-// claim registered, tx claim --worker NAME, is no process and does not count).
+// Whether anything still works on the store (tx migrate copies only a quiet one, tx restore
+// replaces only a quiet one): conflict naming a running orchestrator (not stopped, and
+// options.orchestrator_alive), or the workers in a live state whose process still runs
+// (options.worker_alive; a name that a hand claim registered, tx claim --worker NAME, is no
+// process and does not count).
 Status CheckNothingRuns(store::Store& store, const ServiceOptions& options, const Moment& now);
 
 class OrchestratorService {
