@@ -9,6 +9,7 @@
 #include "api/server_options.h"
 #include "cli/commands.h"
 #include "cli/http_api.h"
+#include "log/process_log.h"
 #include "orchestrator/alive.h"
 #include "store/location.h"
 
@@ -38,6 +39,10 @@ Handler SetupServe(CLI::App& cmd) {
       TX_ASSIGN_OR_RETURN(o.threads,
                           ParseCount("--http-threads", *threads, api::ServerOptions::kMaxThreads));
     }
+    // Its lines (a store's warnings, the notifications') as the orchestrator's: text, UTC with Z.
+    TX_ASSIGN_OR_RETURN(std::shared_ptr<log::ProcessLog> process_log,
+                        log::ProcessLog::Open(log::ProcessLog::Options{}));
+    process_log->InstallAsDefault("tx-serve");
     // Signals are taken by sigwait below; blocked first so the server's threads inherit the mask.
     sigset_t stop;
     sigemptyset(&stop);
