@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -180,6 +181,13 @@ TEST_F(HardeningTest, AClockStepUnderARunningAgentIsNotTakenForALostLease) {
       dir_.str(), Path("stepped.out"));
   ASSERT_TRUE(WaitFor([&] { return fs::exists(Path("agent.pid")); }, 30s)) << worker.Output();
   std::ofstream(offset) << "+2h\n";
+  // Nor for an overdue renewal: the worker beats every 300 ms as before, not every 20 ms.
+  std::set<std::string> beats;
+  for (auto until = std::chrono::steady_clock::now() + 2s;
+       std::chrono::steady_clock::now() < until;) {
+    for (const auto& w : Workers()) beats.insert(w.value("last_heartbeat_at", ""));
+  }
+  EXPECT_LE(beats.size(), 15u) << "heartbeats in 2 s after the step";
   ASSERT_TRUE(WaitFor([&] { return TaskStatus(id) == "done"; }, 60s)) << worker.Output();
   json t = Show(id);
   ASSERT_EQ(t["attempts"].size(), 1u) << t.dump();

@@ -22,6 +22,9 @@ for group in subcommands():
     verbs = subcommands(group)
     paths += [[group, v] for v in verbs] if verbs else [[group]]
 
+if len(paths) < 40:
+    print(f"only {len(paths)} commands read from tx --help: is its 'Subcommands:' heading spelt "
+          "otherwise by this CLI11?")
 sections = {}  # "tx task add" -> its roff
 for section in page.split("\n.SS ")[1:]:
     head = section.split("\n", 1)[0]

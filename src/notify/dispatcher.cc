@@ -22,11 +22,12 @@ Result<std::unique_ptr<Dispatcher>> Dispatcher::Make(store::Store& store, const 
   return std::make_unique<Dispatcher>(store, clock, std::move(specs), std::move(sinks));
 }
 
-Result<DispatchReport> Dispatcher::Step(int batch) {
+Result<DispatchReport> Dispatcher::Step(int batch, const std::function<bool()>& stopping) {
   DispatchReport report;
   TX_ASSIGN_OR_RETURN(report.fan_out, outbox_.FanOut(specs_));
   TX_ASSIGN_OR_RETURN(std::vector<Delivery> due, outbox_.Due(batch));
   for (const Delivery& d : due) {
+    if (stopping && stopping()) break;
     auto sink = sinks_.find(d.sink);
     auto spec = std::find_if(specs_.begin(), specs_.end(),
                              [&](const SinkSpec& s) { return s.Key() == d.sink; });

@@ -4,6 +4,7 @@
 // due delivery once and record how it went. The loop around it (orchestrator/notify_loop.h) only
 // sleeps between rounds.
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -33,7 +34,8 @@ class Dispatcher {
 
   // Fans out, then tries at most `batch` due deliveries. A delivery whose sink is no longer
   // configured fails at once. Sends happen outside any transaction; each outcome is its own.
-  Result<DispatchReport> Step(int batch = 64);
+  // `stopping`, asked before each send, ends the round early (the rest stay due).
+  Result<DispatchReport> Step(int batch = 64, const std::function<bool()>& stopping = {});
   // When the next round is due: the next pending delivery, or `poll_ms` from now for new events.
   Result<Millis> NextRoundAt(Millis poll_ms);
 

@@ -42,7 +42,12 @@ struct NotifyLoop::State {
       Millis now = store->clock().Now();
       Millis next = now + kPollMs;
       if (leads()) {
-        Result<notify::DispatchReport> r = dispatcher->Step();
+        // A stop (the orchestrator's, or a SIGHUP replacing the sinks) waits for one send at
+        // most, not for the round.
+        Result<notify::DispatchReport> r = dispatcher->Step(64, [this] {
+          std::lock_guard lock(mu);
+          return stop;
+        });
         if (!r.ok()) {
           if (!failing) spdlog::warn("notifications: {}", r.error().message());
           failing = true;

@@ -871,12 +871,13 @@ void Orchestrator::ApplyReload(const ConfigReload& reload, const std::vector<Sin
     reconciler_->SetTimeouts(config_.review_timeout_ms, config_.question_timeout_ms);
   }
   if (reload.Changed("notify")) {
-    // The old loop stops (a send in flight finishes first) once the new one runs.
-    if (config_.notify.empty()) {
-      notify_.reset();
-    } else {
+    // One sender at a time (the outbox assumes it, service/notify_outbox.h): the old loop stops
+    // first (a send in flight finishes), then the new one starts.
+    auto leads = [this] { return leads_.load(); };
+    notify_.reset();
+    if (!config_.notify.empty()) {
       Result<std::unique_ptr<NotifyLoop>> loop =
-          NotifyLoop::Start(config_.db_path, config_.notify, [this] { return leads_.load(); });
+          NotifyLoop::Start(config_.db_path, config_.notify, leads);
       if (loop.ok()) {
         notify_ = std::move(*loop);
       } else {
@@ -885,6 +886,16 @@ void Orchestrator::ApplyReload(const ConfigReload& reload, const std::vector<Sin
             "to the old ones",
             loop.error().message());
         config_.notify = old_sinks;
+        if (!old_sinks.empty()) {
+          Result<std::unique_ptr<NotifyLoop>> again =
+              NotifyLoop::Start(config_.db_path, old_sinks, leads);
+          if (again.ok()) {
+            notify_ = std::move(*again);
+          } else {
+            spdlog::error("notifications: the old sinks cannot start again either ({})",
+                          again.error().message());
+          }
+        }
       }
     }
   }

@@ -66,10 +66,10 @@ Millis HeartbeatLoop::NextWait() {
   std::optional<Holding> h = state_.holding();
   if (!h) return config_.heartbeat_idle_ms;
   Millis wait = config_.heartbeat_running_ms;
-  // Renew once half the lease has gone, however long the heartbeat interval is.
-  Millis renew_at = h->lease_expires_at - h->lease_ms / 2;
-  Millis now = fleet_->NowMs();
-  return std::clamp<Millis>(renew_at - now, 20, wait);
+  // Renew once half the lease has gone, however long the heartbeat interval is; judged on the
+  // steady clock where the store keeps one, so that a step of the wall clock neither looks like
+  // an overdue renewal (a beat every 20 ms) nor delays one.
+  return std::clamp<Millis>(HeldLeaseLeft(*h, fleet_->Now()) - h->lease_ms / 2, 20, wait);
 }
 
 nlohmann::json HeartbeatLoop::Metadata() {
@@ -107,7 +107,7 @@ void HeartbeatLoop::Beat() {
     if (claim.error().code() != ErrorCode::kUnavailable) {
       state_.LoseLease(h->token, claim.error().message());
       Wake();
-    } else if (now >= h->lease_expires_at) {
+    } else if (HeldLeaseLeft(*h, now) <= 0) {
       state_.LoseLease(h->token,
                        "the store was unreachable past the lease: " + claim.error().message());
       Wake();
@@ -133,12 +133,12 @@ void HeartbeatLoop::Beat() {
     return;
   }
   if (LeaseLeft(*claim, now) > h->lease_ms / 2) {
-    state_.Renewed(h->token, claim->lease_expires_at);
+    state_.Renewed(*claim);
     return;
   }
   Result<Claim> renewed = fleet_->Renew(h->task_id, h->token);
   if (renewed.ok()) {
-    state_.Renewed(h->token, renewed->lease_expires_at);
+    state_.Renewed(*renewed);
   } else if (renewed.error().code() != ErrorCode::kUnavailable || IsExpired(*claim, now)) {
     state_.LoseLease(h->token, "renewal refused: " + renewed.error().message());
     Wake();

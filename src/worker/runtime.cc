@@ -550,7 +550,8 @@ void WorkerRuntime::RunAttempt(service::ClaimResult claimed) {
   const Task& task = claimed.task;
   const Claim& claim = claimed.claim;
   log::ScopedLogField field("task", task.id);
-  state_.Hold({task.id, claim.token, claim.lease_ms, claim.lease_expires_at, 0});
+  state_.Hold({task.id, claim.token, claim.lease_ms, claim.lease_expires_at, 0,
+               claim.lease_expires_steady});
   ended_as_.reset();
   if (task.repo.empty()) {
     RunAgent(claimed, nullptr);

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "core/claim.h"
 #include "core/clock.h"
 #include "core/thread_annotations.h"
 
@@ -22,7 +23,15 @@ struct Holding {
   Millis lease_ms = 0;
   Millis lease_expires_at = 0;  // as last confirmed by the store
   pid_t agent_pid = 0;          // 0 until the agent has started
+  // The same instant on the steady clock, where the store keeps one (core/claim.h).
+  std::optional<Millis> lease_expires_steady;
 };
+
+// How long the held lease still runs at `now`, judged as the store judges it (core/claim.h).
+inline Millis HeldLeaseLeft(const Holding& h, const Moment& now) {
+  if (h.lease_expires_steady && now.steady) return *h.lease_expires_steady - *now.steady;
+  return h.lease_expires_at - now.wall;
+}
 
 class SharedState {
  public:
@@ -45,9 +54,12 @@ class SharedState {
     if (holding_) holding_->agent_pid = pid;
   }
   // Records a renewal of `token` (ignored when the worker has moved on to another claim).
-  void Renewed(std::int64_t token, Millis expires_at) TX_EXCLUDES(mu_) {
+  void Renewed(const Claim& claim) TX_EXCLUDES(mu_) {
     std::lock_guard lock(mu_);
-    if (holding_ && holding_->token == token) holding_->lease_expires_at = expires_at;
+    if (holding_ && holding_->token == claim.token) {
+      holding_->lease_expires_at = claim.lease_expires_at;
+      holding_->lease_expires_steady = claim.lease_expires_steady;
+    }
   }
 
   // Set by the heartbeat thread when the claim with `token` can no longer be trusted.
