@@ -14,7 +14,8 @@ namespace tx::worker {
 HeartbeatLoop::HeartbeatLoop(std::unique_ptr<Coordinator> fleet, const WorkerConfig& config,
                              std::string worker_id, SharedState& state, int wake_fd)
     : fleet_(std::move(fleet)),
-      config_(config),
+      heartbeat_idle_ms_(config.heartbeat_idle_ms),
+      heartbeat_running_ms_(config.heartbeat_running_ms),
       worker_id_(std::move(worker_id)),
       state_(state),
       wake_fd_(wake_fd) {}
@@ -64,8 +65,8 @@ void HeartbeatLoop::Loop() {
 
 Millis HeartbeatLoop::NextWait() {
   std::optional<Holding> h = state_.holding();
-  if (!h) return config_.heartbeat_idle_ms;
-  Millis wait = config_.heartbeat_running_ms;
+  if (!h) return heartbeat_idle_ms_;
+  Millis wait = heartbeat_running_ms_;
   // Renew once half the lease has gone, however long the heartbeat interval is; judged on the
   // steady clock where the store keeps one, so that a step of the wall clock neither looks like
   // an overdue renewal (a beat every 20 ms) nor delays one.

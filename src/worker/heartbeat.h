@@ -44,7 +44,10 @@ class HeartbeatLoop {
   void Wake();
 
   std::unique_ptr<Coordinator> fleet_;
-  const WorkerConfig& config_;
+  // Copied at construction: the main thread reloads its config on SIGHUP (these two need a
+  // restart), and this thread must not read what it writes.
+  const Millis heartbeat_idle_ms_;
+  const Millis heartbeat_running_ms_;
   std::string worker_id_;
   SharedState& state_;
   int wake_fd_;
