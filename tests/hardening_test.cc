@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "orchestrator_fixture.h"
+#include "stop_between_transactions.h"
 #include "tx_proc.h"
 #include "tx_process.h"
 
@@ -41,24 +42,6 @@ class HardeningTest : public tx::testing::OrchestratorTest {
     std::map<std::string, json> out;
     for (const auto& w : LiveWorkers()) out[w.value("slot", "")] = w;
     return out;
-  }
-  // Stops `p` between two of its transactions: a process stopped inside one holds SQLite's write
-  // lock, and every writer (the reconciler that is to find it silent) would wait on it.
-  void StopBetweenTransactions(BackgroundProcess& p) {
-    for (int tries = 0;; ++tries) {
-      p.Signal(SIGSTOP);
-      sqlite3* db = nullptr;
-      bool free = sqlite3_open(Path(".tx/tx.db").c_str(), &db) == SQLITE_OK;
-      if (free) {
-        sqlite3_busy_timeout(db, 300);
-        free = sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK;
-        if (free) sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
-      }
-      sqlite3_close(db);
-      if (free || tries == 20) return;
-      p.Signal(SIGCONT);
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
   }
   int Count(const std::string& haystack, const std::string& needle) {
     int n = 0;
@@ -167,7 +150,7 @@ TEST_F(HardeningTest, AClockStepKillsNoHealthyWorker) {
   ASSERT_EQ(LiveWorkers().size(), 1u) << "declared dead under a clock two minutes ahead";
   EXPECT_EQ(worker->Wait(0ms), -1);
   // Real silence is still found: a worker stopped (SIGSTOP) is dead within its two intervals.
-  StopBetweenTransactions(*worker);
+  tx::testing::StopBetweenTransactions(*worker, Path(".tx/tx.db"));
   ASSERT_TRUE(WaitFor(
       [&] {
         RunResult again =

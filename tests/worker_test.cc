@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "stop_between_transactions.h"
 #include "tx_proc.h"
 #include "tx_process.h"
 
@@ -88,20 +89,6 @@ class WorkerTest : public ::testing::Test {
   }
 
   pid_t ReadPid(const std::string& file) { return ReadPidFile(Path(file)); }
-
-  // Whether a write transaction can begin on the store within 300 ms.
-  bool CanWrite() {
-    sqlite3* db = nullptr;
-    if (sqlite3_open(Path(".tx/tx.db").c_str(), &db) != SQLITE_OK) {
-      sqlite3_close(db);
-      return false;
-    }
-    sqlite3_busy_timeout(db, 300);
-    bool ok = sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK;
-    if (ok) sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
-    sqlite3_close(db);
-    return ok;
-  }
 
   // Runs SQL on the store directly, as an operator's repair or a fault would.
   void Sql(const std::string& sql) {
@@ -433,15 +420,8 @@ TEST_F(WorkerTest, ANewWorkerInASlotKillsTheAgentTheHungOldOneLeftAndRedoesItsTa
         return json::parse(r.out)["metadata"].value("agent_pid", 0) == agent;
       },
       10s));
-  // Hung: alive, silent, its agent still running. Stopped between two of its transactions: a
-  // process stopped inside one holds SQLite's write lock, and every writer waits on it (the
-  // store's nature, not what this test is about).
-  for (int tries = 0;; ++tries) {
-    old->Signal(SIGSTOP);
-    if (CanWrite() || tries == 20) break;
-    old->Signal(SIGCONT);
-    std::this_thread::sleep_for(20ms);
-  }
+  // Hung: alive, silent, its agent still running.
+  tx::testing::StopBetweenTransactions(*old, Path(".tx/tx.db"));
   auto fresh = StartWorker({"--slot", "slot-1"});
   EXPECT_TRUE(WaitFor([&] { return !Running(agent); }, 10s)) << fresh->Output();
   ASSERT_TRUE(WaitForStatus(id, "done")) << fresh->Output();

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/task.h"
+#include "worker/config.h"
 
 namespace tx::api {
 
@@ -19,5 +20,10 @@ namespace tx::api {
 // isolation; a base or auto-merge with no repository), worker::PrepareAgentTask (a known agent
 // profile, a sensible budget, a sandbox no less than its queue's) and TaskService::Add.
 Result<Task> DecodeNewTask(const nlohmann::json& body);
+
+// DecodeNewTask, then prepared as every way of adding one prepares it: the config's git isolation
+// (worker::PrepareGitTask) and its agent profiles and sandboxes (worker::PrepareAgentTask).
+Result<Task> DecodeAndPrepareNewTask(const nlohmann::json& body,
+                                     const worker::WorkerConfig& config);
 
 }  // namespace tx::api

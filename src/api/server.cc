@@ -49,11 +49,8 @@ Result<json> AddTaskArray(const worker::WorkerConfig& config, store::Store& stor
     std::string label = "task " + std::to_string(i + 1);
     auto at = [&](const Error& e) { return Error(e.code(), label + ": " + e.message()); };
     if (!body[i].is_object()) return at(Error::InvalidArgument("must be a JSON object"));
-    Result<Task> t = DecodeNewTask(body[i]);
+    Result<Task> t = DecodeAndPrepareNewTask(body[i], config);
     if (!t.ok()) return at(t.error());
-    Status prepared = worker::PrepareGitTask(config, /*auto_merge=*/false, *t);
-    if (prepared.ok()) prepared = worker::PrepareAgentTask(config, *t);
-    if (!prepared.ok()) return at(prepared.error());
     drafts.push_back(std::move(*t));
     labels.push_back(std::move(label));
   }
@@ -364,9 +361,7 @@ void ApiServer::Routes() {
           if (!body.is_object()) {
             return Error::InvalidArgument("the request body must be a task or an array of tasks");
           }
-          TX_ASSIGN_OR_RETURN(Task draft, DecodeNewTask(body));
-          TX_RETURN_IF_ERROR(worker::PrepareGitTask(config_, /*auto_merge=*/false, draft));
-          TX_RETURN_IF_ERROR(worker::PrepareAgentTask(config_, draft));
+          TX_ASSIGN_OR_RETURN(Task draft, DecodeAndPrepareNewTask(body, config_));
           service::TaskService tasks(store, store.clock(), opts);
           TX_ASSIGN_OR_RETURN(Task added, tasks.Add(std::move(draft)));
           res.set_header("Location", "/api/tasks/" + added.id);

@@ -29,11 +29,8 @@ Result<BatchDrafts> ReadTaskBatch(std::istream& in, const worker::WorkerConfig& 
     if (!body.is_object()) {
       return AtLine(n, Error::InvalidArgument("a task is a JSON object, one a line"));
     }
-    Result<Task> t = api::DecodeNewTask(body);
+    Result<Task> t = api::DecodeAndPrepareNewTask(body, config);
     if (!t.ok()) return AtLine(n, t.error());
-    Status prepared = worker::PrepareGitTask(config, /*auto_merge=*/false, *t);
-    if (prepared.ok()) prepared = worker::PrepareAgentTask(config, *t);
-    if (!prepared.ok()) return AtLine(n, prepared.error());
     out.tasks.push_back(std::move(*t));
     out.lines.push_back("line " + std::to_string(n));
   }
