@@ -334,16 +334,27 @@ describe('the dashboard of a running pool', () => {
       probe.fillStyle = getComputedStyle(document.documentElement).getPropertyValue('--green').trim();
       probe.fillRect(0, 0, 1, 1);
       const [r, g, b] = probe.getImageData(0, 0, 1, 1).data;
-      const data = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+      const data = c.getContext('2d', {willReadFrequently: true}).getImageData(0, 0, c.width, c.height).data;
       let n = 0;
       for (let i = 0; i < data.length; i += 4) {
         if (Math.abs(data[i] - r) < 8 && Math.abs(data[i + 1] - g) < 8 && Math.abs(data[i + 2] - b) < 8 && data[i + 3] > 200) n++;
       }
       return n;
     };
-    await pageUntil(page, greenPixels, null, 10000).catch(() => {});
+    // (And the page redraws the chart every 15 s whatever happens: a canvas blanked meanwhile
+    // shows again by then.)
+    await pageUntil(page, greenPixels, null, 20000).catch(() => {});
     const green = await page.evaluate(greenPixels);
-    assert.ok(green > 0, 'no bar of done tasks drawn');
+    // What was drawn, to say why if nothing green was.
+    const drawn = await page.evaluate(async () => {
+      const c = document.querySelector('#chart');
+      const stats = await (await fetch('/api/stats')).json();
+      return JSON.stringify({canvas: [c.width, c.height, c.clientWidth, c.clientHeight, window.devicePixelRatio],
+        lost: c.getContext('2d', {willReadFrequently: true}).isContextLost?.(),
+        data: Object.assign({}, c.dataset), from: stats.from, to: stats.to, bucket: stats.bucket_ms,
+        busy: stats.throughput.filter((b) => b.done || b.failed)});
+    });
+    assert.ok(green > 0, `no bar of done tasks drawn: ${drawn}`);
   });
 
   test('pause and resume a worker from its card', async () => {

@@ -287,6 +287,7 @@ $('#chart-range').addEventListener('click', (ev) => {
 });
 const scheduleChart = debounce(refreshChart, 1000, 3000);
 new ResizeObserver(() => lastStats && drawChart($('#chart'), lastStats)).observe($('#chart'));
+$('#chart').addEventListener('contextrestored', () => lastStats && drawChart($('#chart'), lastStats));
 matchMedia('(prefers-color-scheme: dark)').addEventListener('change', () => lastStats && drawChart($('#chart'), lastStats));
 
 // A worker's name anywhere on the page opens its history of attempts.

@@ -34,7 +34,10 @@ export function drawChart(canvas, stats) {
   if (!w || !h) return;
   canvas.width = Math.round(w * dpr);
   canvas.height = Math.round(h * dpr);
-  const ctx = canvas.getContext('2d');
+  // A canvas in memory, not on the GPU (willReadFrequently): at this size it draws as fast, and
+  // it is never lost with the GPU's context (a busy or reset GPU process blanks an accelerated
+  // canvas until it is drawn again).
+  const ctx = canvas.getContext('2d', {willReadFrequently: true});
   ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
   ctx.clearRect(0, 0, w, h);
   const c = colors();
