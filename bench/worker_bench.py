@@ -109,10 +109,13 @@ def bench_dispatch(n_workers, samples):
 def bench_drain(tasks, n_workers=4, extra=()):
     with tempfile.TemporaryDirectory(prefix="tx-bench-drain-") as d:
         tx(["init"], d)
-        # Seed in one transaction per 1000 through SQLite would bypass tx; use the CLI's batch
-        # input instead when available, else one `tx task add` per task (not timed).
-        for i in range(tasks):
-            tx(["task", "add", f"t{i}", "--command", "/bin/true"], d)
+        # Seeded in one transaction (`tx task add --batch`), not timed.
+        lines = "".join(json.dumps({"title": f"t{i}", "command": ["/bin/true"]}) + "\n"
+                        for i in range(tasks))
+        r = subprocess.run([TX, "task", "add", "--batch", "-"], cwd=d, input=lines,
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            sys.exit(f"tx task add --batch: exit {r.returncode}: {r.stderr}")
         log = open(os.path.join(d, "workers.log"), "w")
         t0 = time.time()
         workers = [start_worker(d, ["--poll-interval", "10m"] + list(extra), log)

@@ -777,5 +777,40 @@ TEST_F(ChildTest, AnAgentIsRecognisedByItsEnvironmentAndKilledWithItsGroup) {
   EXPECT_GT(SelfResidentMb(), 0);
 }
 
+// What is left of a dead worker's agents is found by the TX_WORKER_ID they carry: an agent's
+// whole group goes, grandchildren too; a process that made a session of its own (a container
+// engine's monitor, a daemon) and a group without the entry stay.
+TEST_F(ChildTest, KillGroupsCarryingKillsTheAgentsGroupsAndSparesOthers) {
+  const std::string marker = "TX_WORKER_ID=worker-kill-test-" + std::to_string(::getpid());
+  SpawnSpec agent_spec = Spec({"fork_grandchildren.sh", "2", "wait"});
+  agent_spec.env.push_back(marker);
+  Child agent = Start(agent_spec);
+  ASSERT_TRUE(AwaitLog(agent, "started 2\n"));
+  std::vector<pid_t> grandchildren = PidsAfter(ReadAll(log_), "grandchild ");
+  ASSERT_EQ(grandchildren.size(), 2u);
+
+  const std::string pid_file = dir_ + "/session.pid";
+  SpawnSpec session_spec;
+  session_spec.argv = {"/bin/sh", "-c",
+                       "setsid -f sh -c 'echo $$ > \"$0\"; exec sleep 600' " + pid_file};
+  session_spec.env = Environment();
+  session_spec.env.push_back(marker);
+  Start(session_spec).Wait();
+  pid_t own_session = 0;
+  ASSERT_TRUE(Eventually([&] { return (own_session = std::atoi(ReadAll(pid_file).c_str())) > 0; }));
+
+  SpawnSpec other_spec = Spec({"fork_grandchildren.sh", "1", "wait"});
+  other_spec.log_path = dir_ + "/other.log";
+  Child other = Start(other_spec);
+
+  EXPECT_EQ(KillGroupsCarrying(marker), 1);
+  EXPECT_TRUE(Eventually([&] { return Gone(agent.pid()); }));
+  for (pid_t pid : grandchildren) EXPECT_TRUE(Eventually([&] { return Gone(pid); })) << pid;
+  EXPECT_FALSE(Gone(own_session)) << "a session of its own is spared";
+  EXPECT_FALSE(Gone(other.pid())) << "a group without the entry is spared";
+  ::kill(own_session, SIGKILL);
+  EXPECT_EQ(KillGroupsCarrying(marker), 0);
+}
+
 }  // namespace
 }  // namespace tx::exec

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <vector>
 
 namespace tx::exec {
 
@@ -59,15 +60,18 @@ namespace {
 
 // The process group of `pid` from /proc/<pid>/stat (field 5, after the parenthesised command,
 // which may itself hold spaces or parentheses), and its state letter.
-bool ReadStat(pid_t pid, pid_t& pgid, char& state) {
+bool ReadStat(pid_t pid, pid_t& pgid, char& state, pid_t* sid = nullptr) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string stat;
   if (!std::getline(in, stat)) return false;
   std::size_t close = stat.rfind(')');
   if (close == std::string::npos || close + 2 >= stat.size()) return false;
-  int ppid = 0, group = 0;
-  if (std::sscanf(stat.c_str() + close + 2, "%c %d %d", &state, &ppid, &group) != 3) return false;
+  int ppid = 0, group = 0, session = 0;
+  if (std::sscanf(stat.c_str() + close + 2, "%c %d %d %d", &state, &ppid, &group, &session) != 4) {
+    return false;
+  }
   pgid = group;
+  if (sid != nullptr) *sid = session;
   return true;
 }
 
@@ -87,25 +91,26 @@ std::string ProcessCommandLine(pid_t pid) {
   return line;
 }
 
-bool KillAgentGroup(pid_t pgid, std::string_view entry) {
-  if (pgid <= 1) return false;
-  bool ours = ProcessHasEnvironmentEntry(pgid, entry);
-  if (!ours) {
-    std::error_code ec;
-    for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
-      const std::string name = e.path().filename().string();
-      if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-      pid_t pid = std::stoi(name);
-      pid_t group = 0;
-      char state = 0;
-      if (ReadStat(pid, group, state) && group == pgid && ProcessHasEnvironmentEntry(pid, entry)) {
-        ours = true;
-        break;
-      }
-    }
+int KillGroupsCarrying(std::string_view entry) {
+  const pid_t own = ::getpgrp();
+  std::vector<pid_t> groups;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t pid = std::stoi(name);
+    pid_t group = 0, session = 0;
+    char state = 0;
+    if (!ReadStat(pid, group, state, &session) || group <= 1 || group == own) continue;
+    // A session of its own (setsid: a container engine's monitor, its namespace keeper, the
+    // container itself, a daemon) is not an agent's group; the engine's containers are removed
+    // by label (exec/container.h).
+    if (group == session) continue;
+    if (std::find(groups.begin(), groups.end(), group) != groups.end()) continue;
+    if (ProcessHasEnvironmentEntry(pid, entry)) groups.push_back(group);
   }
-  if (ours) KillGroup(pgid);
-  return ours;
+  for (pid_t group : groups) KillGroup(group);
+  return static_cast<int>(groups.size());
 }
 
 }  // namespace tx::exec

@@ -21,11 +21,14 @@ bool ProcessHasEnvironmentEntry(pid_t pid, std::string_view entry);
 // SIGKILL to process group `pgid` and to the process itself (ESRCH is not an error).
 void KillGroup(pid_t pgid);
 
-// Kills (SIGKILL) what is left of an agent's process group `pgid` — the leader and any
-// grandchildren — but only if a process of that group still carries `entry` (e.g.
-// "TX_WORKER_ID=worker-…") in its environment, so a group id reused by an unrelated process is
-// never hit. Returns true if it killed. Scans /proc: call it when a worker died, not in a loop.
-bool KillAgentGroup(pid_t pgid, std::string_view entry);
+// Kills (SIGKILL) the process group of every process on this machine whose environment holds
+// `entry` (e.g. "TX_WORKER_ID=worker-…", which a worker gives its agents and their children
+// inherit): what is left of a dead worker's agents, whatever their pids, and never a process
+// that merely reused one. Spared: the caller's own group, and groups that lead a session of
+// their own (an agent's group is made by setpgid in its worker's session; a setsid makes a
+// container engine's monitor or a daemon). Returns how many groups it killed.
+// Scans /proc: call it when a worker died, not in a loop.
+int KillGroupsCarrying(std::string_view entry);
 
 // True when `pid` runs and is not a zombie.
 bool ProcessAlive(pid_t pid);

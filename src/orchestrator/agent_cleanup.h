@@ -13,9 +13,10 @@
 
 namespace tx::orchestrator {
 
-// Kills the process group of the agent `w` recorded (metadata.agent_pid), if it runs on
-// `hostname` (this machine) and is still that worker's agent (its TX_WORKER_ID). True if it
-// signalled a group. Logs nothing: the CLI's output is its caller's to shape.
+// Kills the process groups of `w`'s agents when `w` ran on `hostname` (this machine): every
+// process carrying its TX_WORKER_ID, found by environment rather than by the agent pid its
+// heartbeats record (written a moment after the agent starts, and only if it lives that long).
+// True if it signalled a group. Logs nothing: the CLI's output is its caller's to shape.
 bool KillAgentOf(const Worker& w, const std::string& hostname);
 
 // Before a reconcile pass: kills the agents of the live workers of `hostname` that the pass is

@@ -49,8 +49,7 @@ constexpr Millis kEmptyPoolGraceMs = 10'000;
 void KillAgentAndSay(const Worker& w, const std::string& hostname,
                      const std::vector<exec::ContainerEngine>& engines) {
   if (KillAgentOf(w, hostname)) {
-    spdlog::warn("killed the agent group of worker {} ({})", w.id,
-                 w.metadata.value("agent_pid", 0));
+    spdlog::warn("killed the agents of worker {}", w.id);
   }
   if (w.hostname != hostname) return;
   for (const auto& engine : engines) {

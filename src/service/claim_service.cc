@@ -330,7 +330,7 @@ Result<Task> ClaimService::Report(std::string_view task_id, std::int64_t token, 
 
 Result<ClaimService::ReportResult> ClaimService::ReportAndClaimNext(
     std::string_view task_id, std::int64_t token, Outcome outcome, const std::string& text,
-    std::optional<int> exit_code, Millis lease_ms) {
+    std::optional<int> exit_code, Millis lease_ms, const AgentGate* gate) {
   TX_RETURN_IF_ERROR(CheckLease(lease_ms));
   Result<ReportResult> result(std::in_place);
   const Moment now = clock_.Now();
@@ -342,8 +342,11 @@ Result<ClaimService::ReportResult> ClaimService::ReportAndClaimNext(
     TX_RETURN_IF_ERROR(
         ReportLocked(txn, task_id, token, outcome, text, exit_code, now, out.task, &worker));
     if (worker.id.empty()) return Ok();
-    if (!CheckCanClaim(worker, now).ok()) return txn.UpdateWorker(worker);
-    TX_RETURN_IF_ERROR(ClaimNextLocked(txn, worker, lease_ms, now, out.next));
+    // An operator's request (pause, stop) is read by the worker before it claims again.
+    if (!CheckCanClaim(worker, now).ok() || worker.request != WorkerRequest::kNone) {
+      return txn.UpdateWorker(worker);
+    }
+    TX_RETURN_IF_ERROR(ClaimNextLocked(txn, worker, lease_ms, now, out.next, gate));
     if (!out.next) return txn.UpdateWorker(worker);
     return Ok();
   });

@@ -89,12 +89,12 @@ class ClaimService {
 
   // Records the outcome exactly as Report does and then, in the same transaction, claims the
   // holder's next task as ClaimNext does: what a worker does between two tasks, in one commit
-  // instead of two. A worker that may not claim (stopping, paused) gets no next claim; the
-  // report still stands.
+  // instead of two. A worker that may not claim (stopping, paused) or has an operator's request
+  // to read gets no next claim; the report still stands. `gate`: as ClaimNext's.
   Result<ReportResult> ReportAndClaimNext(std::string_view task_id, std::int64_t token,
                                           Outcome outcome, const std::string& text,
                                           std::optional<int> exit_code = std::nullopt,
-                                          Millis lease_ms = 0);
+                                          Millis lease_ms = 0, const AgentGate* gate = nullptr);
 
   // One outcome of a batch (ReportAndClaimBatch), as Report takes it.
   struct Finished {

@@ -398,6 +398,49 @@ TEST_F(ReportAndClaimNextTest, AWorkerThatMayNotClaimGetsNoNextTask) {
   EXPECT_FALSE(r.next.has_value());
 }
 
+TEST_F(ReportAndClaimNextTest, AWorkerWithAnOperatorsRequestToReadGetsNoNextTask) {
+  Task a = AddTask("a");
+  Task b = AddTask("b");
+  Worker w = Register();
+  ClaimResult first = ClaimNextFor(w);
+  ASSERT_OK(workers_.Request(w.id, WorkerRequest::kPause));
+  ASSERT_OK_AND_ASSIGN(auto r,
+                       claims_.ReportAndClaimNext(a.id, first.claim.token, Outcome::kDone, ""));
+  EXPECT_EQ(r.task.status, TaskStatus::kDone);
+  EXPECT_FALSE(r.next.has_value());
+  EXPECT_EQ(Get(b.id).status, TaskStatus::kReady);
+  EXPECT_EQ(GetWorker(w.id).status, WorkerStatus::kIdle);
+}
+
+TEST_F(ReportAndClaimNextTest, TheNextClaimPassesOverTheTasksTheGateHolds) {
+  Task a = AddTask("a", 3);
+  Task limited;
+  limited.title = "limited";
+  limited.agent = "claude";
+  limited.priority = 2;
+  ASSERT_OK(tasks_.Add(limited));
+  Task c = AddTask("c", 1);
+  Worker w = Register();
+  ClaimResult first = ClaimNextFor(w);
+  ASSERT_EQ(first.task.id, a.id);
+  AgentGate gate{{"claude"}, {}};
+  ASSERT_OK_AND_ASSIGN(auto r, claims_.ReportAndClaimNext(a.id, first.claim.token, Outcome::kDone,
+                                                          "", std::nullopt, 0, &gate));
+  ASSERT_TRUE(r.next.has_value());
+  EXPECT_EQ(r.next->task.id, c.id);
+}
+
+TEST_F(ReportAndClaimNextTest, TheAgentPidTheWorkerRecordedEndsWithItsClaim) {
+  Task a = AddTask("a");
+  Worker w = Register();
+  ClaimResult first = ClaimNextFor(w);
+  HeartbeatUpdate beat;
+  beat.metadata = {{"agent_pid", 4242}};
+  ASSERT_OK(workers_.Heartbeat(w.id, beat));
+  ASSERT_OK(claims_.Report(a.id, first.claim.token, Outcome::kDone, ""));
+  EXPECT_EQ(GetWorker(w.id).metadata["agent_pid"], 0);
+}
+
 TEST_F(ReportAndClaimNextTest, AStaleTokenIsRefusedAndNothingIsClaimed) {
   Task a = AddTask("a");
   AddTask("b");

@@ -87,6 +87,8 @@ Status EndClaim(Txn& txn, Claim& claim, ClaimStatus status, EndReason reason, Mi
   if (w->current_task_id == claim.task_id) {
     w->current_task_id.clear();
     if (w->status == WorkerStatus::kBusy) w->status = WorkerStatus::kIdle;
+    // The agent its heartbeat recorded has ended with the claim.
+    if (auto pid = w->metadata.find("agent_pid"); pid != w->metadata.end() && *pid != 0) *pid = 0;
     changed = true;
   }
   if (IsLive(w->status) && touch.heartbeat) {

@@ -83,6 +83,18 @@ class Coordinator {
   virtual Result<Task> Report(std::string_view task_id, std::int64_t token,
                               service::Outcome outcome, const std::string& text,
                               std::optional<int> exit_code, const nlohmann::json* branch) = 0;
+  // Whether ReportAndClaimNext can claim in the report's commit.
+  virtual bool ReportsAndClaims() const { return false; }
+  // As ClaimService::ReportAndClaimNext (a report without a branch, then the holder's next
+  // claim through `gate`, in one commit): what a worker does between two tasks. Only where
+  // ReportsAndClaims(); elsewhere it reports alone and claims nothing.
+  virtual Result<service::ClaimService::ReportResult> ReportAndClaimNext(
+      std::string_view task_id, std::int64_t token, service::Outcome outcome,
+      const std::string& text, std::optional<int> exit_code, Millis /*lease_ms*/,
+      const service::AgentGate* /*gate*/) {
+    TX_ASSIGN_OR_RETURN(Task task, Report(task_id, token, outcome, text, exit_code, nullptr));
+    return service::ClaimService::ReportResult{std::move(task), std::nullopt};
+  }
   virtual Result<Task> Fail(std::string_view task_id, std::int64_t token, EndReason reason,
                             const std::string& error, std::optional<int> exit_code) = 0;
   virtual Result<Claim> GiveUp(std::string_view task_id, std::int64_t token, EndReason reason) = 0;

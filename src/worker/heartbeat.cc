@@ -43,6 +43,14 @@ void HeartbeatLoop::Kick() {
   cv_.notify_all();
 }
 
+void HeartbeatLoop::KickLater(std::int64_t token, Millis delay_ms) {
+  {
+    std::lock_guard lock(mu_);
+    later_ = Later{token, std::chrono::steady_clock::now() + std::chrono::milliseconds(delay_ms)};
+  }
+  cv_.notify_all();
+}
+
 void HeartbeatLoop::Wake() {
   std::uint64_t one = 1;
   if (::write(wake_fd_, &one, sizeof one) < 0) {
@@ -51,15 +59,32 @@ void HeartbeatLoop::Wake() {
 }
 
 void HeartbeatLoop::Loop() {
+  using std::chrono::steady_clock;
+  auto due = steady_clock::now() + std::chrono::milliseconds(NextWait());
   for (;;) {
-    Millis wait = NextWait();
+    // Set when the wake-up is a KickLater's alone: beat only if its claim is still held.
+    std::optional<std::int64_t> only_while_held;
     {
       std::unique_lock lock(mu_);
-      cv_.wait_for(lock, std::chrono::milliseconds(wait), [this] { return stop_ || kicked_; });
-      if (stop_) return;
+      for (;;) {
+        const auto until = later_ && later_->at < due ? later_->at : due;
+        const bool woken = cv_.wait_until(
+            lock, until, [&] { return stop_ || kicked_ || (later_ && later_->at < until); });
+        if (stop_) return;
+        if (kicked_ || !woken) break;
+        // A sooner KickLater arrived: wait for it instead.
+      }
+      if (!kicked_ && later_ && steady_clock::now() < due) only_while_held = later_->token;
       kicked_ = false;
+      later_.reset();  // a beat records the agent's pid anyway
+    }
+    if (only_while_held) {
+      std::optional<Holding> h = state_.holding();
+      // That task is over: nothing to record, and the regular beat stays when it was due.
+      if (!h || h->token != *only_while_held) continue;
     }
     Beat();
+    due = steady_clock::now() + std::chrono::milliseconds(NextWait());
   }
 }
 

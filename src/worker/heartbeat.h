@@ -9,9 +9,12 @@
 // which kills the agent at once. A heartbeat refused because the worker is no longer live
 // (declared dead, stopped) evicts the worker.
 
+#include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -31,8 +34,11 @@ class HeartbeatLoop {
 
   void Start();
   void Stop();
-  // Beat now (the agent started or finished, the worker changed state).
+  // Beat now (the worker changed state).
   void Kick();
+  // Beat `delay_ms` from now if the claim with `token` is still held then: an agent's pid is
+  // recorded for the long runs it matters for, without a write for each short task.
+  void KickLater(std::int64_t token, Millis delay_ms);
 
   // One beat (public so tests can drive it without the thread).
   void Beat();
@@ -56,6 +62,11 @@ class HeartbeatLoop {
   std::condition_variable cv_;
   bool stop_ TX_GUARDED_BY(mu_) = false;
   bool kicked_ TX_GUARDED_BY(mu_) = false;
+  struct Later {
+    std::int64_t token;
+    std::chrono::steady_clock::time_point at;
+  };
+  std::optional<Later> later_ TX_GUARDED_BY(mu_);
   std::thread thread_;
 
   // CPU accounting between beats (this thread only).

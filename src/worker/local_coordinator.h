@@ -59,6 +59,13 @@ class LocalCoordinator : public Coordinator {
                       const nlohmann::json* branch) override {
     return claims_.Report(task_id, token, outcome, text, exit_code, branch);
   }
+  bool ReportsAndClaims() const override { return true; }
+  Result<service::ClaimService::ReportResult> ReportAndClaimNext(
+      std::string_view task_id, std::int64_t token, service::Outcome outcome,
+      const std::string& text, std::optional<int> exit_code, Millis lease_ms,
+      const service::AgentGate* gate) override {
+    return claims_.ReportAndClaimNext(task_id, token, outcome, text, exit_code, lease_ms, gate);
+  }
   Result<Task> Fail(std::string_view task_id, std::int64_t token, EndReason reason,
                     const std::string& error, std::optional<int> exit_code) override {
     return claims_.Fail(task_id, token, reason, error, exit_code);

@@ -46,6 +46,10 @@ using SteadyClock = std::chrono::steady_clock;
 // A worker that cannot reach the store tries again after 1 s, doubling to this: once it answers
 // again (a full disk freed, a server back) work resumes within half a minute.
 constexpr Millis kMaxStoreBackoffMs = 30'000;
+// An agent still running this long after its start has its pid recorded by a heartbeat (for
+// `tx worker status` and the dashboard); a shorter one costs no write. Killing a dead worker's
+// agents does not need it: they are found by their TX_WORKER_ID.
+constexpr Millis kRecordAgentPidAfterMs = 100;
 
 sigset_t WorkerSignals() {
   sigset_t set;
@@ -157,15 +161,11 @@ Status WorkerRuntime::Start() {
 // left an agent running on this machine (a hung worker, or one whose parent-death signal did
 // not fire), that agent must not keep editing files while another worker redoes its task.
 void WorkerRuntime::KillLeftoverAgent(const Worker& old) {
-  pid_t pid = 0;
-  if (old.metadata.contains("agent_pid") && old.metadata["agent_pid"].is_number_integer()) {
-    pid = old.metadata["agent_pid"].get<pid_t>();
-  }
-  if (pid <= 0 || old.hostname != hostname_) return;
-  // Only an agent that worker started (TX_WORKER_ID in its environment), not a process that
-  // reused the pid; its grandchildren too, should the agent itself be gone.
-  if (exec::KillAgentGroup(pid, "TX_WORKER_ID=" + old.id)) {
-    spdlog::warn("killed agent group {} left running by {} (replaced)", pid, old.id);
+  if (old.hostname != hostname_) return;
+  // Every process that worker's agents started (TX_WORKER_ID in their environment), found
+  // whatever pid it recorded: not a process that reused one.
+  if (int groups = exec::KillGroupsCarrying("TX_WORKER_ID=" + old.id); groups > 0) {
+    spdlog::warn("killed {} agent process group(s) left running by {} (replaced)", groups, old.id);
   }
 }
 
@@ -348,15 +348,22 @@ Result<int> WorkerRuntime::Run() {
     }
     if (paused_) {
       // Claim nothing until resumed (or stopped).
+      GiveBackClaimedWithReport(EndReason::kReleased);
       Wake w = WaitIdle(config_.poll_ms);
       if (w != Wake::kSignal) CheckRequests(nullptr);
       continue;
     }
-    CheckPrograms(/*force=*/false);
-    RefreshAgentState(/*force=*/false);
-    Result<std::optional<service::ClaimResult>> claimed =
-        fleet_->WaitsForClaims() ? ClaimWaiting()
-                                 : fleet_->ClaimNext(worker_id_, config_.lease_ms, 0, &gate_);
+    Result<std::optional<service::ClaimResult>> claimed{std::in_place};
+    if (claimed_with_report_) {
+      claimed = std::move(*claimed_with_report_);
+      claimed_with_report_.reset();
+    } else {
+      CheckPrograms(/*force=*/false);
+      RefreshAgentState(/*force=*/false);
+      claimed = fleet_->WaitsForClaims()
+                    ? ClaimWaiting()
+                    : fleet_->ClaimNext(worker_id_, config_.lease_ms, 0, &gate_);
+    }
     if (!claimed.ok()) {
       if (claimed.error().code() == ErrorCode::kConflict) {
         // Refused while still registered (stale after the machine slept, say): heartbeat, retry.
@@ -410,6 +417,7 @@ Result<int> WorkerRuntime::Run() {
       if (signals_seen_ > 0 || paused_) break;
     }
   }
+  GiveBackClaimedWithReport(EndReason::kShutdown);
   heartbeat_->Stop();
   if (code == 0) {
     Result<Worker> w = fleet_->Deregister(worker_id_, "graceful-shutdown");
@@ -913,7 +921,7 @@ WorkerRuntime::RunEnd WorkerRuntime::FollowRun(const service::ClaimResult& claim
     warned_limits_ = true;
   }
   state_.SetAgentPid(child.pid());
-  heartbeat_->Kick();
+  heartbeat_->KickLater(claim.token, kRecordAgentPidAfterMs);
   spdlog::info("{} attempt {} (token {}): started {} as pid {}{}", task.id, claim.attempt,
                claim.token, spec.argv[0], child.pid(),
                plan.resumed ? " (resuming session " + plan.session_id + ")" : "");
@@ -1072,7 +1080,6 @@ void WorkerRuntime::FinishRun(const service::ClaimResult& claimed, const Attempt
       spdlog::warn("{}: {}; could not record it: {}", head, what, r->error().message());
     }
     state_.Drop();
-    heartbeat_->Kick();
   };
   const agent::RunSummary& said = end.summary;
   auto limited = [&](const std::string& how) {
@@ -1270,7 +1277,6 @@ void WorkerRuntime::Finish(const service::ClaimResult& claimed, const exec::Exit
       state_.CountCompleted();
     }
     state_.Drop();
-    heartbeat_->Kick();
     return;
   }
   std::optional<int> code;
@@ -1278,7 +1284,15 @@ void WorkerRuntime::Finish(const service::ClaimResult& claimed, const exec::Exit
   // A task going to review carries its branch's summary for the reviewer.
   std::optional<nlohmann::json> branch;
   if (task.review && succeeded) branch = ReviewBranch(task, GitSettingsFor(config_, task.repo));
+  const bool claim_too = succeeded && !branch && MayClaimWithReport(task);
   auto report = [&]() -> Result<Task> {
+    if (claim_too) {
+      Result<service::ClaimService::ReportResult> both = fleet_->ReportAndClaimNext(
+          task.id, claim.token, service::Outcome::kDone, "", code, config_.lease_ms, &gate_);
+      if (!both.ok()) return both.error();
+      claimed_with_report_ = std::move(both->next);
+      return std::move(both->task);
+    }
     if (succeeded) {
       return fleet_->Report(task.id, claim.token, service::Outcome::kDone, "", code,
                             branch ? &*branch : nullptr);
@@ -1302,7 +1316,7 @@ void WorkerRuntime::Finish(const service::ClaimResult& claimed, const exec::Exit
     }
   };
   std::optional<Result<Task>> r = Record(claim.token, head, report);
-  if (!r) return;  // recorded after all
+  if (!r) return;  // recorded after all (a claim made with it is found again by the next one)
   if (r->ok() && succeeded) state_.CountCompleted();
   if (r->ok()) {
     spdlog::info("{} → {}{}", head, ToString((*r)->status), failure.empty() ? "" : ": " + failure);
@@ -1310,7 +1324,27 @@ void WorkerRuntime::Finish(const service::ClaimResult& claimed, const exec::Exit
     spdlog::warn("{}; could not record it: {}", head, r->error().message());
   }
   state_.Drop();
-  heartbeat_->Kick();
+}
+
+bool WorkerRuntime::MayClaimWithReport(const Task& task) {
+  if (!fleet_->ReportsAndClaims() || !task.repo.empty()) return false;
+  if (signals_seen_ > 0 || paused_ || reload_pending_ || !state_.evicted().empty()) return false;
+  // What the loop does before it claims, so the gate is as fresh as its own claim's would be.
+  CheckPrograms(/*force=*/false);
+  RefreshAgentState(/*force=*/false);
+  return true;
+}
+
+void WorkerRuntime::GiveBackClaimedWithReport(EndReason why) {
+  std::optional<std::optional<service::ClaimResult>> held = std::exchange(claimed_with_report_, {});
+  if (!held || !*held) return;
+  const service::ClaimResult& c = **held;
+  Result<Task> r = fleet_->Release(c.task.id, c.claim.token, why);
+  if (r.ok()) {
+    spdlog::info("{}: claimed with the last outcome, given back ({})", c.task.id, ToString(why));
+  } else {
+    spdlog::warn("{}: release: {}", c.task.id, r.error().message());
+  }
 }
 
 std::optional<Result<Task>> WorkerRuntime::Record(std::int64_t token, const std::string& head,
@@ -1335,7 +1369,6 @@ std::optional<Result<Task>> WorkerRuntime::Record(std::int64_t token, const std:
         state_.CountCompleted();
       }
       state_.Drop();
-      heartbeat_->Kick();
       return std::nullopt;
     }
     r = call();

@@ -165,6 +165,12 @@ class WorkerRuntime {
   // failed attempt; `failure` overrides the outcome's description when the agent said more.
   void Finish(const service::ClaimResult& claimed, const exec::ExitOutcome& outcome, bool succeeded,
               const std::string& failure);
+  // Whether the outcome of `task` may be recorded with the next claim (ReportAndClaimNext): a
+  // task without a worktree to clean up first, by a worker that would claim next anyway.
+  bool MayClaimWithReport(const Task& task);
+  // Gives back, uncounted, a claim made with the last report that will not run (a stop, a
+  // pause, an eviction came meanwhile).
+  void GiveBackClaimedWithReport(EndReason why);
 
   WorkerConfig config_;
   WorkerHooks hooks_;
@@ -204,6 +210,10 @@ class WorkerRuntime {
   std::map<std::string, std::string> unavailable_published_;  // as the store has it
   // The task's status once this attempt's outcome was recorded (Record), if it was.
   std::optional<TaskStatus> ended_as_;
+  // The claim made in the commit that recorded the last outcome (ReportAndClaimNext), which the
+  // loop runs next; holding nullopt when that commit found nothing to claim (the loop then
+  // waits rather than claims again). Unset when the last outcome was recorded alone.
+  std::optional<std::optional<service::ClaimResult>> claimed_with_report_;
   // Profiles that failed to start or log in, and since when: not looked at again for a while.
   std::map<std::string, std::chrono::steady_clock::time_point> held_off_at_;
   std::chrono::steady_clock::time_point programs_checked_at_{};
