@@ -169,32 +169,43 @@ void CloseOtherFds(int keep, int max_fd) {
   ::_exit(127);  // not reached: fail() exits
 }
 
-int ChildEntry(void* plan) { RunChild(*static_cast<const ChildPlan*>(plan)); }
-
 // Starts RunChild(plan) in a new process. The child shares the parent's memory and the parent
 // waits until it has exec'd or exited (clone with CLONE_VM | CLONE_VFORK, as posix_spawn does),
 // so nothing of the worker's address space is copied and no page of it is faulted afterwards —
 // most of what a spawn cost. RunChild only reads the plan and makes system calls, which is what
 // sharing the memory allows. Under AddressSanitizer, whose shadow memory the child would poison
 // on its own stack, a plain fork.
-pid_t StartChild(const ChildPlan& plan) {
 #if defined(__SANITIZE_ADDRESS__)
+pid_t StartChild(const ChildPlan& plan) {
   const pid_t pid = ::fork();
   if (pid == 0) RunChild(plan);
   return pid;
+}
 #else
-  constexpr std::size_t kStackSize = 256 * 1024;  // pages the child never touches cost nothing
+int ChildEntry(void* plan) { RunChild(*static_cast<const ChildPlan*>(plan)); }
+
+pid_t StartChild(const ChildPlan& plan) {
+  // Pages the child never touches cost nothing; the lowest is a guard, so an overflow faults
+  // rather than writes into the memory it shares.
+  constexpr std::size_t kStackSize = 256 * 1024;
+  const std::size_t guard = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
   void* stack = ::mmap(nullptr, kStackSize, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
   if (stack == MAP_FAILED) return -1;
+  if (::mprotect(stack, guard, PROT_NONE) != 0) {
+    const int err = errno;
+    ::munmap(stack, kStackSize);
+    errno = err;
+    return -1;
+  }
   const pid_t pid = ::clone(ChildEntry, static_cast<char*>(stack) + kStackSize,
                             CLONE_VM | CLONE_VFORK | SIGCHLD, const_cast<ChildPlan*>(&plan));
   const int err = errno;
   ::munmap(stack, kStackSize);  // the child no longer runs on it: it has exec'd or exited
   errno = err;
   return pid;
-#endif
 }
+#endif
 
 std::string RlimitName(int resource) {
   switch (resource) {

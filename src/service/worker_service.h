@@ -52,8 +52,8 @@ class WorkerService {
 
   // Registers a worker `idle` with a fresh id; registration counts as its first heartbeat.
   // A previous live worker in the same slot is marked dead ("replaced") and its claims recovered;
-  // `replaced`, when given, receives those workers (their metadata names any agent pid they
-  // left, for the new incarnation to kill).
+  // `replaced`, when given, receives those workers (whose agents the new incarnation kills, by
+  // the TX_WORKER_ID they carry).
   Result<Worker> Register(Registration r, std::vector<Worker>* replaced = nullptr);
 
   // Records a heartbeat. conflict: the worker is dead or stopped (it must register again).

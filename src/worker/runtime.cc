@@ -357,6 +357,8 @@ Result<int> WorkerRuntime::Run() {
     if (claimed_with_report_) {
       claimed = std::move(*claimed_with_report_);
       claimed_with_report_.reset();
+      // Nothing claimed with the report: perhaps for an operator's request, read it now.
+      if (!*claimed) CheckRequests(nullptr);
     } else {
       CheckPrograms(/*force=*/false);
       RefreshAgentState(/*force=*/false);
@@ -1289,9 +1291,14 @@ void WorkerRuntime::Finish(const service::ClaimResult& claimed, const exec::Exit
     if (claim_too) {
       Result<service::ClaimService::ReportResult> both = fleet_->ReportAndClaimNext(
           task.id, claim.token, service::Outcome::kDone, "", code, config_.lease_ms, &gate_);
-      if (!both.ok()) return both.error();
-      claimed_with_report_ = std::move(both->next);
-      return std::move(both->task);
+      if (both.ok()) {
+        claimed_with_report_ = std::move(both->next);
+        return std::move(both->task);
+      }
+      const ErrorCode why = both.error().code();
+      if (why == ErrorCode::kUnavailable || why == ErrorCode::kConflict) return both.error();
+      // The claim's half failed (and took the report with it): the outcome alone, then.
+      spdlog::warn("{}: claiming the next task with the outcome: {}", head, both.error().message());
     }
     if (succeeded) {
       return fleet_->Report(task.id, claim.token, service::Outcome::kDone, "", code,

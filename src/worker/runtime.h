@@ -211,8 +211,9 @@ class WorkerRuntime {
   // The task's status once this attempt's outcome was recorded (Record), if it was.
   std::optional<TaskStatus> ended_as_;
   // The claim made in the commit that recorded the last outcome (ReportAndClaimNext), which the
-  // loop runs next; holding nullopt when that commit found nothing to claim (the loop then
-  // waits rather than claims again). Unset when the last outcome was recorded alone.
+  // loop runs next; holding nullopt when that commit claimed nothing (the loop then reads the
+  // operator's requests and goes the idle way, claiming again once a task is eligible). Unset
+  // when the last outcome was recorded alone.
   std::optional<std::optional<service::ClaimResult>> claimed_with_report_;
   // Profiles that failed to start or log in, and since when: not looked at again for a while.
   std::map<std::string, std::chrono::steady_clock::time_point> held_off_at_;
