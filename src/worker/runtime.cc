@@ -1256,8 +1256,12 @@ void WorkerRuntime::Finish(const service::ClaimResult& claimed, const exec::Exit
                            bool succeeded, const std::string& failure) {
   const Task& task = claimed.task;
   const Claim& claim = claimed.claim;
-  Result<Claim> now = fleet_->Inspect(claim.token);
-  bool ended = now.ok() && now->status != ClaimStatus::kActive;
+  // A success is recorded without a look at the claim first (a read a task): a claim that ended
+  // meanwhile (the agent reported itself, an operator cancelled) refuses it as stale, and is
+  // looked at then.
+  const bool look_first = !succeeded;
+  Result<Claim> now = look_first ? fleet_->Inspect(claim.token) : Result<Claim>(Claim());
+  bool ended = look_first && now.ok() && now->status != ClaimStatus::kActive;
   // A signal this worker did not send, once the claim has ended elsewhere, came from tx too: the
   // reconciler or an orchestrator kills the agents of a worker it declares dead.
   std::string how =
@@ -1267,18 +1271,20 @@ void WorkerRuntime::Finish(const service::ClaimResult& claimed, const exec::Exit
                 std::string(ToString(now->end_reason)) + ")"
           : outcome.Describe();
   std::string head = task.id + " attempt " + std::to_string(claim.attempt) + ": agent " + how;
-  if (ended) {
-    // The agent reported its own outcome (or the claim was revoked meanwhile): it stands.
-    if (now->end_reason == EndReason::kAsked) {
+  // The agent reported its own outcome (or the claim was revoked meanwhile): it stands.
+  auto already_ended = [&](const Claim& c) {
+    if (c.end_reason == EndReason::kAsked) {
       spdlog::info("{}; it asked a question: the task waits for an answer (tx task answer)", head);
     } else {
-      spdlog::info("{}; claim already {} ({})", head, ToString(now->status),
-                   ToString(now->end_reason));
+      spdlog::info("{}; claim already {} ({})", head, ToString(c.status), ToString(c.end_reason));
     }
-    if (now->status == ClaimStatus::kCompleted && now->end_reason != EndReason::kAsked) {
+    if (c.status == ClaimStatus::kCompleted && c.end_reason != EndReason::kAsked) {
       state_.CountCompleted();
     }
     state_.Drop();
+  };
+  if (ended) {
+    already_ended(*now);
     return;
   }
   std::optional<int> code;
@@ -1324,6 +1330,13 @@ void WorkerRuntime::Finish(const service::ClaimResult& claimed, const exec::Exit
   };
   std::optional<Result<Task>> r = Record(claim.token, head, report);
   if (!r) return;  // recorded after all (a claim made with it is found again by the next one)
+  if (!look_first && !r->ok() && r->error().code() == ErrorCode::kConflict) {
+    if (Result<Claim> c = fleet_->Inspect(claim.token);
+        c.ok() && c->status != ClaimStatus::kActive) {
+      already_ended(*c);
+      return;
+    }
+  }
   if (r->ok() && succeeded) state_.CountCompleted();
   if (r->ok()) {
     spdlog::info("{} → {}{}", head, ToString((*r)->status), failure.empty() ? "" : ": " + failure);
