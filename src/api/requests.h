@@ -37,12 +37,12 @@ inline constexpr std::size_t kMaxTasksPerPost = 10'000;
 //   "status": "cancelled" with an optional "note";
 //   "status": "ready" | "todo" to retry a failed or cancelled task, with an optional "note" and
 //             "fresh": true (start the agent's conversation over rather than resume it).
-// Other statuses (running, blocked, waiting) are reached only through claims, dependencies and
-// an agent's question, and are refused naming why.
 //   "status": "approved" with an optional "note" approves a task in review; "ready" on a task in
 //             review requests changes (the note goes into its next prompt);
 //   "status": "ready" with "answer" (and nothing else) answers the question of a task that is
 //             `waiting` (TaskService::Answer).
+// Other statuses (running, blocked, waiting) are reached only through claims, dependencies and
+// an agent's question, and are refused naming why.
 struct TaskChange {
   enum class Kind { kFields, kOutcome, kCancel, kRetry, kApprove, kAnswer };
   Kind kind = Kind::kFields;

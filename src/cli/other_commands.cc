@@ -21,6 +21,7 @@
 #include "core/validation.h"
 #include "exec/process_info.h"
 #include "orchestrator/agent_cleanup.h"
+#include "orchestrator/atomic_file.h"
 #include "orchestrator/config.h"
 #include "service/agent_service.h"
 #include "service/event_log.h"
@@ -37,25 +38,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Writes the API token beside the store, readable by its owner only. Kept if it exists.
+// Writes the API token beside the store, readable by its owner only (0600), so that a crash
+// leaves no partial token. Kept if it exists.
 Status WriteToken(const fs::path& path) {
   std::error_code ec;
   if (fs::exists(path, ec)) return Ok();
-  std::string token = NewToken();
-  std::string tmp = path.string() + ".tmp";
-  {
-    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0) return Error::Unavailable("cannot write " + tmp + ": " + std::strerror(errno));
-    std::string line = token + "\n";
-    bool ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) &&
-              ::fsync(fd) == 0;
-    ::close(fd);
-    if (!ok) return Error::Unavailable("cannot write " + tmp + ": " + std::strerror(errno));
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    return Error::Unavailable("cannot write " + path.string() + ": " + std::strerror(errno));
-  }
-  return Ok();
+  return orchestrator::WriteFileAtomically(path.string(), NewToken() + "\n");
 }
 }  // namespace
 

@@ -46,6 +46,9 @@ bool CountsAsAttempt(EndReason r);
 std::string_view ToString(EndReason r);
 Result<EndReason> ParseEndReason(std::string_view name);
 
+// A claim's lease when neither its worker nor the service is told another.
+inline constexpr Millis kDefaultLeaseMs = 30 * 60'000;
+
 struct Claim {
   std::int64_t token = 0;
   std::string task_id;

@@ -61,6 +61,9 @@ bool IsAllowed(TaskStatus from, TaskEvent event, TaskStatus to);
 // The same as a Status: a conflict naming the task, its state and what was attempted.
 Status CheckTransition(std::string_view task_id, TaskStatus from, TaskEvent event, TaskStatus to);
 
+// A task's timeout when it names none.
+inline constexpr Millis kDefaultTaskTimeoutMs = 30 * 60'000;
+
 struct Task {
   std::string id;
   std::int64_t seq = 0;  // insertion order, for FIFO among equal priorities (set by the store)
@@ -77,7 +80,7 @@ struct Task {
   std::string workdir;
   std::vector<std::string> command;  // argv of a plain job
   std::string agent;                 // a named agent profile
-  Millis timeout_ms = 30 * 60'000;
+  Millis timeout_ms = kDefaultTaskTimeoutMs;
   int max_attempts = 3;
   bool review = false;
   std::string repo;

@@ -4,19 +4,21 @@
 #include <functional>
 
 #include "core/backoff.h"
+#include "core/claim.h"
 #include "core/clock.h"
 #include "core/orchestrator.h"
+#include "core/task.h"
 #include "core/validation.h"
 #include "core/worker.h"
 
 namespace tx::service {
 
 struct ServiceOptions {
-  Millis default_lease_ms = 30 * 60'000;
+  Millis default_lease_ms = kDefaultLeaseMs;
   int max_renewals = 10;
   BackoffPolicy backoff;
   Limits limits;
-  Millis default_task_timeout_ms = 30 * 60'000;
+  Millis default_task_timeout_ms = kDefaultTaskTimeoutMs;
   Millis default_heartbeat_interval_ms = 30'000;
   // A task waiting in review longer than this is marked overdue by the reconciler (an event and
   // metadata.review_overdue_at, which the dashboard shows). 0 = never.

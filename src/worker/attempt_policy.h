@@ -26,14 +26,15 @@
 
 #include "core/claim.h"
 #include "core/clock.h"
+#include "core/task.h"
 
 namespace tx::worker {
 
 struct AttemptLimits {
-  Millis timeout_ms = 30 * 60'000;  // the task's, capped by the worker's
-  Millis stall_ms = 0;              // 0 = no stall timeout
-  Millis shutdown_ms = 300'000;     // how long a stop waits for the agent
-  double budget_left_usd = 0;       // what this attempt may cost; 0 = no budget
+  Millis timeout_ms = kDefaultTaskTimeoutMs;  // the task's, capped by the worker's
+  Millis stall_ms = 0;                        // 0 = no stall timeout
+  Millis shutdown_ms = 300'000;               // how long a stop waits for the agent
+  double budget_left_usd = 0;                 // what this attempt may cost; 0 = no budget
 };
 
 // What the loop saw, at `now` (a monotonic clock's milliseconds).

@@ -13,6 +13,7 @@
 #include "agent/prices.h"
 #include "agent/profile.h"
 #include "core/agent.h"
+#include "core/claim.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/task.h"
@@ -91,7 +92,7 @@ struct WorkerConfig {
 
   Millis heartbeat_idle_ms = 30'000;     // promised interval: stale after two of these
   Millis heartbeat_running_ms = 15'000;  // while an agent runs
-  Millis lease_ms = 30 * 60'000;
+  Millis lease_ms = kDefaultLeaseMs;
   Millis stall_timeout_ms = 0;  // 0 = off: some agents print nothing until they finish
   Millis task_timeout_cap_ms = 2 * 60 * 60'000;
   Millis shutdown_timeout_ms = 300'000;  // how long a graceful stop waits for the agent

@@ -934,7 +934,7 @@ WorkerRuntime::RunEnd WorkerRuntime::FollowRun(const service::ClaimResult& claim
         .count();
   };
   AttemptLimits limits;
-  Millis timeout = task.timeout_ms > 0 ? task.timeout_ms : 30 * 60'000;
+  Millis timeout = task.timeout_ms > 0 ? task.timeout_ms : kDefaultTaskTimeoutMs;
   limits.timeout_ms = std::min(timeout, config_.task_timeout_cap_ms);
   limits.stall_ms = config_.stall_timeout_ms;
   limits.shutdown_ms = config_.shutdown_timeout_ms;
