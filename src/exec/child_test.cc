@@ -791,8 +791,13 @@ TEST_F(ChildTest, KillGroupsCarryingKillsTheAgentsGroupsAndSparesOthers) {
 
   const std::string pid_file = dir_ + "/session.pid";
   SpawnSpec session_spec;
+  // The outer shell waits for the pid file, written once setsid has made the new session: a
+  // leader that exits first has its group killed (ChildTest.GrandchildrenDieWhenTheLeaderExits),
+  // the forked setsid with it if it had not left the group yet.
   session_spec.argv = {"/bin/sh", "-c",
-                       "setsid -f sh -c 'echo $$ > \"$0\"; exec sleep 600' " + pid_file};
+                       "setsid -f sh -c 'echo $$ > \"$0\"; exec sleep 600' \"$0\"; "
+                       "while [ ! -s \"$0\" ]; do sleep 0.01; done",
+                       pid_file};
   session_spec.env = Environment();
   session_spec.env.push_back(marker);
   Start(session_spec).Wait();
