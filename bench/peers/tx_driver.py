@@ -93,32 +93,39 @@ def stop_serve(p):
         pass
 
 
-def enqueue(kind, n):
-    if kind not in COMMAND:
-        sys.stderr.write("tx driver: kind %r: tx runs every task as a subprocess and has no in-process "
-                         "no-op handler; its no-op drain is measured with bench/tx_drain outside the "
-                         "driver contract (results/tx/)\n" % kind)
-        sys.exit(2)
+def timed_posts(bodies, what):
+    """POSTs each of `bodies` (JSON text) to /api/tasks of a fresh `tx serve`, one keep-alive
+    connection, one producer; returns the seconds the posts took (only they are timed)."""
     ensure_store()
     token = open(os.path.join(store_dir(), ".tx", "token")).read().strip()
     headers = {"Authorization": "Bearer " + token, "Content-Type": "application/json"}
     p, port = serve()
     try:
         c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        body = {"title": "bench-%s" % kind, "command": COMMAND[kind]}
         c.request("GET", "/healthz")
         c.getresponse().read()
         t = time.perf_counter()
-        for i in range(n):
-            c.request("POST", "/api/tasks", json.dumps(body), headers)
+        for body in bodies:
+            c.request("POST", "/api/tasks", body, headers)
             r = c.getresponse()
             data = r.read()
             if r.status != 201:
-                raise SystemExit("POST /api/tasks: %d %s" % (r.status, data[:300]))
+                raise SystemExit("POST /api/tasks%s: %d %s" % (what, r.status, data[:300]))
         dt = time.perf_counter() - t
         c.close()
     finally:
         stop_serve(p)
+    return dt
+
+
+def enqueue(kind, n):
+    if kind not in COMMAND:
+        sys.stderr.write("tx driver: kind %r: tx runs every task as a subprocess and has no in-process "
+                         "no-op handler; its no-op drain is measured with bench/tx_drain outside the "
+                         "driver contract (results/tx/)\n" % kind)
+        sys.exit(2)
+    body = json.dumps({"title": "bench-%s" % kind, "command": COMMAND[kind]})
+    dt = timed_posts((body for _ in range(n)), "")
     out({"enqueue_s": dt, "mode": "single: POST /api/tasks x N to `tx serve` (tx-http), one keep-alive "
                                   "connection, one producer"})
 
@@ -126,29 +133,9 @@ def enqueue(kind, n):
 def enqueue_bulk(kind, n, chunk=1000):
     """POST /api/tasks with arrays of `chunk` tasks (one transaction each), as the peers' bulk
     adds go in chunks of 1000; one keep-alive connection, one producer; only the loop is timed."""
-    ensure_store()
-    token = open(os.path.join(store_dir(), ".tx", "token")).read().strip()
-    headers = {"Authorization": "Bearer " + token, "Content-Type": "application/json"}
-    p, port = serve()
-    try:
-        c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        task = {"title": "bench-%s" % kind, "command": COMMAND.get(kind, COMMAND["true"])}
-        c.request("GET", "/healthz")
-        c.getresponse().read()
-        t = time.perf_counter()
-        left = n
-        while left > 0:
-            k = min(chunk, left)
-            c.request("POST", "/api/tasks", json.dumps([task] * k), headers)
-            r = c.getresponse()
-            data = r.read()
-            if r.status != 201:
-                raise SystemExit("POST /api/tasks [array]: %d %s" % (r.status, data[:300]))
-            left -= k
-        dt = time.perf_counter() - t
-        c.close()
-    finally:
-        stop_serve(p)
+    task = {"title": "bench-%s" % kind, "command": COMMAND.get(kind, COMMAND["true"])}
+    sizes = [min(chunk, n - i) for i in range(0, n, chunk)]
+    dt = timed_posts((json.dumps([task] * k) for k in sizes), " [array]")
     out({"enqueue_s": dt, "mode": "bulk: POST /api/tasks with arrays of %d (one transaction each) to "
                                   "`tx serve`, one keep-alive connection, one producer" % chunk})
 
