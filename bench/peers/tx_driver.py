@@ -51,9 +51,12 @@ def ensure_store():
     os.makedirs(d, exist_ok=True)
     if not os.path.exists(os.path.join(d, ".tx", "tx.db")):
         tx("init")
-        # The bench programs read BENCH_* variables, and an agent gets only the worker's variables
-        # that [worker] pass_env names (tx's default list: what agent CLIs need).
-        with open(os.path.join(d, ".tx", "config.toml"), "w") as f:
+    # The bench programs read BENCH_* variables, and an agent gets only the worker's variables
+    # that [worker] pass_env names (tx's default list: what agent CLIs need). The `worker`
+    # subcommand (driver, bash) may have made the store first: it writes the same file.
+    config = os.path.join(d, ".tx", "config.toml")
+    if not os.path.exists(config):
+        with open(config, "w") as f:
             f.write('[worker]\npass_env = ["PATH", "HOME", "BENCH_*"]\n')
 
 
@@ -188,8 +191,10 @@ def describe(prof, workload):
              "reconciler": "tx orchestrator start --workers 0, started by the driver as the store's "
                            "service (only an orchestrator reconciles on SQLite; one per store); not "
                            "killed",
-             "heartbeat_interval": "1s (0.5 s while running; dead after 2 s)" if prof == "tight"
-             else "30s (default; 15 s while running; dead after 60 s)"}
+             "heartbeat_interval": "1s idle (dead after 2 s); busy it promises 0.5 s and beats every "
+             "0.25 s (dead after 1 s)" if prof == "tight"
+             else "30s idle (default; dead after 60 s); busy it promises 15 s and beats every 7.5 s "
+             "(dead after 30 s)"}
     d.update(common)
     d["workload"] = workload
     out(d)

@@ -72,6 +72,8 @@ Result<service::Registration> DecodeRegistration(const json& body) {
   if (r.queues.empty()) return Error::InvalidArgument("field 'queues' is empty");
   TX_RETURN_IF_ERROR(
       ReadMillis(body, "heartbeat_interval_ms", 0, 24 * 3'600'000, r.heartbeat_interval_ms));
+  TX_RETURN_IF_ERROR(ReadMillis(body, "busy_heartbeat_interval_ms", 0, 24 * 3'600'000,
+                                r.busy_heartbeat_interval_ms));
   std::optional<json> metadata;
   TX_RETURN_IF_ERROR(ReadObject(body, "metadata", metadata));
   TX_RETURN_IF_ERROR(NoCredentialIn(metadata));

@@ -30,7 +30,7 @@ inline constexpr const char* kCredentialHeader = kWorkerCredentialHeader;
 inline constexpr char kCredentialKey[] = "credential_sha256";
 
 // register: {"name", "slot", "hostname", "pid", "capabilities", "queues",
-// "heartbeat_interval_ms", "metadata"}.
+// "heartbeat_interval_ms", "busy_heartbeat_interval_ms", "metadata"}.
 Result<service::Registration> DecodeRegistration(const nlohmann::json& body);
 
 // heartbeat: {"worker_id" (required), "status" (idle|busy|paused|stopping), "metadata" (merged),

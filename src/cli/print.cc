@@ -203,8 +203,11 @@ void PrintWorkerDetail(std::ostream& out, const Worker& w, const Moment& now) {
   line("pid", std::to_string(w.pid));
   line("capabilities", Join(w.capabilities));
   line("queues", Join(w.queues));
-  line("heartbeat",
-       "every " + FormatDuration(w.heartbeat_interval_ms) + ", last " + HeartbeatAge(w, now));
+  std::string promise = "every " + FormatDuration(w.heartbeat_interval_ms);
+  if (BusyIntervalMs(w) != w.heartbeat_interval_ms) {
+    promise += " (" + FormatDuration(BusyIntervalMs(w)) + " busy)";
+  }
+  line("heartbeat", promise + ", last " + HeartbeatAge(w, now));
   line("registered", FormatTime(w.registered_at));
   if (!w.metadata.empty()) line("metadata", w.metadata.dump());
 }

@@ -96,6 +96,7 @@ nlohmann::json ToJson(const Worker& w, const Moment& now) {
       {"capabilities", w.capabilities},
       {"queues", w.queues},
       {"heartbeat_interval", FormatDuration(w.heartbeat_interval_ms)},
+      {"busy_heartbeat_interval", FormatDuration(BusyIntervalMs(w))},
       {"registered_at", Time(w.registered_at)},
       {"last_heartbeat_at", Time(w.last_heartbeat_at)},
       {"heartbeat_age_ms", w.last_heartbeat_at > 0 && now > 0
@@ -406,6 +407,7 @@ Result<Worker> WorkerFromJson(const nlohmann::json& j) {
   r.Strs("capabilities", w.capabilities);
   r.Strs("queues", w.queues);
   r.Duration("heartbeat_interval", w.heartbeat_interval_ms);
+  r.Duration("busy_heartbeat_interval", w.busy_heartbeat_interval_ms);
   r.Time("registered_at", w.registered_at);
   r.Time("last_heartbeat_at", w.last_heartbeat_at);
   r.Str("current_task_id", w.current_task_id, true);

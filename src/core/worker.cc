@@ -73,9 +73,13 @@ Millis SilentFor(const Worker& w, const Moment& now) {
   return now.wall - w.last_heartbeat_at;
 }
 
+Millis PromisedIntervalMs(const Worker& w) {
+  return w.status == WorkerStatus::kBusy ? BusyIntervalMs(w) : w.heartbeat_interval_ms;
+}
+
 bool IsStale(const Worker& w, const Moment& now) {
   if (w.last_heartbeat_at <= 0) return true;
-  return SilentFor(w, now) >= 2 * w.heartbeat_interval_ms;
+  return SilentFor(w, now) >= StaleAfterMs(w);
 }
 
 }  // namespace tx

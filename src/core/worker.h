@@ -44,6 +44,10 @@ struct Worker {
   std::vector<std::string> queues = {"default"};
   WorkerStatus status = WorkerStatus::kIdle;
   Millis heartbeat_interval_ms = 30'000;  // the interval this worker promises
+  // The interval it promises while busy (a worker running an agent beats more often, so that its
+  // death is seen sooner); 0 = heartbeat_interval_ms, as for a hand-run claimer that does not
+  // beat between its commands.
+  Millis busy_heartbeat_interval_ms = 0;
   Millis registered_at = 0;
   Millis last_heartbeat_at = 0;       // 0 = never heartbeated
   std::optional<Millis> beat_steady;  // the steady reading of that heartbeat (core/clock.h)
@@ -67,6 +71,15 @@ inline void RecordBeat(Worker& w, const Moment& now) {
 // How long the worker has been silent at `now`: on the steady clock when both the heartbeat and
 // `now` have a steady reading, else on the wall clock.
 Millis SilentFor(const Worker& w, const Moment& now);
+// The interval `w` promises while busy.
+inline Millis BusyIntervalMs(const Worker& w) {
+  return w.busy_heartbeat_interval_ms > 0 ? w.busy_heartbeat_interval_ms : w.heartbeat_interval_ms;
+}
+// The interval `w` promises in its present status: its busy interval while busy, else its
+// heartbeat interval.
+Millis PromisedIntervalMs(const Worker& w);
+// How long `w` may be silent before it is stale: two promised intervals.
+inline Millis StaleAfterMs(const Worker& w) { return 2 * PromisedIntervalMs(w); }
 // A worker is stale once two promised intervals pass without a heartbeat, or when it has never
 // heartbeated at all. Stale workers may not claim; the reconciler declares them dead.
 bool IsStale(const Worker& w, const Moment& now);

@@ -25,6 +25,26 @@ TEST(WorkerFreshness, StaleOnceTwoPromisedIntervalsPass) {
   EXPECT_TRUE(IsStale(w, Moment{12'000}));
 }
 
+TEST(WorkerFreshness, ABusyWorkerIsJudgedByTheIntervalItPromisesWhileBusy) {
+  Worker w = WithHeartbeat(10'000, 1000);
+  w.busy_heartbeat_interval_ms = 500;
+  EXPECT_EQ(PromisedIntervalMs(w), 1000);  // idle
+  EXPECT_FALSE(IsStale(w, Moment{11'999}));
+  w.status = WorkerStatus::kBusy;
+  EXPECT_EQ(PromisedIntervalMs(w), 500);
+  EXPECT_EQ(StaleAfterMs(w), 1000);
+  EXPECT_FALSE(IsStale(w, Moment{10'999}));
+  EXPECT_TRUE(IsStale(w, Moment{11'000}));
+  // Paused or stopping, its agent frozen or finishing: the heartbeat interval again.
+  w.status = WorkerStatus::kPaused;
+  EXPECT_FALSE(IsStale(w, Moment{11'000}));
+  // No busy interval (a hand-run claimer, a worker of an older version): the heartbeat interval.
+  w.status = WorkerStatus::kBusy;
+  w.busy_heartbeat_interval_ms = 0;
+  EXPECT_EQ(PromisedIntervalMs(w), 1000);
+  EXPECT_FALSE(IsStale(w, Moment{11'999}));
+}
+
 TEST(WorkerFreshness, SilenceIsJudgedOnTheSteadyClockWhenBothSidesHaveIt) {
   Worker w = WithHeartbeat(0, 1000);
   RecordBeat(w, Moment{10'000, 500});

@@ -31,9 +31,11 @@ namespace {
 
 // The reconciler never runs more often than this, however close the next deadline.
 constexpr Millis kMinReconcileGapMs = 50;
-// Nothing wakes the orchestrator when a worker registers or heartbeats elsewhere, so the next
-// deadline is looked up again at least this often (one read of the live workers and claims).
-constexpr Millis kMaxReconcileCheckGapMs = 1'000;
+// Nothing wakes the orchestrator when a worker registers, claims or heartbeats elsewhere, so the
+// next deadline is looked up again at least this often (one read of the live workers and
+// claims). A worker that beat after a look-up is due no sooner than two of its intervals later:
+// this gap delays no death of a worker that promises 125 ms or more.
+constexpr Millis kMaxReconcileCheckGapMs = 250;
 // How often an orchestrator that does not lead asks for the lead (one try of an advisory lock).
 constexpr Millis kLeadRetryMs = 1'000;
 // After the shutdown timeout, how long SIGKILLed workers get to be reaped before giving up.

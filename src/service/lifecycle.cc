@@ -233,6 +233,7 @@ Result<Worker> InsertWorker(Txn& txn, const Registration& r, const Moment& now,
   w.status = WorkerStatus::kIdle;
   w.heartbeat_interval_ms =
       r.heartbeat_interval_ms > 0 ? r.heartbeat_interval_ms : default_interval;
+  w.busy_heartbeat_interval_ms = r.busy_heartbeat_interval_ms;
   w.registered_at = now;
   RecordBeat(w, now);
   w.metadata = r.metadata.is_object() ? r.metadata : nlohmann::json::object();
@@ -243,7 +244,8 @@ Result<Worker> InsertWorker(Txn& txn, const Registration& r, const Moment& now,
                            {"pool", w.pool},
                            {"hostname", w.hostname},
                            {"pid", w.pid},
-                           {"heartbeat_interval", FormatDuration(w.heartbeat_interval_ms)}}));
+                           {"heartbeat_interval", FormatDuration(w.heartbeat_interval_ms)},
+                           {"busy_heartbeat_interval", FormatDuration(BusyIntervalMs(w))}}));
   return w;
 }
 

@@ -25,7 +25,7 @@ Millis Reconciler::Observable(const Moment& now) const {
 }
 
 bool Reconciler::WouldDeclareDead(const Worker& w, const Moment& now) const {
-  return IsLive(w.status) && IsStale(w, now) && Observable(now) >= 2 * w.heartbeat_interval_ms;
+  return IsLive(w.status) && IsStale(w, now) && Observable(now) >= StaleAfterMs(w);
 }
 
 Status Reconciler::DeclareDeadWorkers(const Moment& now, ReconcileReport& report) {
@@ -246,7 +246,7 @@ Result<std::optional<Millis>> Reconciler::NextDueAt(const Moment& now) {
   TX_RETURN_IF_ERROR(store_.Read([&](store::Txn& txn) -> Status {
     TX_ASSIGN_OR_RETURN(std::vector<Worker> workers, txn.ListWorkers(LiveWorkerStatuses()));
     for (const auto& w : workers) {
-      Millis needs = 2 * w.heartbeat_interval_ms;
+      Millis needs = StaleAfterMs(w);
       if (IsLive(w.status)) earliest(needs - SilentFor(w, now), needs);
     }
     TX_ASSIGN_OR_RETURN(std::vector<Claim> active, txn.ListActiveClaims());

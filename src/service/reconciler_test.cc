@@ -50,6 +50,44 @@ TEST_F(ReconcilerTest, DeclaresAWorkerDeadAfterTwoMissedHeartbeatsAndRequeuesIts
                     ErrorCode::kConflict);
 }
 
+TEST_F(ReconcilerTest, ABusyWorkerIsDeadAfterTwoOfTheIntervalsItPromisesWhileBusy) {
+  Registration r;
+  r.name = "fast";
+  r.heartbeat_interval_ms = 1'000;
+  r.busy_heartbeat_interval_ms = 500;
+  ASSERT_OK_AND_ASSIGN(Worker w, workers_.Register(r));
+  // Idle, it has two of its heartbeat intervals.
+  clock_.Advance(1'999ms);
+  EXPECT_EQ(Reconcile().dead_workers, 0);
+  Task t = AddTask("t");
+  ClaimNextFor(w);  // a claim is a beat
+  const Millis claimed_at = clock_.NowMs();
+  ASSERT_OK_AND_ASSIGN(std::optional<Millis> due, reconciler_.NextDueAt(clock_.Now()));
+  EXPECT_EQ(due, claimed_at + 1'000);
+  clock_.Advance(999ms);
+  EXPECT_EQ(Reconcile().dead_workers, 0);
+  clock_.Advance(1ms);
+  EXPECT_EQ(Reconcile().dead_workers, 1);
+  EXPECT_EQ(GetWorker(w.id).reason, "stale-heartbeat");
+  EXPECT_EQ(Get(t.id).status, TaskStatus::kReady);
+}
+
+TEST_F(ReconcilerTest, ABusyWorkerThatBeatsAtItsBusyIntervalIsNeverDeclaredDead) {
+  Registration r;
+  r.name = "fast";
+  r.heartbeat_interval_ms = 1'000;
+  r.busy_heartbeat_interval_ms = 500;
+  ASSERT_OK_AND_ASSIGN(Worker w, workers_.Register(r));
+  AddTask("t");
+  ClaimNextFor(w);
+  for (int i = 0; i < 20; ++i) {
+    clock_.Advance(999ms);  // silent for just under two busy intervals, then a beat
+    EXPECT_EQ(Reconcile().dead_workers, 0) << i;
+    ASSERT_TRUE(workers_.Heartbeat(w.id, {}).ok());
+  }
+  EXPECT_EQ(GetWorker(w.id).status, WorkerStatus::kBusy);
+}
+
 TEST_F(ReconcilerTest, AStepOfTheWallClockKillsNoHealthyWorkerAndExpiresNoLease) {
   Task t = AddTask("t");
   Worker w = Register();  // heartbeat interval 10 s, lease 60 s

@@ -30,6 +30,15 @@ Status ValidateRegistration(const Registration& r) {
                                   FormatDuration(kMaxHeartbeatIntervalMs) + ", not " +
                                   FormatDuration(r.heartbeat_interval_ms));
   }
+  // A busy worker beats at half its interval by default: 50 ms at the shortest interval.
+  if (r.busy_heartbeat_interval_ms != 0 &&
+      (r.busy_heartbeat_interval_ms < kMinHeartbeatIntervalMs / 2 ||
+       r.busy_heartbeat_interval_ms > kMaxHeartbeatIntervalMs)) {
+    return Error::InvalidArgument("the busy heartbeat interval must be between " +
+                                  FormatDuration(kMinHeartbeatIntervalMs / 2) + " and " +
+                                  FormatDuration(kMaxHeartbeatIntervalMs) + ", not " +
+                                  FormatDuration(r.busy_heartbeat_interval_ms));
+  }
   return Ok();
 }
 

@@ -25,6 +25,8 @@ struct Registration {
   std::vector<std::string> capabilities;
   std::vector<std::string> queues = {"default"};
   Millis heartbeat_interval_ms = 0;  // 0 = the default
+  // The interval it promises while busy: 0 = heartbeat_interval_ms (core/worker.h).
+  Millis busy_heartbeat_interval_ms = 0;
   nlohmann::json metadata = nlohmann::json::object();
   // Whether it may replace a live worker of its slot that still heartbeats (a worker's restart on
   // its own machine may; a registration over HTTP may not: conflict, until that one is stale).

@@ -32,6 +32,20 @@ TEST_F(WorkerServiceTest, ANewRegistrationInASlotRetiresThePreviousIncarnationAn
 
 // Many beats in one transaction (tx serve's batch): each its own result, a refusal holding up no
 // other, a worker beating twice seeing its first beat.
+TEST_F(WorkerServiceTest, ARegistrationKeepsTheBusyIntervalAndRefusesOneTooShort) {
+  Registration r;
+  r.name = "fast";
+  r.heartbeat_interval_ms = 1'000;
+  r.busy_heartbeat_interval_ms = 500;
+  ASSERT_OK_AND_ASSIGN(Worker w, workers_.Register(r));
+  EXPECT_EQ(GetWorker(w.id).busy_heartbeat_interval_ms, 500);
+  r.busy_heartbeat_interval_ms = 10;
+  auto refused = workers_.Register(r);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(refused.error().message().find("busy heartbeat interval"), std::string::npos);
+}
+
 TEST_F(WorkerServiceTest, HeartbeatManyRecordsEachBeatAndRefusesOnlyTheBadOnes) {
   Worker a = Register("a");
   Worker b = Register("b");

@@ -33,7 +33,8 @@ struct Table {
   "finished_at"
 #define WORKER_COLUMNS                                                                   \
   "id, name, slot, hostname, pid, capabilities, queues, status, heartbeat_interval_ms, " \
-  "registered_at, last_heartbeat_at, current_task_id, reason, metadata, request, pool"
+  "registered_at, last_heartbeat_at, current_task_id, reason, metadata, request, pool, " \
+  "busy_heartbeat_interval_ms"
 #define CLAIM_COLUMNS                                                            \
   "token, task_id, worker_id, attempt, claimed_at, lease_ms, lease_expires_at, " \
   "renewed_count, status, ended_at, end_reason, exit_code"
@@ -59,8 +60,8 @@ constexpr Table kTables[] = {
      "INSERT INTO task_deps (task_id, depends_on) VALUES ($1, $2)", 2},
     {"workers", "SELECT " WORKER_COLUMNS " FROM workers ORDER BY rowid",
      "INSERT INTO workers (" WORKER_COLUMNS ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, "
-     "$11, $12, $13, $14, $15, $16)",
-     16},
+     "$11, $12, $13, $14, $15, $16, $17)",
+     17},
     {"claims", "SELECT " CLAIM_COLUMNS " FROM claims ORDER BY token",
      "INSERT INTO claims (" CLAIM_COLUMNS ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, "
      "$11, $12)",

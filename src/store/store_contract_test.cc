@@ -682,6 +682,43 @@ TEST_P(StoreContract, SteadyReadingsAreKeptWhereTheStoreJudgesOnThem) {
                   .ok());
 }
 
+// Schema version 9: the interval a worker promises while busy, through every write of a worker.
+TEST_P(StoreContract, AWorkersBusyHeartbeatIntervalIsKept) {
+  Worker a, b;
+  a.id = "worker-aaaaaaaa";
+  a.name = "a";
+  a.busy_heartbeat_interval_ms = 500;
+  b.id = "worker-bbbbbbbb";
+  b.name = "b";
+  ASSERT_TRUE(store_
+                  ->Write([&](Txn& txn) -> Status {
+                    TX_RETURN_IF_ERROR(txn.InsertWorker(a));
+                    return txn.InsertWorker(b);
+                  })
+                  .ok());
+  auto busy_of = [&](const std::string& id) {
+    Millis out = -1;
+    EXPECT_TRUE(store_
+                    ->Read([&](Txn& txn) -> Status {
+                      TX_ASSIGN_OR_RETURN(std::optional<Worker> w, txn.GetWorker(id));
+                      if (w) out = w->busy_heartbeat_interval_ms;
+                      return Ok();
+                    })
+                    .ok());
+    return out;
+  };
+  EXPECT_EQ(busy_of(a.id), 500);
+  EXPECT_EQ(busy_of(b.id), 0);
+  a.busy_heartbeat_interval_ms = 250;
+  ASSERT_TRUE(store_->Write([&](Txn& txn) { return txn.UpdateWorker(a); }).ok());
+  EXPECT_EQ(busy_of(a.id), 250);
+  a.busy_heartbeat_interval_ms = 125;
+  b.busy_heartbeat_interval_ms = 750;
+  ASSERT_TRUE(store_->Write([&](Txn& txn) { return txn.UpdateWorkers({a, b}); }).ok());
+  EXPECT_EQ(busy_of(a.id), 125);
+  EXPECT_EQ(busy_of(b.id), 750);
+}
+
 TEST_P(StoreContract, TokensIncreaseAndOnlyOneClaimPerTaskIsActive) {
   Insert(NewTask("task-aaaaaaa1"));
   Worker w;
@@ -1357,6 +1394,7 @@ TEST(SqliteStore, VersionEightWidensTheTaskStatusesAndStartsTheCursorAtTheNewest
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
   const char* undo = R"sql(
+    ALTER TABLE workers DROP COLUMN busy_heartbeat_interval_ms;
     DROP TABLE notify_deliveries; DROP TABLE notify_cursor;
     PRAGMA writable_schema = ON;
     UPDATE sqlite_schema SET sql = replace(sql, ' OR status = ''waiting''', '')
@@ -1389,6 +1427,41 @@ TEST(SqliteStore, VersionEightWidensTheTaskStatusesAndStartsTheCursorAtTheNewest
                   })
                   .ok());
   EXPECT_EQ(cursor, 2);
+  fs::remove_all(dir);
+}
+
+// A store of schema version 8 (made here by undoing version 9 on a new one) keeps its workers,
+// which promise their heartbeat interval while busy as they did.
+TEST(SqliteStore, VersionNineGivesOlderWorkersNoBusyInterval) {
+  char tmpl[] = "/tmp/tx-store-XXXXXX";
+  std::string dir = mkdtemp(tmpl);
+  std::string path = dir + "/tx.db";
+  ASSERT_TRUE(Open({path, true}).ok());
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  const char* undo = R"sql(
+    ALTER TABLE workers DROP COLUMN busy_heartbeat_interval_ms;
+    PRAGMA user_version = 8;
+    INSERT INTO workers (id, name, slot, hostname, pid, capabilities, queues, status,
+                         heartbeat_interval_ms, registered_at, last_heartbeat_at,
+                         current_task_id, reason, metadata, request, pool)
+    VALUES ('worker-aaaaaaaa', 'old', '', 'h', 1, '[]', '["default"]', 'busy', 1000, 1, 1, '',
+            '', '{}', '', '');
+  )sql";
+  ASSERT_EQ(sqlite3_exec(db, undo, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  sqlite3_close(db);
+  auto s = Open({path, false});
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  ASSERT_TRUE((*s)->Read([&](Txn& txn) -> Status {
+                    TX_ASSIGN_OR_RETURN(std::optional<Worker> w, txn.GetWorker("worker-aaaaaaaa"));
+                    EXPECT_TRUE(w.has_value());
+                    if (w) {
+                      EXPECT_EQ(w->busy_heartbeat_interval_ms, 0);
+                      EXPECT_EQ(StaleAfterMs(*w), 2'000);
+                    }
+                    return Ok();
+                  })
+                  .ok());
   fs::remove_all(dir);
 }
 

@@ -77,6 +77,13 @@ Result<WorkerConfig> BuildWorkerConfig(const std::string& db_path, const std::st
                                   FormatDuration(kMaxHeartbeatIntervalMs) + ", not " +
                                   FormatDuration(c.heartbeat_idle_ms));
   }
+  if (c.heartbeat_running_ms < kMinHeartbeatIntervalMs / 2 ||
+      c.heartbeat_running_ms > kMaxHeartbeatIntervalMs) {
+    return Error::InvalidArgument("the heartbeat interval while running must be between " +
+                                  FormatDuration(kMinHeartbeatIntervalMs / 2) + " and " +
+                                  FormatDuration(kMaxHeartbeatIntervalMs) + ", not " +
+                                  FormatDuration(c.heartbeat_running_ms));
+  }
   // A running worker renews its lease every half interval: a lease shorter than the interval
   // would expire between renewals.
   if (c.lease_ms < std::max(kMinLeaseMs, c.heartbeat_idle_ms)) {

@@ -98,7 +98,9 @@ void HeartbeatLoop::Loop() {
 Millis HeartbeatLoop::NextWait() {
   std::optional<Holding> h = state_.holding();
   if (!h) return heartbeat_idle_ms_;
-  Millis wait = heartbeat_running_ms_;
+  // Busy, the worker promises its running interval and is stale after two of them: beating at
+  // half of it, one beat may come late by a whole interval and a half without that.
+  Millis wait = std::max<Millis>(1, heartbeat_running_ms_ / 2);
   // Renew once half the lease has gone, however long the heartbeat interval is; judged on the
   // steady clock where the store keeps one, so that a step of the wall clock neither looks like
   // an overdue renewal (a beat every 20 ms) nor delays one.

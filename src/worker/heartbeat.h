@@ -1,7 +1,8 @@
 #pragma once
 // HeartbeatLoop: the worker's second thread, with a Coordinator of its own (its own store
 // connection, or its own HTTP client), so heartbeats never wait behind a running agent or the
-// claim loop. Each beat:
+// claim loop. It beats every heartbeat interval while idle and every half running interval while
+// it holds a claim (the interval a busy worker promises: core/worker.h). Each beat:
 //   - records a heartbeat with the worker's metadata (agent pid, CPU %, RSS, tasks completed);
 //   - while a claim is held, checks it in the store and renews it once half the lease has gone.
 // A claim that is no longer active, has expired, or whose renewal is refused — or a store that
@@ -36,8 +37,9 @@ class HeartbeatLoop {
   void Stop();
   // Beat now (the worker changed state).
   void Kick();
-  // Beat `delay_ms` from now if the claim with `token` is still held then: an agent's pid is
-  // recorded for the long runs it matters for, without a write for each short task.
+  // Beat `delay_ms` from now if the claim with `token` is still held then, and plan the next
+  // beats at the busy rate from that one: an agent's pid is recorded for the long runs it
+  // matters for, without a write for each short task (whose claim was a beat).
   void KickLater(std::int64_t token, Millis delay_ms);
 
   // One beat (public so tests can drive it without the thread).

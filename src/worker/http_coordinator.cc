@@ -88,15 +88,17 @@ Result<json> HttpCoordinator::Get(const std::string& path) {
 Result<Worker> HttpCoordinator::Register(const service::Registration& r,
                                          std::vector<Worker>* replaced) {
   TX_ASSIGN_OR_RETURN(
-      json reply, Post("/api/worker/register", {{"name", r.name},
-                                                {"slot", r.slot},
-                                                {"pool", r.pool},
-                                                {"hostname", r.hostname},
-                                                {"pid", r.pid},
-                                                {"capabilities", r.capabilities},
-                                                {"queues", r.queues},
-                                                {"heartbeat_interval_ms", r.heartbeat_interval_ms},
-                                                {"metadata", r.metadata}}));
+      json reply,
+      Post("/api/worker/register", {{"name", r.name},
+                                    {"slot", r.slot},
+                                    {"pool", r.pool},
+                                    {"hostname", r.hostname},
+                                    {"pid", r.pid},
+                                    {"capabilities", r.capabilities},
+                                    {"queues", r.queues},
+                                    {"heartbeat_interval_ms", r.heartbeat_interval_ms},
+                                    {"busy_heartbeat_interval_ms", r.busy_heartbeat_interval_ms},
+                                    {"metadata", r.metadata}}));
   if (auto c = reply.find("credential"); c != reply.end() && c->is_string()) {
     set_credential(c->get<std::string>());
   }

@@ -46,10 +46,11 @@ using SteadyClock = std::chrono::steady_clock;
 // A worker that cannot reach the store tries again after 1 s, doubling to this: once it answers
 // again (a full disk freed, a server back) work resumes within half a minute.
 constexpr Millis kMaxStoreBackoffMs = 30'000;
-// An agent still running this long after its start has its pid recorded by a heartbeat (for
-// `tx worker status` and the dashboard); a shorter one costs no write. Killing a dead worker's
-// agents does not need it: they are found by their TX_WORKER_ID.
-constexpr Millis kRecordAgentPidAfterMs = 100;
+// A claim still held this long after it was made gets a heartbeat, which records its agent's
+// pid (for `tx worker status` and the dashboard) and from which the beats of a busy worker are
+// planned; a shorter task costs no write (its claim was a beat). Killing a dead worker's agents
+// does not need the pid: they are found by their TX_WORKER_ID.
+constexpr Millis kFirstBusyBeatAfterMs = 100;
 
 sigset_t WorkerSignals() {
   sigset_t set;
@@ -121,6 +122,7 @@ Status WorkerRuntime::Start() {
   r.capabilities = config_.capabilities;
   r.queues = config_.queues;
   r.heartbeat_interval_ms = config_.heartbeat_idle_ms;
+  r.busy_heartbeat_interval_ms = config_.heartbeat_running_ms;
   r.metadata = {{"agent", config_.agent}, {"tasks_completed", 0}, {"agent_pid", 0}};
   if (!config_.workdir.empty()) r.metadata["workdir"] = config_.workdir;
   CheckPrograms(/*force=*/true);
@@ -562,6 +564,9 @@ void WorkerRuntime::RunAttempt(service::ClaimResult claimed) {
   log::ScopedLogField field("task", task.id);
   state_.Hold({task.id, claim.token, claim.lease_ms, claim.lease_expires_at, 0,
                claim.lease_expires_steady});
+  // The claim was a beat; busy, this worker promises its running interval from now on.
+  heartbeat_->KickLater(claim.token,
+                        std::min(kFirstBusyBeatAfterMs, config_.heartbeat_running_ms / 2));
   ended_as_.reset();
   if (task.repo.empty()) {
     RunAgent(claimed, nullptr);
@@ -923,7 +928,6 @@ WorkerRuntime::RunEnd WorkerRuntime::FollowRun(const service::ClaimResult& claim
     warned_limits_ = true;
   }
   state_.SetAgentPid(child.pid());
-  heartbeat_->KickLater(claim.token, kRecordAgentPidAfterMs);
   spdlog::info("{} attempt {} (token {}): started {} as pid {}{}", task.id, claim.attempt,
                claim.token, spec.argv[0], child.pid(),
                plan.resumed ? " (resuming session " + plan.session_id + ")" : "");

@@ -283,6 +283,9 @@ CREATE TABLE notify_deliveries (
 );
 CREATE INDEX notify_due ON notify_deliveries (next_at) WHERE status = 'pending';
 )sql"},
+    {9, R"sql(
+ALTER TABLE workers ADD COLUMN busy_heartbeat_interval_ms bigint NOT NULL DEFAULT 0;
+)sql"},
 };
 
 // Any constant: the key of the advisory lock that lets one process at a time migrate.

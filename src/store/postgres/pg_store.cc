@@ -141,7 +141,8 @@ Status ReadClaim(const Rows& r, int i, Claim& c) {
 
 #define WORKER_COLS                                                                      \
   "id, name, slot, hostname, pid, capabilities, queues, status, heartbeat_interval_ms, " \
-  "registered_at, last_heartbeat_at, current_task_id, reason, metadata, request, pool"
+  "registered_at, last_heartbeat_at, current_task_id, reason, metadata, request, pool, " \
+  "busy_heartbeat_interval_ms"
 
 // Reads the worker whose columns start at column `at` (WORKER_COLS order).
 Status ReadWorker(const Rows& r, int i, Worker& w, int at) {
@@ -162,6 +163,7 @@ Status ReadWorker(const Rows& r, int i, Worker& w, int at) {
   w.metadata = Object(r.Text(i, col(13)));
   TX_ASSIGN_OR_RETURN(w.request, ParseWorkerRequest(r.Text(i, col(14))));
   w.pool = r.Text(i, col(15));
+  w.busy_heartbeat_interval_ms = r.Int(i, col(16));
   return Ok();
 }
 
@@ -184,7 +186,8 @@ Params WorkerParams(const Worker& w) {
       .Add(w.reason)
       .Add(w.metadata.dump())
       .Add(ToString(w.request))
-      .Add(w.pool);
+      .Add(w.pool)
+      .Add(w.busy_heartbeat_interval_ms);
   return p;
 }
 
@@ -309,7 +312,7 @@ std::vector<std::string> JsonList(std::string_view text) { return StringList(std
   "t.finished_at, "                                                                        \
   "w.id, w.name, w.slot, w.hostname, w.pid, w.capabilities, w.queues, w.status, "          \
   "w.heartbeat_interval_ms, w.registered_at, w.last_heartbeat_at, w.current_task_id, "     \
-  "w.reason, w.metadata, w.request, w.pool "                                               \
+  "w.reason, w.metadata, w.request, w.pool, w.busy_heartbeat_interval_ms "                 \
   "FROM claims c JOIN tasks t ON t.id = c.task_id JOIN workers w ON w.id = c.worker_id "
 #define GET_CLAIM_AND_ROWS CLAIM_AND_ROWS "WHERE c.token = $1 FOR UPDATE OF c, t, w"
 // The dependents of a claim's task, sent right after GET_CLAIM_AND_ROWS in the same round trip:
@@ -858,7 +861,7 @@ class PgTxn final : public Txn {
   Status InsertWorker(const Worker& w) override {
     Queue("INSERT INTO workers (" WORKER_COLS
           ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, "
-          "$10, $11, $12, $13, $14, $15, $16)",
+          "$10, $11, $12, $13, $14, $15, $16, $17)",
           WorkerParams(w));
     if (write_) workers_[w.id] = w;
     return Ok();
@@ -872,7 +875,8 @@ class PgTxn final : public Txn {
         "capabilities = $6, queues = $7, status = $8, "
         "heartbeat_interval_ms = $9, registered_at = $10, "
         "last_heartbeat_at = $11, current_task_id = $12, reason = $13, "
-        "metadata = $14, request = $15, pool = $16 WHERE id = $1 RETURNING 1) " EXPECT_ONE("$17"),
+        "metadata = $14, request = $15, pool = $16, busy_heartbeat_interval_ms = $17 "
+        "WHERE id = $1 RETURNING 1) " EXPECT_ONE("$18"),
         p);
     if (auto it = workers_.find(w.id); it != workers_.end()) it->second = w;
     return Ok();
@@ -901,7 +905,8 @@ class PgTxn final : public Txn {
                       {"reason", w.reason},
                       {"metadata", w.metadata.dump()},
                       {"request", ToString(w.request)},
-                      {"pool", w.pool}});
+                      {"pool", w.pool},
+                      {"busy_heartbeat_interval_ms", w.busy_heartbeat_interval_ms}});
     }
     Params p;
     p.Add(rows.dump()).Add(static_cast<std::int64_t>(workers.size()));
@@ -910,13 +915,15 @@ class PgTxn final : public Txn {
         "WITH v AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS v(id text, name text, "
         "slot text, hostname text, pid bigint, capabilities text, queues text, status text, "
         "heartbeat_interval_ms bigint, registered_at bigint, last_heartbeat_at bigint, "
-        "current_task_id text, reason text, metadata text, request text, pool text)), "
+        "current_task_id text, reason text, metadata text, request text, pool text, "
+        "busy_heartbeat_interval_ms bigint)), "
         "u AS (UPDATE workers w SET name = v.name, slot = v.slot, hostname = v.hostname, "
         "pid = v.pid, capabilities = v.capabilities, queues = v.queues, "
         "status = v.status::tx_worker_status, heartbeat_interval_ms = v.heartbeat_interval_ms, "
         "registered_at = v.registered_at, last_heartbeat_at = v.last_heartbeat_at, "
         "current_task_id = v.current_task_id, reason = v.reason, metadata = v.metadata, "
-        "request = v.request::tx_worker_request, pool = v.pool FROM v WHERE w.id = v.id "
+        "request = v.request::tx_worker_request, pool = v.pool, "
+        "busy_heartbeat_interval_ms = v.busy_heartbeat_interval_ms FROM v WHERE w.id = v.id "
         "AND w.id = ANY(ARRAY(SELECT id FROM v)) "
         "RETURNING 1) "
         "SELECT tx_expect_one((count(*) = $2)::int, $3) FROM u",

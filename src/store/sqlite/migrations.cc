@@ -275,6 +275,11 @@ CREATE TABLE notify_deliveries (
 );
 CREATE INDEX notify_due ON notify_deliveries(next_at) WHERE status = 'pending';
 )sql"},
+    {9, R"sql(
+-- The heartbeat interval a worker promises while busy (core/worker.h); 0 = its heartbeat
+-- interval, as every worker registered before this version promised.
+ALTER TABLE workers ADD COLUMN busy_heartbeat_interval_ms INTEGER NOT NULL DEFAULT 0;
+)sql"},
 };
 }  // namespace
 

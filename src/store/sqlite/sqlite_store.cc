@@ -120,7 +120,7 @@ Status ReadClaim(const Stmt& s, Claim& c) {
 #define WORKER_COLS                                                                      \
   "id, name, slot, hostname, pid, capabilities, queues, status, heartbeat_interval_ms, " \
   "registered_at, last_heartbeat_at, current_task_id, reason, metadata, request, pool, " \
-  "beat_steady"
+  "beat_steady, busy_heartbeat_interval_ms"
 
 Status ReadWorker(const Stmt& s, Worker& w) {
   w.id = s.Text(0);
@@ -140,6 +140,7 @@ Status ReadWorker(const Stmt& s, Worker& w) {
   TX_ASSIGN_OR_RETURN(w.request, ParseWorkerRequest(s.Text(14)));
   w.pool = s.Text(15);
   if (!s.IsNull(16)) w.beat_steady = s.Int(16);
+  w.busy_heartbeat_interval_ms = s.Int(17);
   return Ok();
 }
 
@@ -160,7 +161,8 @@ void BindWorker(Stmt& s, const Worker& w) {
       .Bind(14, w.metadata.dump())
       .Bind(15, ToString(w.request))
       .Bind(16, w.pool)
-      .Bind(17, w.beat_steady);
+      .Bind(17, w.beat_steady)
+      .Bind(18, w.busy_heartbeat_interval_ms);
 }
 
 #define USAGE_COLS                                                                               \
@@ -617,7 +619,7 @@ class SqliteTxn final : public Txn {
     TX_ASSIGN_OR_RETURN(Stmt s,
                         db_.Prepare("INSERT INTO workers (" WORKER_COLS ") VALUES (?1, ?2, "
                                     "?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
-                                    "?16, ?17)"));
+                                    "?16, ?17, ?18)"));
     BindWorker(s, w);
     return s.Run();
   }
@@ -628,7 +630,8 @@ class SqliteTxn final : public Txn {
                             "capabilities = ?6, queues = ?7, status = ?8, "
                             "heartbeat_interval_ms = ?9, registered_at = ?10, "
                             "last_heartbeat_at = ?11, current_task_id = ?12, reason = ?13, "
-                            "metadata = ?14, request = ?15, pool = ?16, beat_steady = ?17 "
+                            "metadata = ?14, request = ?15, pool = ?16, beat_steady = ?17, "
+                            "busy_heartbeat_interval_ms = ?18 "
                             "WHERE id = ?1"));
     BindWorker(s, w);
     TX_RETURN_IF_ERROR(s.Run());
