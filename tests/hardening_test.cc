@@ -290,14 +290,22 @@ TEST_F(HardeningTest, ValuesThatMakeNoSenseAreRefusedWithOneLine) {
   EXPECT_EQ(CountTasks("ready"), 0);  // nothing written
 }
 
-// The interval a busy worker promises (two of them without a beat and it is dead) has a floor.
-TEST_F(HardeningTest, ARunningHeartbeatIntervalTooShortIsRefusedWithOneLine) {
+// The interval a busy worker promises (two of them without a beat and it is dead) has a floor,
+// and a ceiling: the heartbeat interval.
+TEST_F(HardeningTest, ARunningHeartbeatIntervalOutOfRangeIsRefusedWithOneLine) {
   std::ofstream(Path(".tx/config.toml")) << "[worker]\nheartbeat_interval_running = \"10ms\"\n";
   RunResult r = Tx({"worker", "start"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("heartbeat interval while running must be between 50ms"), std::string::npos)
       << r.err;
   EXPECT_EQ(Count(r.err, "\n"), 1) << r.err;
+  // Longer than the heartbeat interval: a worker that just ended a task could go stale before
+  // its next beat.
+  std::ofstream(Path(".tx/config.toml"))
+      << "[worker]\nheartbeat_interval = \"1s\"\nheartbeat_interval_running = \"5s\"\n";
+  r = Tx({"worker", "start"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("and the heartbeat interval (1s), not 5s"), std::string::npos) << r.err;
   EXPECT_EQ(Tx({"--json", "worker", "list"}).out.find("worker-"), std::string::npos);
 }
 

@@ -34,7 +34,8 @@ constexpr Millis kMinReconcileGapMs = 50;
 // Nothing wakes the orchestrator when a worker registers, claims or heartbeats elsewhere, so the
 // next deadline is looked up again at least this often (one read of the live workers and
 // claims). A worker that beat after a look-up is due no sooner than two of its intervals later:
-// this gap delays no death of a worker that promises 125 ms or more.
+// this gap delays no death of a worker that promises 125 ms or more (a shorter promise, down to
+// 50 ms, may be found up to 150 ms late).
 constexpr Millis kMaxReconcileCheckGapMs = 250;
 // How often an orchestrator that does not lead asks for the lead (one try of an advisory lock).
 constexpr Millis kLeadRetryMs = 1'000;

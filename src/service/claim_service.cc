@@ -113,6 +113,8 @@ Status ClaimService::ClaimNextLocked(store::Txn& txn, Worker& worker, Millis lea
       TX_ASSIGN_OR_RETURN(Task task, LoadTask(txn, held->task_id));
       if (LeaseLeft(*held, now) < held->lease_ms) RenewLease(*held, now);
       TX_RETURN_IF_ERROR(txn.UpdateClaim(*held));
+      RecordBeat(worker, now);  // a claim is proof of life, an adopted one too
+      TX_RETURN_IF_ERROR(txn.UpdateWorker(worker));
       TX_RETURN_IF_ERROR(
           Emit(txn, now, "claim.adopted", task.id, worker.id, {{"token", held->token}}));
       out.emplace(ClaimResult{std::move(*held), std::move(task)});

@@ -25,6 +25,7 @@ TEST_F(ClaimServiceTest, AWorkerClaimingWhileItHoldsAClaimGetsThatClaimBack) {
   EXPECT_EQ(again.claim.lease_expires_at, clock_.NowMs() + lost.claim.lease_ms);
   EXPECT_EQ(Get(second.id).status, TaskStatus::kReady);
   EXPECT_EQ(Attempts(first.id).size(), 1u);
+  EXPECT_EQ(GetWorker(w.id).last_heartbeat_at, clock_.NowMs());  // adopting is proof of life
   auto types = EventTypes();
   EXPECT_NE(std::find(types.begin(), types.end(), "claim.adopted"), types.end());
   // Once reported, the next claim is the next task.

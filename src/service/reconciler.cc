@@ -19,6 +19,7 @@ Reconciler::Reconciler(store::Store& store, ServiceOptions options)
 // Each pass counts into its own field of the report, from zero at the top of its transaction:
 // a transaction that the store runs again (a deadlock, a dropped connection) must not count twice.
 Millis Reconciler::Observable(const Moment& now) const {
+  if (failed_last_) return 0;
   if (!last_failure_) return std::numeric_limits<Millis>::max();
   if (last_failure_->steady && now.steady) return *now.steady - *last_failure_->steady;
   return now.wall - last_failure_->wall;
@@ -257,8 +258,17 @@ Result<std::optional<Millis>> Reconciler::NextDueAt(const Moment& now) {
 }
 
 Result<ReconcileReport> Reconciler::RunOnce(const Moment& now) {
+  // The pass after a failed one cannot tell when the store came back (it may be this instant):
+  // silence counts from it.
+  if (failed_last_) {
+    last_failure_ = now;
+    failed_last_ = false;
+  }
   Result<ReconcileReport> report = RunPasses(now);
-  if (!report.ok()) last_failure_ = now;
+  if (!report.ok()) {
+    last_failure_ = now;
+    failed_last_ = true;
+  }
   return report;
 }
 

@@ -24,7 +24,8 @@
 // (core/clock.h), so a step of the wall clock kills no healthy worker. And it is counted only
 // from this reconciler's last failed pass: while the store could not be written, no worker could
 // heartbeat either, so a worker is declared dead, and a lease expired, only once the store has
-// been writable for the whole interval it is given.
+// been writable for the whole interval it is given — counted from the first pass after the
+// failed one (the store may have come back just before it), not from the failed pass.
 
 #include <optional>
 #include <string_view>
@@ -43,8 +44,7 @@ class Reconciler {
  public:
   explicit Reconciler(store::Store& store, ServiceOptions options = {});
 
-  // A failed pass (the store unavailable, say) is remembered as the point from which silence
-  // counts again.
+  // After a failed pass (the store unavailable, say), silence counts again from the next pass.
   Result<ReconcileReport> RunOnce(const Moment& now);
 
   // The earliest wall time after which RunOnce would find something without anything else
@@ -79,6 +79,8 @@ class Reconciler {
   store::Store& store_;
   ServiceOptions options_;
   std::optional<Moment> last_failure_;
+  // Whether the last pass failed: nothing is observable until the next pass finds the store.
+  bool failed_last_ = false;
 };
 
 }  // namespace tx::service

@@ -297,7 +297,7 @@ TEST_F(ReconcilerTest, AReviewTimeoutOfZeroNeverMarks) {
 
 // While another connection holds the store's write lock, every write fails (busy): as with a full
 // disk, no worker can heartbeat then, so its silence must count only from the first pass after.
-TEST(ReconcilerOutage, SilenceCountsFromTheLastFailedPassNotFromTheLastHeartbeat) {
+TEST(ReconcilerOutage, SilenceCountsFromThePassAfterTheOutageNotFromTheLastHeartbeat) {
   std::string dir = "/tmp/tx-reconciler-XXXXXX";
   ASSERT_NE(mkdtemp(dir.data()), nullptr);
   std::string path = dir + "/tx.db";
@@ -334,15 +334,18 @@ TEST(ReconcilerOutage, SilenceCountsFromTheLastFailedPassNotFromTheLastHeartbeat
   release.set_value();
   lock.join();
 
-  // The store answers again: the worker has not been silent for two intervals since.
+  // The store answers again: the worker has not been silent for two intervals since. Nor has it
+  // been since this pass, the first to find the store back (it may have come back just now).
   clock.Advance(1s);
+  // Before that pass, the agents of no worker are killed as if it were about to be declared dead.
+  EXPECT_FALSE(reconciler.WouldDeclareDead(workers.Get(w.id).value(), clock.Now()));
   ASSERT_OK_AND_ASSIGN(ReconcileReport first, reconciler.RunOnce(clock.Now()));
   EXPECT_EQ(first.dead_workers, 0);
   EXPECT_EQ(first.expired_leases, 0);
   EXPECT_FALSE(reconciler.WouldDeclareDead(workers.Get(w.id).value(), clock.Now()));
   ASSERT_OK_AND_ASSIGN(std::optional<Millis> due, reconciler.NextDueAt(clock.Now()));
   ASSERT_TRUE(due.has_value());
-  EXPECT_EQ(*due, clock.NowMs() + 19'000);  // 20 s after the failed pass
+  EXPECT_EQ(*due, clock.NowMs() + 20'000);  // 20 s after this pass
 
   // A worker that beats again is fine; one that stays silent is dead 20 s after the outage.
   ASSERT_OK(workers.Heartbeat(w.id, {}));

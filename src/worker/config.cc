@@ -182,6 +182,10 @@ Status ApplyWorker(const toml::table& w, const std::string& origin, WorkerConfig
   Table t(w, "worker.", origin);
   TX_RETURN_IF_ERROR(t.Duration("heartbeat_interval", c.heartbeat_idle_ms));
   TX_RETURN_IF_ERROR(t.Duration("heartbeat_interval_running", c.heartbeat_running_ms));
+  // The heartbeat interval alone: the running one is half of it, as with --heartbeat-interval.
+  if (w.contains("heartbeat_interval") && !w.contains("heartbeat_interval_running")) {
+    c.heartbeat_running_ms = std::max<Millis>(1, c.heartbeat_idle_ms / 2);
+  }
   TX_RETURN_IF_ERROR(t.Duration("lease", c.lease_ms));
   TX_RETURN_IF_ERROR(t.Duration("stall_timeout", c.stall_timeout_ms));
   TX_RETURN_IF_ERROR(t.Duration("task_timeout_cap", c.task_timeout_cap_ms));

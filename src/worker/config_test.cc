@@ -37,6 +37,7 @@ argv = ["claude", "-p", "{prompt}", "--dangerously-skip-permissions"]
                              "config.toml", c);
   ASSERT_TRUE(s.ok()) << s.error().message();
   EXPECT_EQ(c.heartbeat_idle_ms, 10'000);
+  EXPECT_EQ(c.heartbeat_running_ms, 5'000);  // half of it, unless given
   EXPECT_EQ(c.lease_ms, 300'000);
   EXPECT_EQ(c.stall_timeout_ms, 120'000);
   EXPECT_EQ(c.agent, "mine");
@@ -123,7 +124,8 @@ check = "make test"
   EXPECT_EQ(r.applied, (std::vector<std::string>{"stall_timeout", "task_timeout_cap",
                                                  "allowed_commands", "max_subtasks", "log_cap_mb",
                                                  "limits", "agents", "prices", "git"}));
-  EXPECT_EQ(r.at_restart, (std::vector<std::string>{"queues", "heartbeat_interval", "sandbox"}));
+  EXPECT_EQ(r.at_restart, (std::vector<std::string>{"queues", "heartbeat_interval",
+                                                    "heartbeat_interval_running", "sandbox"}));
   EXPECT_EQ(running.stall_timeout_ms, 120'000);
   EXPECT_EQ(running.allowed_commands, "task.show");
   EXPECT_EQ(running.log_cap_bytes, 1u << 20);

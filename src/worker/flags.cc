@@ -77,12 +77,14 @@ Result<WorkerConfig> BuildWorkerConfig(const std::string& db_path, const std::st
                                   FormatDuration(kMaxHeartbeatIntervalMs) + ", not " +
                                   FormatDuration(c.heartbeat_idle_ms));
   }
+  // Longer than the heartbeat interval, a worker that has just ended a task (promising its
+  // heartbeat interval from then) could go stale before the next beat the busy rate planned.
   if (c.heartbeat_running_ms < kMinHeartbeatIntervalMs / 2 ||
-      c.heartbeat_running_ms > kMaxHeartbeatIntervalMs) {
-    return Error::InvalidArgument("the heartbeat interval while running must be between " +
-                                  FormatDuration(kMinHeartbeatIntervalMs / 2) + " and " +
-                                  FormatDuration(kMaxHeartbeatIntervalMs) + ", not " +
-                                  FormatDuration(c.heartbeat_running_ms));
+      c.heartbeat_running_ms > c.heartbeat_idle_ms) {
+    return Error::InvalidArgument(
+        "the heartbeat interval while running must be between " +
+        FormatDuration(kMinHeartbeatIntervalMs / 2) + " and the heartbeat interval (" +
+        FormatDuration(c.heartbeat_idle_ms) + "), not " + FormatDuration(c.heartbeat_running_ms));
   }
   // A running worker renews its lease every half interval: a lease shorter than the interval
   // would expire between renewals.

@@ -97,10 +97,10 @@ void HeartbeatLoop::Loop() {
 
 Millis HeartbeatLoop::NextWait() {
   std::optional<Holding> h = state_.holding();
-  if (!h) return heartbeat_idle_ms_;
   // Busy, the worker promises its running interval and is stale after two of them: beating at
   // half of it, one beat may come late by a whole interval and a half without that.
   Millis wait = std::max<Millis>(1, heartbeat_running_ms_ / 2);
+  if (!h) return row_busy_ ? std::min(wait, heartbeat_idle_ms_) : heartbeat_idle_ms_;
   // Renew once half the lease has gone, however long the heartbeat interval is; judged on the
   // steady clock where the store keeps one, so that a step of the wall clock neither looks like
   // an overdue renewal (a beat every 20 ms) nor delays one.
@@ -135,6 +135,7 @@ void HeartbeatLoop::Beat() {
   // A request the main loop has not seen (its wake-up was lost): make it look.
   if (hb.ok() && hb->request != WorkerRequest::kNone) Wake();
   std::optional<Holding> h = state_.holding();
+  if (hb.ok()) row_busy_ = !h && hb->status == WorkerStatus::kBusy;
   if (!h) return;
   const Moment now = fleet_->Now();
   Result<Claim> claim = fleet_->Inspect(h->token);

@@ -71,6 +71,11 @@ class HeartbeatLoop {
   std::optional<Later> later_ TX_GUARDED_BY(mu_);
   std::thread thread_;
 
+  // Whether the store's row said busy at the last beat while this worker held nothing: a claim
+  // whose answer was lost (a connection dropped as it committed), which the next claim adopts.
+  // Busy, the row promises the running interval: the beats keep that rate meanwhile (this thread
+  // only).
+  bool row_busy_ = false;
   // CPU accounting between beats (this thread only).
   double last_cpu_seconds_ = 0;
   Millis last_cpu_at_ = 0;

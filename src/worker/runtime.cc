@@ -928,6 +928,10 @@ WorkerRuntime::RunEnd WorkerRuntime::FollowRun(const service::ClaimResult& claim
     warned_limits_ = true;
   }
   state_.SetAgentPid(child.pid());
+  // Its pid is recorded by the beat planned at the claim, or (an agent that started later: a
+  // worktree, a container) by one this long after its start.
+  heartbeat_->KickLater(claim.token,
+                        std::min(kFirstBusyBeatAfterMs, config_.heartbeat_running_ms / 2));
   spdlog::info("{} attempt {} (token {}): started {} as pid {}{}", task.id, claim.attempt,
                claim.token, spec.argv[0], child.pid(),
                plan.resumed ? " (resuming session " + plan.session_id + ")" : "");
