@@ -32,6 +32,11 @@ install_deps() {
   fi
 }
 
+# What scripts/thread_safety adds to each compile command of the sources (clang), and what
+# tests/thread_safety_test.sh checks its snippet with: the analysis only, its findings errors.
+# shellcheck disable=SC2034
+THREAD_SAFETY_FLAGS=(-fsyntax-only -Wthread-safety -Wthread-safety-beta -Werror)
+
 # build TYPE: release | asan. Configures build/TYPE once, then builds it.
 build() {
   local type="$1" dir="$ROOT/build/$1"

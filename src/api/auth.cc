@@ -167,7 +167,7 @@ void AuthFailures::Refill(Bucket& b, Millis now) {
 }
 
 Millis AuthFailures::WaitFor(const std::string& client, Millis now) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = buckets_.find(client);
   if (it == buckets_.end()) return 0;
   Refill(it->second, now);
@@ -176,7 +176,7 @@ Millis AuthFailures::WaitFor(const std::string& client, Millis now) {
 }
 
 void AuthFailures::Failed(const std::string& client, Millis now) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = buckets_.find(client);
   if (it == buckets_.end()) {
     if (buckets_.size() >= kMaxClients) {

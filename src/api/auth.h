@@ -10,7 +10,6 @@
 // read.
 
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,6 +17,8 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/mutex.h"
+#include "core/thread_annotations.h"
 
 namespace tx::api {
 
@@ -83,8 +84,8 @@ class AuthFailures {
     Millis at = 0;
   };
   static void Refill(Bucket& b, Millis now);
-  std::mutex mu_;
-  std::map<std::string, Bucket> buckets_;
+  Mutex mu_;
+  std::map<std::string, Bucket> buckets_ TX_GUARDED_BY(mu_);
 };
 
 }  // namespace tx::api

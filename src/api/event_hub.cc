@@ -43,10 +43,10 @@ Result<std::unique_ptr<EventHub>> EventHub::Start(const store::OpenOptions& opti
 
 void EventHub::Stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
-  changed_.notify_all();
+  changed_.NotifyAll();
   std::uint64_t one = 1;
   (void)!::write(stop_fd_.get(), &one, sizeof one);
   if (thread_.joinable()) thread_.join();
@@ -63,7 +63,7 @@ Status EventHub::ReadNew() {
     if (page.empty()) return Ok();
     after = page.back().id;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       for (auto& e : page) {
         metrics_.Add(e);
         stats_.Add(e);
@@ -72,7 +72,7 @@ Status EventHub::ReadNew() {
       while (recent_.size() > kKeep) recent_.pop_front();
       last_id_ = after;
     }
-    changed_.notify_all();
+    changed_.NotifyAll();
   }
 }
 
@@ -82,10 +82,10 @@ void EventHub::Run() {
     ::poll(fds, 2, static_cast<int>(poll_.count()));
     if ((fds[0].revents & POLLIN) != 0 && watch_->Drain()) {
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         ++ready_generation_;
       }
-      changed_.notify_all();
+      changed_.NotifyAll();
     }
     // A failed read (the store busy past its timeout, say) is retried at the next tick.
     (void)ReadNew();
@@ -94,21 +94,22 @@ void EventHub::Run() {
 }
 
 std::uint64_t EventHub::ready_generation() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return ready_generation_;
 }
 
 bool EventHub::WaitForReady(std::uint64_t seen, std::chrono::milliseconds timeout) {
-  std::unique_lock lock(mu_);
-  return changed_.wait_for(lock, timeout, [&] { return stopping_ || ready_generation_ != seen; }) &&
-         !stopping_;
+  MutexLock lock(mu_);
+  return changed_.WaitFor(mu_, timeout, [&]() TX_REQUIRES(mu_) {
+    return stopping_ || ready_generation_ != seen;
+  }) && !stopping_;
 }
 
 EventHub::Batch EventHub::Wait(std::int64_t after, std::chrono::milliseconds timeout,
                                std::size_t max) {
   Batch out;
-  std::unique_lock lock(mu_);
-  changed_.wait_for(lock, timeout, [&] { return stopping_ || last_id_ > after; });
+  MutexLock lock(mu_);
+  changed_.WaitFor(mu_, timeout, [&]() TX_REQUIRES(mu_) { return stopping_ || last_id_ > after; });
   if (stopping_) {
     out.stopped = true;
     return out;
@@ -136,27 +137,27 @@ void EventHub::SampleDepth() {
     return Ok();
   });
   if (!read.ok()) return;  // the next sample will do
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   stats_.Sample(counts, store_->clock().NowMs());
 }
 
 nlohmann::json EventHub::RenderStats(Millis now, const StatsRange& range) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return stats_.Render(now, range);
 }
 
 std::int64_t EventHub::last_id() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return last_id_;
 }
 
 bool EventHub::stopping() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return stopping_;
 }
 
 std::string EventHub::RenderMetrics(const MetricsSnapshot& now) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return metrics_.Render(now);
 }
 

@@ -15,11 +15,9 @@
 // Thread safety: every public method may be called from any thread.
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -28,6 +26,7 @@
 #include "api/stats.h"
 #include "core/error.h"
 #include "core/event.h"
+#include "core/mutex.h"
 #include "core/thread_annotations.h"
 #include "exec/unique_fd.h"
 #include "store/store.h"
@@ -90,8 +89,8 @@ class EventHub {
   std::int64_t counter_seen_ = -1;                       // the hub's thread only
   std::chrono::steady_clock::time_point next_sample_{};  // the same
 
-  mutable std::mutex mu_;
-  std::condition_variable changed_;
+  mutable Mutex mu_;
+  CondVar changed_;
   std::deque<Event> recent_ TX_GUARDED_BY(mu_);
   std::int64_t last_id_ TX_GUARDED_BY(mu_) = 0;
   std::uint64_t ready_generation_ TX_GUARDED_BY(mu_) = 0;

@@ -27,39 +27,41 @@ HeartbeatBatcher::~HeartbeatBatcher() { Stop(); }
 
 void HeartbeatBatcher::Stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
-  wake_.notify_all();
+  wake_.NotifyAll();
   if (thread_.joinable()) thread_.join();
 }
 
 Result<Worker> HeartbeatBatcher::Beat(std::string worker_id, service::HeartbeatUpdate update) {
   std::future<Result<Worker>> result;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_) return Error::Unavailable("the server is stopping");
     queue_.push_back(Pending{{std::move(worker_id), std::move(update)}, {}});
     result = queue_.back().done.get_future();
   }
-  wake_.notify_all();
+  wake_.NotifyAll();
   return result.get();
 }
 
 void HeartbeatBatcher::Run() {
-  std::unique_lock lock(mu_);
   for (;;) {
-    wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-    if (queue_.empty()) break;  // stopping, nothing left
-    // Let the batch fill for `window` after its first beat (or until it is full).
-    auto deadline = std::chrono::steady_clock::now() + window_;
-    wake_.wait_until(lock, deadline, [&] { return stopping_ || queue_.size() >= max_batch_; });
     std::vector<Pending> batch;
-    while (!queue_.empty() && batch.size() < max_batch_) {
-      batch.push_back(std::move(queue_.front()));
-      queue_.pop_front();
+    {
+      MutexLock lock(mu_);
+      wake_.Wait(mu_, [&]() TX_REQUIRES(mu_) { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, nothing left
+      // Let the batch fill for `window` after its first beat (or until it is full).
+      auto deadline = std::chrono::steady_clock::now() + window_;
+      wake_.WaitUntil(mu_, deadline,
+                      [&]() TX_REQUIRES(mu_) { return stopping_ || queue_.size() >= max_batch_; });
+      while (!queue_.empty() && batch.size() < max_batch_) {
+        batch.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
     }
-    lock.unlock();
     std::vector<service::WorkerService::Beat> beats;
     beats.reserve(batch.size());
     for (const auto& p : batch) beats.push_back(p.beat);
@@ -71,10 +73,7 @@ void HeartbeatBatcher::Run() {
       results.assign(batch.size(), Error::Internal(std::string("heartbeat batch: ") + e.what()));
     }
     for (std::size_t i = 0; i < batch.size(); ++i) batch[i].done.set_value(std::move(results[i]));
-    lock.lock();
   }
-  for (auto& p : queue_) p.done.set_value(Error::Unavailable("the server is stopping"));
-  queue_.clear();
 }
 
 }  // namespace tx::api

@@ -11,15 +11,15 @@
 // Thread-safe.
 
 #include <chrono>
-#include <condition_variable>
 #include <deque>
 #include <future>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
 #include "core/error.h"
+#include "core/mutex.h"
+#include "core/thread_annotations.h"
 #include "service/options.h"
 #include "service/worker_service.h"
 #include "store/store.h"
@@ -58,10 +58,10 @@ class HeartbeatBatcher {
   service::WorkerService workers_;
   std::chrono::milliseconds window_;
   std::size_t max_batch_;
-  std::mutex mu_;
-  std::condition_variable wake_;
-  std::deque<Pending> queue_;  // GUARDED_BY(mu_)
-  bool stopping_ = false;      // GUARDED_BY(mu_)
+  Mutex mu_;
+  CondVar wake_;
+  std::deque<Pending> queue_ TX_GUARDED_BY(mu_);
+  bool stopping_ TX_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

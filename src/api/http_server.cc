@@ -10,15 +10,16 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <cerrno>
-#include <condition_variable>
 #include <cstdio>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <regex>
 #include <string_view>
 #include <thread>
 #include <vector>
+
+#include "core/mutex.h"
+#include "core/thread_annotations.h"
 
 namespace tx::api {
 
@@ -107,10 +108,10 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
 
   std::atomic<bool> stopping{false};
   std::atomic<int> connections{0};
-  std::mutex streams_mu;
-  std::condition_variable streams_cv;
-  int streams = 0;
-  std::map<std::string, int> streams_by_client;
+  Mutex streams_mu;
+  CondVar streams_cv;
+  int streams TX_GUARDED_BY(streams_mu) = 0;
+  std::map<std::string, int> streams_by_client TX_GUARDED_BY(streams_mu);
 
   asio::thread_pool handlers;
   // Reset by Stop, the acceptor first: destroying the loop destroys the connections it still
@@ -120,7 +121,7 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   std::thread io_thread;
 
   bool AcquireStream(const std::string& client) {
-    std::lock_guard lock(streams_mu);
+    MutexLock lock(streams_mu);
     if (stopping || streams >= options.max_streams ||
         streams_by_client[client] >= options.max_streams_per_client) {
       if (streams_by_client[client] == 0) streams_by_client.erase(client);
@@ -131,10 +132,10 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
     return true;
   }
   void ReleaseStream(const std::string& client) {
-    std::lock_guard lock(streams_mu);
+    MutexLock lock(streams_mu);
     --streams;
     if (--streams_by_client[client] <= 0) streams_by_client.erase(client);
-    streams_cv.notify_all();
+    streams_cv.NotifyAll();
   }
 
   // Runs the hooks and the route of `req` into `res`, as cpp-httplib did.
@@ -493,8 +494,8 @@ void HttpServer::Stop() {
   // caller has ended their sources (EventHub::Stop), or at their next write's timeout.
   s.handlers.join();
   {
-    std::unique_lock lock(s.streams_mu);
-    s.streams_cv.wait(lock, [&] { return s.streams == 0; });
+    MutexLock lock(s.streams_mu);
+    s.streams_cv.Wait(s.streams_mu, [&]() TX_REQUIRES(s.streams_mu) { return s.streams == 0; });
   }
   s.io->stop();
   if (s.io_thread.joinable()) s.io_thread.join();
@@ -505,7 +506,7 @@ void HttpServer::Stop() {
 int HttpServer::handler_threads() const { return impl_->options.handler_threads; }
 
 int HttpServer::open_streams() const {
-  std::lock_guard lock(impl_->streams_mu);
+  MutexLock lock(impl_->streams_mu);
   return impl_->streams;
 }
 

@@ -226,8 +226,10 @@ void ApiServer::PoolRoutes() {
 
   for (auto [action, request] :
        {std::pair{"pause", WorkerRequest::kPause}, std::pair{"resume", WorkerRequest::kResume}}) {
+    // Captured by an initialiser: clang before 16 cannot capture a structured binding.
     h.Post(std::string(R"(/api/workers/([^/]+)/)") + action,
-           [with_store, &opts, request](const httplib::Request& req, httplib::Response& res) {
+           [with_store, &opts, request = request](const httplib::Request& req,
+                                                  httplib::Response& res) {
              with_store(res, 200, [&](store::Store& store) -> Result<json> {
                TX_RETURN_IF_ERROR(OnlyParams(req, {}));
                TX_ASSIGN_OR_RETURN(Worker w, service::WorkerService(store, store.clock(), opts)

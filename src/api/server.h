@@ -10,7 +10,6 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -23,6 +22,8 @@
 #include "api/server_options.h"
 #include "api/store_pool.h"
 #include "core/error.h"
+#include "core/mutex.h"
+#include "core/thread_annotations.h"
 #include "service/options.h"
 #include "worker/budgets_source.h"
 #include "worker/config.h"
@@ -74,8 +75,9 @@ class ApiServer {
   std::unique_ptr<EventHub> hub_;
   std::unique_ptr<HeartbeatBatcher> beats_;  // remote workers' heartbeats, a batch at a time
   std::atomic<int> waiting_claims_{0};
-  std::mutex credentials_mu_;
-  std::unordered_map<std::string, std::string> credential_hashes_;  // worker id -> SHA-256 hex
+  Mutex credentials_mu_;
+  // worker id -> SHA-256 hex
+  std::unordered_map<std::string, std::string> credential_hashes_ TX_GUARDED_BY(credentials_mu_);
   std::unique_ptr<HttpServer> http_;
   int port_ = 0;
   bool stopped_ = false;

@@ -4,7 +4,7 @@ namespace tx::api {
 
 Result<StorePool::Lease> StorePool::Acquire() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (!idle_.empty()) {
       std::unique_ptr<store::Store> s = std::move(idle_.back());
       idle_.pop_back();
@@ -16,7 +16,7 @@ Result<StorePool::Lease> StorePool::Acquire() {
 }
 
 void StorePool::Return(std::unique_ptr<store::Store> s) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   idle_.push_back(std::move(s));
 }
 

@@ -3,10 +3,10 @@
 // threads at once, and opening one per request would cost more than most requests.
 
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "core/error.h"
+#include "core/mutex.h"
 #include "core/thread_annotations.h"
 #include "store/store.h"
 
@@ -39,7 +39,7 @@ class StorePool {
   void Return(std::unique_ptr<store::Store> s);
 
   const store::OpenOptions options_;
-  std::mutex mu_;
+  Mutex mu_;
   std::vector<std::unique_ptr<store::Store>> idle_ TX_GUARDED_BY(mu_);
 };
 

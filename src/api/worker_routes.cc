@@ -147,7 +147,7 @@ std::optional<std::string> ApiServer::RefuseUnlessActsFor(const httplib::Request
   if (presented.empty()) return refusal;
   std::string expected;
   {
-    std::lock_guard lock(credentials_mu_);
+    MutexLock lock(credentials_mu_);
     if (auto it = credential_hashes_.find(worker_id); it != credential_hashes_.end()) {
       expected = it->second;
     }
@@ -173,7 +173,7 @@ std::optional<std::string> ApiServer::RefuseUnlessActsFor(const httplib::Request
     if (expected.empty()) {
       return "worker " + worker_id + " was not registered over HTTP: no call over HTTP acts for it";
     }
-    std::lock_guard lock(credentials_mu_);
+    MutexLock lock(credentials_mu_);
     if (credential_hashes_.size() >= 100'000) credential_hashes_.clear();  // bounded
     credential_hashes_[worker_id] = expected;
   }

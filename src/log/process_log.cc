@@ -147,14 +147,14 @@ ProcessLog::ProcessLog(Options options)
       max_bytes_(options.max_bytes) {}
 
 ProcessLog::~ProcessLog() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (fd_ >= 0) ::close(fd_);
 }
 
 Result<std::shared_ptr<ProcessLog>> ProcessLog::Open(Options options) {
   std::shared_ptr<ProcessLog> log(new ProcessLog(std::move(options)));
   if (!log->path_.empty()) {
-    std::lock_guard lock(log->mu_);
+    MutexLock lock(log->mu_);
     TX_RETURN_IF_ERROR(log->OpenFile());
   }
   return log;
@@ -197,22 +197,22 @@ void ProcessLog::InstallAsDefault(const std::string& name) {
 
 Status ProcessLog::Reopen() {
   if (path_.empty()) return Ok();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return OpenFile();
 }
 
 void ProcessLog::SetFormat(LogFormat format) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   format_ = format;
 }
 
 void ProcessLog::SetMaxBytes(std::uint64_t max_bytes) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   max_bytes_ = max_bytes;
 }
 
 void ProcessLog::SetField(const std::string& key, const std::string& value) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (value.empty()) {
     fields_.erase(key);
   } else {
@@ -221,18 +221,18 @@ void ProcessLog::SetField(const std::string& key, const std::string& value) {
 }
 
 LogFormat ProcessLog::format() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return format_;
 }
 
 std::uint64_t ProcessLog::max_bytes() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return max_bytes_;
 }
 
 void ProcessLog::Write(std::chrono::system_clock::time_point t, std::string_view level,
                        std::string_view msg) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   nlohmann::json fields;
   if (format_ == LogFormat::kJson) {
     fields = fields_;

@@ -24,12 +24,12 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 
 #include "core/error.h"
+#include "core/mutex.h"
 #include "core/thread_annotations.h"
 
 namespace spdlog {
@@ -111,7 +111,7 @@ class ProcessLog : public std::enable_shared_from_this<ProcessLog> {
 
   const std::string path_;
   const bool redirect_stdio_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   LogFormat format_ TX_GUARDED_BY(mu_);
   std::uint64_t max_bytes_ TX_GUARDED_BY(mu_);
   int fd_ TX_GUARDED_BY(mu_) = -1;             // the file; -1: stderr

@@ -6,11 +6,7 @@ namespace tx::notify {
 
 Dispatcher::Dispatcher(store::Store& store, const Clock& clock, std::vector<SinkSpec> specs,
                        std::map<std::string, std::unique_ptr<Sink>> sinks)
-    : store_(store),
-      clock_(clock),
-      specs_(std::move(specs)),
-      sinks_(std::move(sinks)),
-      outbox_(store, clock) {}
+    : clock_(clock), specs_(std::move(specs)), sinks_(std::move(sinks)), outbox_(store, clock) {}
 
 Result<std::unique_ptr<Dispatcher>> Dispatcher::Make(store::Store& store, const Clock& clock,
                                                      std::vector<SinkSpec> specs) {

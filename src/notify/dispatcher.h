@@ -40,7 +40,6 @@ class Dispatcher {
   Result<Millis> NextRoundAt(Millis poll_ms);
 
  private:
-  store::Store& store_;
   const Clock& clock_;
   std::vector<SinkSpec> specs_;
   std::map<std::string, std::unique_ptr<Sink>> sinks_;

@@ -6,6 +6,7 @@
 
 #include <chrono>
 
+#include "core/mutex.h"
 #include "core/thread_annotations.h"
 #include "notify/dispatcher.h"
 #include "store/store.h"
@@ -24,15 +25,17 @@ struct NotifyLoop::State {
   std::unique_ptr<store::Store> store;
   std::unique_ptr<notify::Dispatcher> dispatcher;
   std::function<bool()> leads;
-  std::mutex mu;
-  std::condition_variable cv;
+  Mutex mu;
+  CondVar cv;
   bool stop TX_GUARDED_BY(mu) = false;
 
   // Waits until `at` (store clock) or a stop; false on a stop.
   bool WaitUntil(Millis at) {
     Millis now = store->clock().Now();
-    std::unique_lock lock(mu);
-    if (at > now) cv.wait_for(lock, std::chrono::milliseconds(at - now), [&] { return stop; });
+    MutexLock lock(mu);
+    if (at > now) {
+      cv.WaitFor(mu, std::chrono::milliseconds(at - now), [&]() TX_REQUIRES(mu) { return stop; });
+    }
     return !stop;
   }
 
@@ -45,7 +48,7 @@ struct NotifyLoop::State {
         // A stop (the orchestrator's, or a SIGHUP replacing the sinks) waits for one send at
         // most, not for the round.
         Result<notify::DispatchReport> r = dispatcher->Step(64, [this] {
-          std::lock_guard lock(mu);
+          MutexLock lock(mu);
           return stop;
         });
         if (!r.ok()) {
@@ -80,10 +83,10 @@ NotifyLoop::NotifyLoop(std::unique_ptr<State> state) : state_(std::move(state)) 
 
 NotifyLoop::~NotifyLoop() {
   {
-    std::lock_guard lock(state_->mu);
+    MutexLock lock(state_->mu);
     state_->stop = true;
   }
-  state_->cv.notify_all();
+  state_->cv.NotifyAll();
   thread_.join();
 }
 

@@ -4,10 +4,8 @@
 // (docs/notifications.md). It has a connection of its own; an orchestrator without sinks runs
 // none.
 
-#include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>

@@ -303,8 +303,8 @@ TEST(ReconcilerOutage, SilenceCountsFromThePassAfterTheOutageNotFromTheLastHeart
   std::string path = dir + "/tx.db";
   store::OpenOptions o{path, true};
   o.busy_timeout_ms = 50;
-  auto store = std::move(store::Open(o).value());
-  auto holder = std::move(store::Open(o).value());
+  auto store = store::Open(o).value();
+  auto holder = store::Open(o).value();
   FakeClock clock;
   WorkerService workers(*store, clock, TestOptions());
   TaskService tasks(*store, clock, TestOptions());

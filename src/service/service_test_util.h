@@ -44,7 +44,7 @@ inline ServiceOptions TestOptions() {
 class ServiceTest : public ::testing::Test {
  protected:
   ServiceTest()
-      : store_(std::move(store::Open({":memory:", true}).value())),
+      : store_(store::Open({":memory:", true}).value()),
         tasks_(*store_, clock_, TestOptions()),
         claims_(*store_, clock_, TestOptions()),
         workers_(*store_, clock_, TestOptions()),

@@ -130,7 +130,7 @@ AgentGateway::~AgentGateway() {
 
 AgentGateway::Admission AgentGateway::Admit(Attempt attempt) {
   std::string key = NewToken();  // 256 bits from the kernel, as API tokens are
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   // The previous admission's cancel is spent: drain the counter.
   std::uint64_t spent;
   (void)!::read(cancel_.get(), &spent, sizeof spent);
@@ -140,7 +140,7 @@ AgentGateway::Admission AgentGateway::Admit(Attempt attempt) {
 }
 
 void AgentGateway::Dismiss(const std::string& key) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (key_ != key) return;  // replaced by a later admission already
   current_.reset();
   key_.clear();
@@ -187,7 +187,7 @@ void AgentGateway::Answer(int connection) {
     args = request.error();
   } else {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (current_ && !key_.empty() && request->key == key_) attempt = current_;
     }
     args = attempt ? GateAgentCommand(request->args, attempt->agent)

@@ -15,7 +15,6 @@
 // stops the thread and removes the socket and its directory.
 
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -23,6 +22,7 @@
 
 #include "core/agent_gate.h"
 #include "core/error.h"
+#include "core/mutex.h"
 #include "core/thread_annotations.h"
 #include "exec/unique_fd.h"
 
@@ -84,7 +84,7 @@ class AgentGateway {
   exec::UniqueFd listener_;
   exec::UniqueFd stop_;    // an eventfd: readable once the gateway is being destroyed
   exec::UniqueFd cancel_;  // an eventfd: readable from an admission's end to the next one
-  std::mutex mu_;
+  Mutex mu_;
   std::optional<Attempt> current_ TX_GUARDED_BY(mu_);
   std::string key_ TX_GUARDED_BY(mu_);
   std::thread thread_;

@@ -11,7 +11,7 @@ BudgetsSource::BudgetsSource(std::string path, Budgets initial)
 }
 
 Budgets BudgetsSource::Current() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::error_code ec;
   auto at = std::filesystem::last_write_time(path_, ec);
   if (ec) at = {};  // gone: the budgets read last stand until it is back

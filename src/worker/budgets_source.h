@@ -4,9 +4,10 @@
 // server. A file that no longer parses keeps the budgets read last. Thread-safe.
 
 #include <filesystem>
-#include <mutex>
 #include <string>
 
+#include "core/mutex.h"
+#include "core/thread_annotations.h"
 #include "service/agent_service.h"
 
 namespace tx::worker {
@@ -21,9 +22,9 @@ class BudgetsSource {
 
  private:
   std::string path_;
-  std::mutex mu_;
-  Budgets budgets_;
-  std::filesystem::file_time_type seen_{};
+  Mutex mu_;
+  Budgets budgets_ TX_GUARDED_BY(mu_);
+  std::filesystem::file_time_type seen_ TX_GUARDED_BY(mu_) = {};
 };
 
 }  // namespace tx::worker

@@ -28,25 +28,25 @@ void HeartbeatLoop::Start() {
 
 void HeartbeatLoop::Stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   if (thread_.joinable()) thread_.join();
 }
 
 void HeartbeatLoop::Kick() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     kicked_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 void HeartbeatLoop::KickLater(std::int64_t token, Millis delay_ms) {
   const auto at = std::chrono::steady_clock::now() + std::chrono::milliseconds(delay_ms);
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     // One already pending (a task that ended sooner) comes first: it beats for this claim
     // instead, a little early, and the thread is not woken once a task to learn that.
     if (later_ && later_->at <= at) {
@@ -55,7 +55,7 @@ void HeartbeatLoop::KickLater(std::int64_t token, Millis delay_ms) {
     }
     later_ = Later{token, at};
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 void HeartbeatLoop::Wake() {
@@ -72,11 +72,12 @@ void HeartbeatLoop::Loop() {
     // Set when the wake-up is a KickLater's alone: beat only if its claim is still held.
     std::optional<std::int64_t> only_while_held;
     {
-      std::unique_lock lock(mu_);
+      MutexLock lock(mu_);
       for (;;) {
         const auto until = later_ && later_->at < due ? later_->at : due;
-        const bool woken = cv_.wait_until(
-            lock, until, [&] { return stop_ || kicked_ || (later_ && later_->at < until); });
+        const bool woken = cv_.WaitUntil(mu_, until, [&]() TX_REQUIRES(mu_) {
+          return stop_ || kicked_ || (later_ && later_->at < until);
+        });
         if (stop_) return;
         if (kicked_ || !woken) break;
         // A sooner KickLater arrived: wait for it instead.

@@ -11,14 +11,13 @@
 // (declared dead, stopped) evicts the worker.
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 
+#include "core/mutex.h"
 #include "core/thread_annotations.h"
 #include "worker/config.h"
 #include "worker/coordinator.h"
@@ -60,8 +59,8 @@ class HeartbeatLoop {
   SharedState& state_;
   int wake_fd_;
 
-  std::mutex mu_;
-  std::condition_variable cv_;
+  Mutex mu_;
+  CondVar cv_;
   bool stop_ TX_GUARDED_BY(mu_) = false;
   bool kicked_ TX_GUARDED_BY(mu_) = false;
   struct Later {

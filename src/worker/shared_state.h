@@ -6,12 +6,12 @@
 #include <sys/types.h>
 
 #include <cstdint>
-#include <mutex>
 #include <optional>
 #include <string>
 
 #include "core/claim.h"
 #include "core/clock.h"
+#include "core/mutex.h"
 #include "core/thread_annotations.h"
 
 namespace tx::worker {
@@ -36,26 +36,26 @@ inline Millis HeldLeaseLeft(const Holding& h, const Moment& now) {
 class SharedState {
  public:
   void Hold(Holding h) TX_EXCLUDES(mu_) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     holding_ = std::move(h);
     lease_lost_.clear();
   }
   void Drop() TX_EXCLUDES(mu_) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     holding_.reset();
     lease_lost_.clear();
   }
   std::optional<Holding> holding() const TX_EXCLUDES(mu_) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return holding_;
   }
   void SetAgentPid(pid_t pid) TX_EXCLUDES(mu_) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (holding_) holding_->agent_pid = pid;
   }
   // Records a renewal of `token` (ignored when the worker has moved on to another claim).
   void Renewed(const Claim& claim) TX_EXCLUDES(mu_) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (holding_ && holding_->token == claim.token) {
       holding_->lease_expires_at = claim.lease_expires_at;
       holding_->lease_expires_steady = claim.lease_expires_steady;
@@ -64,36 +64,36 @@ class SharedState {
 
   // Set by the heartbeat thread when the claim with `token` can no longer be trusted.
   void LoseLease(std::int64_t token, std::string why) TX_EXCLUDES(mu_) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (holding_ && holding_->token == token && lease_lost_.empty()) lease_lost_ = std::move(why);
   }
   std::string lease_lost() const TX_EXCLUDES(mu_) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return lease_lost_;
   }
 
   // Set by the heartbeat thread when the store says this worker is no longer live (declared dead
   // or stopped by someone else): the worker must stop.
   void Evict(std::string why) TX_EXCLUDES(mu_) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (evicted_.empty()) evicted_ = std::move(why);
   }
   std::string evicted() const TX_EXCLUDES(mu_) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return evicted_;
   }
 
   void CountCompleted() TX_EXCLUDES(mu_) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     ++tasks_completed_;
   }
   std::int64_t tasks_completed() const TX_EXCLUDES(mu_) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return tasks_completed_;
   }
 
  private:
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::optional<Holding> holding_ TX_GUARDED_BY(mu_);
   std::string lease_lost_ TX_GUARDED_BY(mu_);
   std::string evicted_ TX_GUARDED_BY(mu_);
