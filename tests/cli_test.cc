@@ -1581,6 +1581,38 @@ TEST_F(Cli, AddBatchIsAllOrNothingAndNamesTheLineItRefuses) {
   EXPECT_EQ(MustJson({"task", "list"}).size(), 1u) << id;
 }
 
+// A batch big enough to be decoded on several threads keeps its order, and its first bad line
+// is the one named, whichever thread decoded it.
+TEST_F(Cli, ABigBatchIsAddedInTheOrderOfItsLinesAndItsFirstBadLineIsNamed) {
+  {
+    std::ofstream big(Path("big.jsonl"));
+    for (int i = 1; i <= 9'000; ++i) big << "{\"title\": \"t" << i << "\"}\n";
+  }
+  {
+    std::ofstream bad(Path("bad-big.jsonl"));
+    for (int i = 1; i <= 9'000; ++i) {
+      if (i == 7'001 || i == 8'500) {
+        bad << "{\"titel\": \"typo\"}\n";
+      } else {
+        bad << "{\"title\": \"t" << i << "\"}\n";
+      }
+    }
+  }
+  EXPECT_TRUE(RefusedWithoutWriting({"task", "add", "--batch", "bad-big.jsonl"}, 2,
+                                    "line 7001: unknown field 'titel'"));
+  RunResult added = Tx({"task", "add", "--batch", "big.jsonl"});
+  ASSERT_EQ(added.exit_code, 0) << added.err;
+  std::istringstream lines(added.out);
+  std::string line;
+  int n = 0;
+  while (std::getline(lines, line)) {
+    ++n;
+    std::string want = "  ready  t" + std::to_string(n);
+    ASSERT_EQ(line.substr(line.size() - std::min(line.size(), want.size())), want) << line;
+  }
+  EXPECT_EQ(n, 9'000);
+}
+
 // ================================ events --follow ===============================================
 
 TEST_F(Cli, EventsFollowPrintsEachNewEventAsAJsonLine) {

@@ -1,5 +1,6 @@
 #include "core/json.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "core/duration.h"
@@ -109,6 +110,18 @@ nlohmann::json ToJson(const Worker& w, const Moment& now) {
        w.request == WorkerRequest::kNone ? nlohmann::json() : nlohmann::json(ToString(w.request))},
       {"metadata", w.metadata},
   };
+}
+
+void AppendJsonString(std::string& out, std::string_view s) {
+  bool plain = std::all_of(s.begin(), s.end(),
+                           [](char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; });
+  if (plain) {
+    out += '"';
+    out += s;
+    out += '"';
+    return;
+  }
+  out += nlohmann::json(std::string(s)).dump();
 }
 
 nlohmann::json HeartbeatDocument(const std::vector<Worker>& workers,

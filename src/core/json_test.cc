@@ -93,5 +93,17 @@ TEST(Json, AMissingOrMistypedFieldIsRefusedByName) {
   EXPECT_FALSE(TaskFromJson(nlohmann::json::array()).ok());
 }
 
+TEST(AppendJsonString, WritesWhatTheLibraryWouldWrite) {
+  for (const std::string& s : std::vector<std::string>{
+           "", "plain title", "quote \" here", "back\\slash", "tab\there", "new\nline",
+           std::string("nul\0byte", 8), "caf\xc3\xa9", "\x7f del"}) {
+    std::string out = "x";
+    AppendJsonString(out, s);
+    std::string want = "x";
+    want += nlohmann::json(s).dump();
+    EXPECT_EQ(out, want) << s;
+  }
+}
+
 }  // namespace
 }  // namespace tx

@@ -8,6 +8,7 @@
 #include "core/claimable.h"
 #include "core/duration.h"
 #include "core/ids.h"
+#include "core/json.h"
 #include "core/question.h"
 #include "core/validation.h"
 #include "service/lifecycle.h"
@@ -46,12 +47,22 @@ Status TaskService::Insert(store::Txn& txn, Task& t, Millis now, const std::stri
   t.result.clear();
   t.error.clear();
   TX_RETURN_IF_ERROR(txn.InsertTask(t));
-  nlohmann::json data = {{"title", t.title},
-                         {"status", ToString(t.status)},
-                         {"queue", t.queue},
-                         {"priority", t.priority}};
-  if (!parent.empty()) data["parent"] = parent;
-  return Emit(txn, now, "task.created", t.id, "", std::move(data));
+  // The event's data written out (keys in order, as a json object's dump would): a bulk add
+  // spends no time building an object per task.
+  std::string data = "{";
+  if (!parent.empty()) {
+    data += "\"parent\":";
+    AppendJsonString(data, parent);
+    data += ',';
+  }
+  data += "\"priority\":" + std::to_string(t.priority) + ",\"queue\":";
+  AppendJsonString(data, t.queue);
+  data += ",\"status\":\"";
+  data += ToString(t.status);
+  data += "\",\"title\":";
+  AppendJsonString(data, t.title);
+  data += '}';
+  return detail::EmitData(txn, now, "task.created", t.id, "", data);
 }
 
 namespace {

@@ -289,6 +289,12 @@ Stmt& Stmt::Bind(int index, std::string_view value) {
   return *this;
 }
 
+Stmt& Stmt::BindKept(int index, std::string_view value) {
+  const char* data = value.data() != nullptr ? value.data() : "";
+  sqlite3_bind_text(stmt_, index, data, static_cast<int>(value.size()), SQLITE_STATIC);
+  return *this;
+}
+
 Stmt& Stmt::Bind(int index, std::optional<std::int64_t> value) {
   if (value) {
     sqlite3_bind_int64(stmt_, index, *value);

@@ -44,6 +44,9 @@ class Stmt {
   Stmt& Bind(int index, std::string_view value);
   Stmt& Bind(int index, const std::string& value) { return Bind(index, std::string_view(value)); }
   Stmt& Bind(int index, const char* value) { return Bind(index, std::string_view(value)); }
+  // Binds text without SQLite's copy of it: `value` must stay as it is while this Stmt lives
+  // (its destructor clears the bindings). For the columns of a row the caller holds.
+  Stmt& BindKept(int index, std::string_view value);
   Stmt& Bind(int index, std::optional<int> value);
   Stmt& Bind(int index, std::optional<std::int64_t> value);
 
