@@ -1,10 +1,9 @@
 #include "cli/task_batch.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "api/new_task.h"
 #include "core/validation.h"
@@ -45,9 +44,9 @@ Decoded DecodeLines(const std::vector<Line>& lines, std::size_t begin, std::size
       return out;
     }
     if (NestsDeeperThan(line.text, kMaxJsonDepth)) {
-      out.error = AtLine(line.number, Error::InvalidArgument("nests deeper than " +
-                                                             std::to_string(kMaxJsonDepth) +
-                                                             " levels"));
+      out.error = AtLine(
+          line.number,
+          Error::InvalidArgument("nests deeper than " + std::to_string(kMaxJsonDepth) + " levels"));
       return out;
     }
     if (!body.is_object()) {
@@ -85,8 +84,8 @@ Result<BatchDrafts> ReadTaskBatch(std::istream& in, const worker::WorkerConfig& 
   std::vector<std::thread> workers;
   for (std::size_t p = 1; p < parts; ++p) {
     workers.emplace_back([&, p] {
-      decoded[p] = DecodeLines(lines, lines.size() * p / parts, lines.size() * (p + 1) / parts,
-                               config);
+      decoded[p] =
+          DecodeLines(lines, lines.size() * p / parts, lines.size() * (p + 1) / parts, config);
     });
   }
   decoded[0] = DecodeLines(lines, 0, lines.size() / parts, config);
