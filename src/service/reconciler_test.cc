@@ -51,11 +51,7 @@ TEST_F(ReconcilerTest, DeclaresAWorkerDeadAfterTwoMissedHeartbeatsAndRequeuesIts
 }
 
 TEST_F(ReconcilerTest, ABusyWorkerIsDeadAfterTwoOfTheIntervalsItPromisesWhileBusy) {
-  Registration r;
-  r.name = "fast";
-  r.heartbeat_interval_ms = 1'000;
-  r.busy_heartbeat_interval_ms = 500;
-  ASSERT_OK_AND_ASSIGN(Worker w, workers_.Register(r));
+  Worker w = RegisterFast();
   // Idle, it has two of its heartbeat intervals.
   clock_.Advance(1'999ms);
   EXPECT_EQ(Reconcile().dead_workers, 0);
@@ -73,11 +69,7 @@ TEST_F(ReconcilerTest, ABusyWorkerIsDeadAfterTwoOfTheIntervalsItPromisesWhileBus
 }
 
 TEST_F(ReconcilerTest, ABusyWorkerThatBeatsAtItsBusyIntervalIsNeverDeclaredDead) {
-  Registration r;
-  r.name = "fast";
-  r.heartbeat_interval_ms = 1'000;
-  r.busy_heartbeat_interval_ms = 500;
-  ASSERT_OK_AND_ASSIGN(Worker w, workers_.Register(r));
+  Worker w = RegisterFast();
   AddTask("t");
   ClaimNextFor(w);
   for (int i = 0; i < 20; ++i) {

@@ -73,6 +73,17 @@ class ServiceTest : public ::testing::Test {
     return w.ok() ? *w : Worker{};
   }
 
+  // A worker promising a beat every second idle and every half second busy.
+  Worker RegisterFast() {
+    Registration r;
+    r.name = "fast";
+    r.heartbeat_interval_ms = 1'000;
+    r.busy_heartbeat_interval_ms = 500;
+    auto w = workers_.Register(r);
+    EXPECT_TRUE(w.ok()) << w.error().message();
+    return w.ok() ? *w : Worker{};
+  }
+
   ClaimResult ClaimNextFor(const Worker& w) {
     auto r = claims_.ClaimNext(w.id);
     EXPECT_TRUE(r.ok()) << r.error().message();

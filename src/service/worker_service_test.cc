@@ -30,15 +30,10 @@ TEST_F(WorkerServiceTest, ANewRegistrationInASlotRetiresThePreviousIncarnationAn
   EXPECT_EQ(ClaimNextFor(fresh).task.id, t.id);
 }
 
-// Many beats in one transaction (tx serve's batch): each its own result, a refusal holding up no
-// other, a worker beating twice seeing its first beat.
 TEST_F(WorkerServiceTest, ARegistrationKeepsTheBusyIntervalAndRefusesOneTooShort) {
-  Registration r;
-  r.name = "fast";
-  r.heartbeat_interval_ms = 1'000;
-  r.busy_heartbeat_interval_ms = 500;
-  ASSERT_OK_AND_ASSIGN(Worker w, workers_.Register(r));
+  Worker w = RegisterFast();
   EXPECT_EQ(GetWorker(w.id).busy_heartbeat_interval_ms, 500);
+  Registration r;
   r.busy_heartbeat_interval_ms = 10;
   auto refused = workers_.Register(r);
   ASSERT_FALSE(refused.ok());
@@ -46,6 +41,8 @@ TEST_F(WorkerServiceTest, ARegistrationKeepsTheBusyIntervalAndRefusesOneTooShort
   EXPECT_NE(refused.error().message().find("busy heartbeat interval"), std::string::npos);
 }
 
+// Many beats in one transaction (tx serve's batch): each its own result, a refusal holding up no
+// other, a worker beating twice seeing its first beat.
 TEST_F(WorkerServiceTest, HeartbeatManyRecordsEachBeatAndRefusesOnlyTheBadOnes) {
   Worker a = Register("a");
   Worker b = Register("b");

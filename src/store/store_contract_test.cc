@@ -1384,16 +1384,23 @@ TEST(SqliteStore, ReopeningKeepsDataAndAppliesNoMigrationTwice) {
   fs::remove_all(dir);
 }
 
+// A new SQLite store in a fresh folder, taken back to an older schema by `undo` (SQL run on it):
+// how the migration tests make a store an older tx wrote. Returns the store's path.
+std::string StoreUndoneBy(const char* undo) {
+  char tmpl[] = "/tmp/tx-store-XXXXXX";
+  std::string path = std::string(mkdtemp(tmpl)) + "/tx.db";
+  EXPECT_TRUE(Open({path, true}).ok());
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(db, undo, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  sqlite3_close(db);
+  return path;
+}
+
 // A store of schema version 7 (made here by undoing version 8 on a new one) keeps its rows, takes
 // 'waiting' tasks and starts its notification cursor at its newest event (issue 22).
 TEST(SqliteStore, VersionEightWidensTheTaskStatusesAndStartsTheCursorAtTheNewestEvent) {
-  char tmpl[] = "/tmp/tx-store-XXXXXX";
-  std::string dir = mkdtemp(tmpl);
-  std::string path = dir + "/tx.db";
-  ASSERT_TRUE(Open({path, true}).ok());
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  const char* undo = R"sql(
+  std::string path = StoreUndoneBy(R"sql(
     ALTER TABLE workers DROP COLUMN busy_heartbeat_interval_ms;
     DROP TABLE notify_deliveries; DROP TABLE notify_cursor;
     PRAGMA writable_schema = ON;
@@ -1402,10 +1409,9 @@ TEST(SqliteStore, VersionEightWidensTheTaskStatusesAndStartsTheCursorAtTheNewest
     PRAGMA writable_schema = RESET;
     PRAGMA user_version = 7;
     INSERT INTO events (type, at) VALUES ('task.created', 1), ('task.done', 2);
-  )sql";
-  ASSERT_EQ(sqlite3_exec(db, undo, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
-  sqlite3_close(db);
-  db = nullptr;
+  )sql");
+  std::string dir = fs::path(path).parent_path();
+  sqlite3* db = nullptr;
   auto s = Open({path, false});
   ASSERT_TRUE(s.ok()) << s.error().message();
   Task t;
@@ -1433,13 +1439,7 @@ TEST(SqliteStore, VersionEightWidensTheTaskStatusesAndStartsTheCursorAtTheNewest
 // A store of schema version 8 (made here by undoing version 9 on a new one) keeps its workers,
 // which promise their heartbeat interval while busy as they did.
 TEST(SqliteStore, VersionNineGivesOlderWorkersNoBusyInterval) {
-  char tmpl[] = "/tmp/tx-store-XXXXXX";
-  std::string dir = mkdtemp(tmpl);
-  std::string path = dir + "/tx.db";
-  ASSERT_TRUE(Open({path, true}).ok());
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  const char* undo = R"sql(
+  std::string path = StoreUndoneBy(R"sql(
     ALTER TABLE workers DROP COLUMN busy_heartbeat_interval_ms;
     PRAGMA user_version = 8;
     INSERT INTO workers (id, name, slot, hostname, pid, capabilities, queues, status,
@@ -1447,9 +1447,8 @@ TEST(SqliteStore, VersionNineGivesOlderWorkersNoBusyInterval) {
                          current_task_id, reason, metadata, request, pool)
     VALUES ('worker-aaaaaaaa', 'old', '', 'h', 1, '[]', '["default"]', 'busy', 1000, 1, 1, '',
             '', '{}', '', '');
-  )sql";
-  ASSERT_EQ(sqlite3_exec(db, undo, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
-  sqlite3_close(db);
+  )sql");
+  std::string dir = fs::path(path).parent_path();
   auto s = Open({path, false});
   ASSERT_TRUE(s.ok()) << s.error().message();
   ASSERT_TRUE((*s)->Read([&](Txn& txn) -> Status {
