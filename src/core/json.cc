@@ -112,10 +112,13 @@ nlohmann::json ToJson(const Worker& w, const Moment& now) {
   };
 }
 
+bool PlainJsonString(std::string_view s) {
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; });
+}
+
 void AppendJsonString(std::string& out, std::string_view s) {
-  bool plain = std::all_of(s.begin(), s.end(),
-                           [](char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; });
-  if (plain) {
+  if (PlainJsonString(s)) {
     out += '"';
     out += s;
     out += '"';

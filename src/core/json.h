@@ -27,8 +27,10 @@ nlohmann::json ToJson(const Worker& w, const Moment& now);
 nlohmann::json ToJson(const Event& e);
 nlohmann::json ToJson(const ReconcileReport& r);
 
-// Appends the JSON text of the string `s`, as nlohmann::json(s).dump() writes it; a string of
-// printable ASCII without '"' or '\\' (most titles, queues, ids) is copied between quotes.
+// Whether JSON writes `s` as itself between quotes: printable ASCII but '"' and '\\'.
+bool PlainJsonString(std::string_view s);
+// Appends the JSON text of the string `s`, as nlohmann::json(s).dump() writes it; a plain one
+// (most titles, queues, ids) is copied between quotes.
 void AppendJsonString(std::string& out, std::string_view s);
 
 // The inverses, for a client that reads what the HTTP API wrote (the remote worker). Fields that

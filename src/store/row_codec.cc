@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string_view>
 
+#include "core/json.h"
 #include "core/usage.h"
 
 namespace tx::store {
@@ -11,12 +12,6 @@ namespace tx::store {
 namespace {
 
 using nlohmann::json;
-
-// A string that JSON writes as itself between quotes: printable ASCII but '"' and '\\'.
-bool PlainJsonString(std::string_view s) {
-  return std::all_of(s.begin(), s.end(),
-                     [](char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; });
-}
 
 // Parses ["a","b",...] of plain strings without escapes, the form ListText writes for them:
 // every worker read on the claim path parses its queues this way, and nlohmann::json costs a
