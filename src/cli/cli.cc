@@ -89,10 +89,10 @@ constexpr CommandSpec kCommands[] = {
      "(--unused-for)",
      SetupSandboxGc},
     {"man", "man", "Print this manual page (roff, made from this table): tx man | man -l -",
-     SetupMan},
+     SetupMan, CommandSpec::kEveryCommand},
     {"completion", "completion",
      "Print a shell completion script for bash, zsh or fish (made from this table)",
-     SetupCompletion},
+     SetupCompletion, CommandSpec::kEveryCommand},
     {"serve", "serve", "Serve the HTTP API (loopback by default) until SIGTERM", SetupServe},
     {"mcp", "mcp",
      "Serve an agent's task tools over the Model Context Protocol on stdin and stdout", SetupMcp},
@@ -161,7 +161,8 @@ std::string SuggestOrHelp(std::optional<std::string> suggestion, const std::stri
 
 // Names an unknown command word before CLI11 reports only "a subcommand is required", with the
 // command of the table it is likely a typo of.
-std::optional<std::string> UnknownCommand(const std::vector<std::string>& args) {
+// The first two words of the command line that are not flags (nor --db's value).
+std::vector<std::string> CommandWords(const std::vector<std::string>& args) {
   std::vector<std::string> words;
   for (std::size_t i = 1; i < args.size() && words.size() < 2; ++i) {
     const std::string& a = args[i];
@@ -172,6 +173,21 @@ std::optional<std::string> UnknownCommand(const std::vector<std::string>& args) 
     if (a.rfind("-", 0) == 0) continue;
     words.push_back(a);
   }
+  return words;
+}
+
+// The command of the table the command line names, if its words name one.
+const CommandSpec* NamedCommand(const std::vector<std::string>& args) {
+  std::vector<std::string> words = CommandWords(args);
+  for (const auto& c : kCommands) {
+    if (!words.empty() && c.path == words[0]) return &c;
+    if (words.size() == 2 && c.path == words[0] + " " + words[1]) return &c;
+  }
+  return nullptr;
+}
+
+std::optional<std::string> UnknownCommand(const std::vector<std::string>& args) {
+  std::vector<std::string> words = CommandWords(args);
   if (words.empty()) return std::nullopt;
   std::vector<std::string> firsts;  // every first word, in the table's order
   std::vector<std::string> paths;   // every command under words[0]
@@ -259,7 +275,13 @@ int Run(int argc, char** argv) {
 
 namespace {
 
-int RunParsed(std::vector<std::string> args) {
+// Parses the command line and runs the command it names. `only`: declare that command alone
+// (building every command's options is a fifth of a short command's run); then nothing is printed
+// and nullopt is returned if the line does not parse so, and the caller parses it again with
+// every command declared, which says what is wrong as it always did. A full parse gives a word
+// to another command only where `only` has no place for it (CLI11 fills a command's own
+// positionals first), which fails here: a line that parses so means what it always meant.
+std::optional<int> ParseAndRun(const std::vector<std::string>& args, const CommandSpec* only) {
   CLI::App app{
       "tx — a durable task queue and supervisor for fleets of AI coding agents and "
       "other long-running workers.\n\nStore: --db PATH, else $TX_DB, else .tx/tx.db. "
@@ -275,6 +297,7 @@ int RunParsed(std::vector<std::string> args) {
   std::map<std::string, CLI::App*> groups;
   std::vector<std::pair<CLI::App*, std::pair<const CommandSpec*, Handler>>> leaves;
   for (const auto& spec : kCommands) {
+    if (only != nullptr && only != &spec) continue;
     std::string path(spec.path);
     CLI::App* parent = &app;
     std::string leaf = path;
@@ -298,23 +321,20 @@ int RunParsed(std::vector<std::string> args) {
     leaves.push_back({cmd, {&spec, spec.setup(*cmd)}});
   }
 
-  if (auto unknown = UnknownCommand(args)) {
-    std::cerr << "tx: " << *unknown << '\n';
-    return 2;
-  }
   try {
     std::vector<std::string> reversed(args.rbegin(), std::prev(args.rend()));
     app.parse(reversed);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
-  } catch (const CLI::ExtrasError& e) {
-    std::cerr << "tx: " << ExtrasMessage(app, e) << '\n';
-    return 2;
   } catch (const CLI::ParseError& e) {
-    std::string msg = e.what();
-    std::cerr << "tx: " << msg << " (see tx --help)\n";
+    if (only != nullptr) return std::nullopt;
+    if (const auto* help = dynamic_cast<const CLI::CallForHelp*>(&e)) return app.exit(*help);
+    if (const auto* version = dynamic_cast<const CLI::CallForVersion*>(&e)) {
+      return app.exit(*version);
+    }
+    if (const auto* extras = dynamic_cast<const CLI::ExtrasError*>(&e)) {
+      std::cerr << "tx: " << ExtrasMessage(app, *extras) << '\n';
+      return 2;
+    }
+    std::cerr << "tx: " << e.what() << " (see tx --help)\n";
     return 2;
   }
 
@@ -337,7 +357,20 @@ int RunParsed(std::vector<std::string> args) {
     if (!s.ok()) return Fail(s.error(), flags.json);
     return ctx.exit_code();
   }
+  if (only != nullptr) return std::nullopt;
   return Fail(Error::InvalidArgument("no command given (see tx --help)"), flags.json);
+}
+
+int RunParsed(std::vector<std::string> args) {
+  if (auto unknown = UnknownCommand(args)) {
+    std::cerr << "tx: " << *unknown << '\n';
+    return 2;
+  }
+  const CommandSpec* named = NamedCommand(args);
+  if (named != nullptr && !named->reads_every_command) {
+    if (std::optional<int> code = ParseAndRun(args, named)) return *code;
+  }
+  return *ParseAndRun(args, nullptr);
 }
 
 }  // namespace

@@ -16,10 +16,14 @@ using Handler = std::function<Status(Context&)>;
 using Setup = Handler (*)(CLI::App& cmd);
 
 struct CommandSpec {
+  static constexpr bool kEveryCommand = true;
   std::string_view path;  // "task add"; the first word may group several commands
   std::string_view name;  // "task.add": for TX_ALLOWED_COMMANDS
   std::string_view help;
   Setup setup;
+  // It reads every command's options from the parsed tree (tx man, tx completion). Any other
+  // command's run declares its own options only: declaring all is a fifth of a short command.
+  bool reads_every_command = false;
 };
 
 std::span<const CommandSpec> Commands();
