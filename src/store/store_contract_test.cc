@@ -1384,6 +1384,44 @@ TEST(SqliteStore, ReopeningKeepsDataAndAppliesNoMigrationTwice) {
   fs::remove_all(dir);
 }
 
+// A one-transaction command leaves the WAL for the next process (no checkpoint's fsyncs at
+// exit); a connection that grew the WAL past 500 frames still checkpoints and removes it.
+TEST(SqliteStore, ClosingLeavesASmallWalAndCheckpointsABigOne) {
+  char tmpl[] = "/tmp/tx-store-XXXXXX";
+  std::string dir = mkdtemp(tmpl);
+  std::string path = dir + "/tx.db";
+  auto append = [&](int events, std::size_t bytes) {
+    auto s = Open({path, true});
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    ASSERT_TRUE((*s)->Write([&](Txn& txn) -> Status {
+                      for (int i = 0; i < events; ++i) {
+                        Event e{0, "x", 1, "", "", {{"pad", std::string(bytes, 'x')}}};
+                        TX_RETURN_IF_ERROR(txn.AppendEvent(e));
+                      }
+                      return Ok();
+                    })
+                    .ok());
+  };
+  auto events = [&] {
+    auto s = Open({path, false});
+    std::int64_t last = -1;
+    EXPECT_TRUE(s.ok() && (*s)->Read([&](Txn& txn) -> Status {
+                                TX_ASSIGN_OR_RETURN(last, txn.LastEventId());
+                                return Ok();
+                              })
+                              .ok());
+    return last;
+  };
+  append(1, 10);
+  ASSERT_TRUE(fs::exists(path + "-wal"));
+  EXPECT_GT(fs::file_size(path + "-wal"), 0u) << "the commit is still in the WAL";
+  EXPECT_EQ(events(), 1) << "the next opener reads it from there";
+  append(2'000, 1'000);  // a page an event at least: past 500 frames
+  EXPECT_FALSE(fs::exists(path + "-wal")) << "checkpointed into the store and removed";
+  EXPECT_EQ(events(), 2'001);
+  fs::remove_all(dir);
+}
+
 // A new SQLite store in a fresh folder, taken back to an older schema by `undo` (SQL run on it):
 // how the migration tests make a store an older tx wrote. Returns the store's path.
 std::string StoreUndoneBy(const char* undo) {

@@ -267,6 +267,8 @@ const char* Register() {
 constexpr int kCheckpointFrames = 16'000;      // 64 MiB of WAL at 4 KiB pages
 constexpr int kCheckpointRetryFrames = 2'000;  // after a checkpoint that could not finish
 constexpr std::chrono::milliseconds kCheckpointWait{20};  // lock waits of the blocking phase
+// Below this, a closing connection leaves the WAL as it is (~Db).
+constexpr int kCloseCheckpointFrames = 500;
 
 }  // namespace
 
@@ -339,6 +341,15 @@ Db::Db(sqlite3* db, std::chrono::milliseconds busy_timeout)
 
 Db::~Db() {
   for (auto& [sql, stmt] : cache_) sqlite3_finalize(stmt);
+  // The last connection to close would checkpoint the WAL into the store and remove it, and the
+  // next writer make it again: four fsyncs for a one-transaction command such as tx task add,
+  // most of its time. Left in place, the WAL is only read again by the next process to open the
+  // store alone (to rebuild its index), which a small WAL keeps short; a bigger one is still
+  // checkpointed here. Durability stays what `synchronous` says: with NORMAL a commit outlives
+  // the crash of any process and the WAL reaches the disk at checkpoints, with FULL at each
+  // commit.
+  sqlite3_db_config(db_, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+                    wal_frames_ < kCloseCheckpointFrames ? 1 : 0, nullptr);
   sqlite3_close_v2(db_);
 }
 
@@ -401,6 +412,7 @@ int Db::BusyHandler(void* self_ptr, int count) {
 // later. A failed checkpoint is never the committed transaction's error.
 int Db::WalHook(void* self_ptr, sqlite3* db, const char* schema, int frames) {
   auto* self = static_cast<Db*>(self_ptr);
+  self->wal_frames_ = frames;
   if (frames < kCheckpointFrames) {
     self->checkpoint_retry_at_ = 0;
     return SQLITE_OK;
@@ -413,6 +425,7 @@ int Db::WalHook(void* self_ptr, sqlite3* db, const char* schema, int frames) {
     self->checkpoint_deadline_.reset();
   }
   self->checkpoint_retry_at_ = rc == SQLITE_OK ? 0 : frames + kCheckpointRetryFrames;
+  if (rc == SQLITE_OK) self->wal_frames_ = 0;
   return SQLITE_OK;
 }
 

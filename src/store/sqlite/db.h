@@ -9,6 +9,8 @@
 // - the WAL checkpoint policy (a wal hook; see Db::WalHook). A later `PRAGMA wal_autocheckpoint`
 //   on this connection would replace it with SQLite's default, which lets the WAL grow without
 //   bound under a continuous multi-process write load;
+// - no checkpoint when the connection closes unless the WAL it last wrote holds
+//   kCloseCheckpointFrames or more (see ~Db);
 // - a VFS shim that writes each committed transaction's WAL frames with one system call instead
 //   of two per frame (db.cc, namespace walbatch). The file format, locking and the bytes written
 //   are SQLite's own, so other programs (the sqlite3 shell) can open the store as usual.
@@ -95,6 +97,8 @@ class Db {
   std::optional<std::chrono::steady_clock::time_point> checkpoint_deadline_;
   // After a checkpoint that could not finish, the next attempt waits for this many WAL frames.
   int checkpoint_retry_at_ = 0;
+  // The WAL's frames after this connection's last commit (0 if it wrote none, or restarted it).
+  int wal_frames_ = 0;
   std::unordered_map<const char*, sqlite3_stmt*> cache_;
 };
 
