@@ -159,8 +159,6 @@ std::string SuggestOrHelp(std::optional<std::string> suggestion, const std::stri
   return " (see " + help + ")";
 }
 
-// Names an unknown command word before CLI11 reports only "a subcommand is required", with the
-// command of the table it is likely a typo of.
 // The first two words of the command line that are not flags (nor --db's value).
 std::vector<std::string> CommandWords(const std::vector<std::string>& args) {
   std::vector<std::string> words;
@@ -186,6 +184,8 @@ const CommandSpec* NamedCommand(const std::vector<std::string>& args) {
   return nullptr;
 }
 
+// Names an unknown command word before CLI11 reports only "a subcommand is required", with the
+// command of the table it is likely a typo of.
 std::optional<std::string> UnknownCommand(const std::vector<std::string>& args) {
   std::vector<std::string> words = CommandWords(args);
   if (words.empty()) return std::nullopt;
@@ -276,7 +276,7 @@ int Run(int argc, char** argv) {
 namespace {
 
 // Parses the command line and runs the command it names. `only`: declare that command alone
-// (building every command's options is a fifth of a short command's run); then nothing is printed
+// (building every command's options was over a quarter of tx task add); then nothing is printed
 // and nullopt is returned if the line does not parse so, and the caller parses it again with
 // every command declared, which says what is wrong as it always did. A full parse gives a word
 // to another command only where `only` has no place for it (CLI11 fills a command's own

@@ -22,7 +22,7 @@ struct CommandSpec {
   std::string_view help;
   Setup setup;
   // It reads every command's options from the parsed tree (tx man, tx completion). Any other
-  // command's run declares its own options only: declaring all is a fifth of a short command.
+  // command's run declares its own options only (declaring all is slow: cli.cc, ParseAndRun).
   bool reads_every_command = false;
 };
 

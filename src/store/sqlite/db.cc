@@ -264,7 +264,7 @@ const char* Register() {
 }  // namespace walbatch
 
 // Checkpoint policy (Db::WalHook).
-constexpr int kCheckpointFrames = 16'000;      // 64 MiB of WAL at 4 KiB pages
+constexpr int kCheckpointFrames = 16'000;      // 16 MiB of WAL at tx's 1 KiB pages
 constexpr int kCheckpointRetryFrames = 2'000;  // after a checkpoint that could not finish
 constexpr std::chrono::milliseconds kCheckpointWait{20};  // lock waits of the blocking phase
 // Below this, a closing connection leaves the WAL as it is (~Db).
