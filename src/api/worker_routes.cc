@@ -67,17 +67,16 @@ Result<std::int64_t> IntegerParam(const httplib::Request& req, const char* name)
 // a cut-short wait) is handed back instead of a second task being claimed.
 Result<std::optional<service::ClaimResult>> HeldClaim(store::Store& store,
                                                       const std::string& worker_id) {
-  std::optional<service::ClaimResult> out;
-  TX_RETURN_IF_ERROR(store.Read([&](store::Txn& txn) -> Status {
+  using Held = std::optional<service::ClaimResult>;
+  return store.ReadReturning([&](store::Txn& txn) -> Result<Held> {
     TX_ASSIGN_OR_RETURN(std::optional<Worker> w, txn.GetWorker(worker_id));
-    if (!w || w->current_task_id.empty()) return Ok();
+    if (!w || w->current_task_id.empty()) return Held();
     TX_ASSIGN_OR_RETURN(std::optional<Claim> c, txn.GetActiveClaimForTask(w->current_task_id));
-    if (!c || c->worker_id != worker_id) return Ok();
+    if (!c || c->worker_id != worker_id) return Held();
     TX_ASSIGN_OR_RETURN(std::optional<Task> t, txn.GetTask(c->task_id));
-    if (t) out = service::ClaimResult{std::move(*c), std::move(*t)};
-    return Ok();
-  }));
-  return out;
+    if (!t) return Held();
+    return Held(service::ClaimResult{std::move(*c), std::move(*t)});
+  });
 }
 
 std::string Sha256Hex(std::string_view text) {
@@ -106,11 +105,8 @@ struct Caller {
   }
   // For the worker whose claim has `token`.
   Status ActsForClaim(std::int64_t token) {
-    std::optional<Claim> c;
-    TX_RETURN_IF_ERROR(store.Read([&](store::Txn& txn) -> Status {
-      TX_ASSIGN_OR_RETURN(c, txn.GetClaim(token));
-      return Ok();
-    }));
+    TX_ASSIGN_OR_RETURN(std::optional<Claim> c,
+                        store.ReadReturning([&](store::Txn& txn) { return txn.GetClaim(token); }));
     if (!c) return Ok();  // nothing to act on: the call itself says what is wrong with it
     return ActsFor(c->worker_id);
   }

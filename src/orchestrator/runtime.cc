@@ -19,8 +19,8 @@
 #include "exec/container.h"
 #include "exec/process_info.h"
 #include "orchestrator/agent_cleanup.h"
-#include "orchestrator/alive.h"
 #include "orchestrator/atomic_file.h"
+#include "orchestrator/process_liveness.h"
 #include "service/task_service.h"
 #include "store/location.h"
 
