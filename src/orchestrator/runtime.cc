@@ -146,7 +146,7 @@ Status Orchestrator::Start() {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   signal_fd_.Reset(signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC));
   if (!signal_fd_.valid()) {
-    return Error::Internal(std::string("signalfd: ") + std::strerror(errno));
+    return PosixError("signalfd", errno, ErrorCode::kInternal);
   }
   hostname_ = exec::Hostname();
   pid_ = ::getpid();
