@@ -99,7 +99,7 @@ Result<std::unique_ptr<AgentGateway>> AgentGateway::Start(std::string tx_binary,
   exec::UniqueFd stop(::eventfd(0, EFD_CLOEXEC));
   exec::UniqueFd cancel(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!stop.valid() || !cancel.valid()) {
-    Error e = PosixError("eventfd", errno);
+    Error e = PosixError("eventfd", errno, ErrorCode::kInternal);
     remove_dir();
     return e;
   }

@@ -72,7 +72,7 @@ class InotifyWatch final : public ChangeWatch {
 Result<std::unique_ptr<ChangeWatch>> WatchFile(const std::string& db_path) {
   if (db_path == ":memory:") return std::unique_ptr<ChangeWatch>(new NoWatch());
   int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-  if (fd < 0) return PosixError("inotify_init1", errno);
+  if (fd < 0) return PosixError("inotify_init1", errno, ErrorCode::kInternal);
   std::string wake = std::filesystem::absolute(db_path).string() + "-wake";
   if (Status s = WatchWakeFile(fd, wake); !s.ok()) {
     ::close(fd);
