@@ -19,9 +19,9 @@
 #include "core/ids.h"
 #include "core/json.h"
 #include "core/validation.h"
+#include "exec/atomic_file.h"
 #include "exec/process_info.h"
 #include "orchestrator/agent_cleanup.h"
-#include "orchestrator/atomic_file.h"
 #include "orchestrator/config.h"
 #include "service/agent_service.h"
 #include "service/event_log.h"
@@ -43,7 +43,7 @@ namespace {
 Status WriteToken(const fs::path& path) {
   std::error_code ec;
   if (fs::exists(path, ec)) return Ok();
-  return orchestrator::WriteFileAtomically(path.string(), NewToken() + "\n");
+  return exec::WriteFileAtomically(path.string(), NewToken() + "\n", 0600);
 }
 }  // namespace
 
