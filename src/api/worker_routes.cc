@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -581,10 +580,10 @@ void ApiServer::WorkerRoutes() {
       // The owner's alone, like the worker's own logs, and never through a planted symlink.
       exec::UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
       if (!fd.valid()) {
-        return Error::Unavailable("cannot write " + path.string() + ": " + std::strerror(errno));
+        return PosixError("cannot write " + path.string(), errno);
       }
       if (offset == 0 && ::ftruncate(fd.get(), 0) != 0) {
-        return Error::Unavailable("cannot write " + path.string() + ": " + std::strerror(errno));
+        return PosixError("cannot write " + path.string(), errno);
       }
       struct stat st {};
       if (::fstat(fd.get(), &st) != 0 || st.st_size < offset) {
@@ -597,12 +596,12 @@ void ApiServer::WorkerRoutes() {
                              static_cast<off_t>(offset + static_cast<std::int64_t>(done)));
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) {
-          return Error::Unavailable("cannot write " + path.string() + ": " + std::strerror(errno));
+          return PosixError("cannot write " + path.string(), errno);
         }
         done += static_cast<std::size_t>(n);
       }
       if (::ftruncate(fd.get(), static_cast<off_t>(offset) + static_cast<off_t>(done)) != 0) {
-        return Error::Unavailable("cannot write " + path.string() + ": " + std::strerror(errno));
+        return PosixError("cannot write " + path.string(), errno);
       }
       return Ok();
     }();

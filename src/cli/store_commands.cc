@@ -7,7 +7,7 @@
 #include "cli/commands.h"
 #include "core/duration.h"
 #include "core/ids.h"
-#include "orchestrator/atomic_file.h"
+#include "exec/atomic_file.h"
 #include "service/orchestrator_service.h"
 #include "store/location.h"
 #include "store/migrate.h"
@@ -23,7 +23,7 @@ namespace {
 Status WriteToken(const fs::path& path) {
   std::error_code ec;
   if (fs::exists(path, ec)) return Ok();
-  return orchestrator::WriteFileAtomically(path.string(), NewToken() + "\n");
+  return exec::WriteFileAtomically(path.string(), NewToken() + "\n", 0600);
 }
 }  // namespace
 
