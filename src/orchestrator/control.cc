@@ -49,6 +49,9 @@ Result<OrchestratorState> AwaitRow(store::Store& store, const service::ServiceOp
     TX_ASSIGN_OR_RETURN(OrchestratorState o, row.Get(id));
     if (done(o)) return o;
     if (!options.orchestrator_alive(o, store.clock().NowMs())) {
+      // It may have recorded what we wait for and exited since the read: look once more.
+      TX_ASSIGN_OR_RETURN(o, row.Get(id));
+      if (done(o)) return o;
       return Error::Unavailable("the orchestrator (pid " + std::to_string(o.pid) + " on " +
                                 o.hostname + ") is not running; the next start reconciles");
     }
