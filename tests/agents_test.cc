@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "http_client.h"
-#include "tx_proc.h"
-#include "tx_process.h"
+#include "process_probes.h"
+#include "run_process.h"
 #include "worker/config.h"
 
 namespace {

@@ -22,7 +22,7 @@
 #include <thread>
 #include <vector>
 
-#include "tx_process.h"
+#include "run_process.h"
 
 namespace {
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "pg_test_db.h"
-#include "tx_process.h"
+#include "run_process.h"
 
 namespace {
 

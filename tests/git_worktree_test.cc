@@ -15,8 +15,8 @@
 #include <thread>
 #include <vector>
 
-#include "tx_proc.h"
-#include "tx_process.h"
+#include "process_probes.h"
+#include "run_process.h"
 
 namespace {
 

@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "orchestrator_fixture.h"
+#include "process_probes.h"
+#include "run_process.h"
 #include "stop_between_transactions.h"
-#include "tx_proc.h"
-#include "tx_process.h"
 
 namespace {
 

@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "tx_proc.h"
+#include "process_probes.h"
 
 namespace tx::testing {
 

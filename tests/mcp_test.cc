@@ -20,8 +20,8 @@
 #include <set>
 #include <thread>
 
-#include "tx_proc.h"
-#include "tx_process.h"
+#include "process_probes.h"
+#include "run_process.h"
 
 namespace tx {
 namespace {

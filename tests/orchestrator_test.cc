@@ -30,15 +30,15 @@
 
 #include "http_client.h"
 #include "orchestrator_fixture.h"
-#include "tx_proc.h"
-#include "tx_process.h"
+#include "process_probes.h"
+#include "run_process.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using nlohmann::json;
-using namespace tx::testing;  // the fixture, and tx_proc.h: ReadFile, Running, WaitFor …
+using namespace tx::testing;  // the fixture, and process_probes.h: ReadFile, Running, WaitFor …
 using Args = std::vector<std::string>;
 
 // ---------------------------------------------------------------------------------------------

@@ -21,8 +21,8 @@
 
 #include "http_client.h"
 #include "pg_test_db.h"
-#include "tx_proc.h"
-#include "tx_process.h"
+#include "process_probes.h"
+#include "run_process.h"
 #include "webhook_receiver.h"
 
 namespace tx::testing {

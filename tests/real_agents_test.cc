@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "tx_proc.h"
-#include "tx_process.h"
+#include "process_probes.h"
+#include "run_process.h"
 
 namespace {
 

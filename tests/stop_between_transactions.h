@@ -11,7 +11,7 @@
 #include <string>
 #include <thread>
 
-#include "tx_process.h"
+#include "run_process.h"
 
 namespace tx::testing {
 

@@ -22,8 +22,8 @@
 
 #include "orchestrator_fixture.h"
 #include "pg_test_db.h"
-#include "tx_proc.h"
-#include "tx_process.h"
+#include "process_probes.h"
+#include "run_process.h"
 
 namespace {
 

@@ -20,9 +20,9 @@
 #include <thread>
 #include <vector>
 
+#include "process_probes.h"
+#include "run_process.h"
 #include "stop_between_transactions.h"
-#include "tx_proc.h"
-#include "tx_process.h"
 
 namespace {
 
@@ -34,7 +34,7 @@ using tx::testing::Env;
 using tx::testing::RunResult;
 using tx::testing::RunTx;
 using tx::testing::TempDir;
-using namespace tx::testing;  // tx_proc.h: ReadFile, Running, WaitFor …
+using namespace tx::testing;  // process_probes.h: ReadFile, Running, WaitFor …
 using Args = std::vector<std::string>;
 
 class WorkerTest : public ::testing::Test {

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 
 #include "service/event_log.h"
 
@@ -32,7 +31,7 @@ Result<std::unique_ptr<EventHub>> EventHub::Start(const store::OpenOptions& opti
   TX_ASSIGN_OR_RETURN(std::unique_ptr<store::Store> s, store::Open(options));
   TX_ASSIGN_OR_RETURN(std::unique_ptr<store::ChangeWatch> watch, s->Watch());
   exec::UniqueFd stop_fd(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
-  if (!stop_fd.valid()) return Error::Internal(std::string("eventfd: ") + std::strerror(errno));
+  if (!stop_fd.valid()) return PosixError("eventfd", errno, ErrorCode::kInternal);
   auto hub =
       std::make_unique<EventHub>(Key{}, std::move(s), std::move(watch), std::move(stop_fd), poll);
   TX_RETURN_IF_ERROR(hub->ReadNew());  // the whole log, before the first scrape or stream

@@ -69,10 +69,8 @@ Result<std::int64_t> SessionToken(store::Store& store, const std::string& text) 
     std::size_t colon = text.find(':', 3);
     if (colon == std::string::npos) return Error::NotFound("no session " + text);
     std::string worker = text.substr(3, colon - 3), task = text.substr(colon + 1);
-    std::optional<Claim> claim;
-    TX_RETURN_IF_ERROR(store.Read([&](store::Txn& txn) -> Status {
-      TX_ASSIGN_OR_RETURN(claim, txn.GetActiveClaimForTask(task));
-      return Ok();
+    TX_ASSIGN_OR_RETURN(std::optional<Claim> claim, store.ReadReturning([&](store::Txn& txn) {
+      return txn.GetActiveClaimForTask(task);
     }));
     if (!claim || claim->worker_id != worker) return Error::NotFound("no session " + text);
     return claim->token;

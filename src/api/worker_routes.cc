@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -67,17 +66,16 @@ Result<std::int64_t> IntegerParam(const httplib::Request& req, const char* name)
 // a cut-short wait) is handed back instead of a second task being claimed.
 Result<std::optional<service::ClaimResult>> HeldClaim(store::Store& store,
                                                       const std::string& worker_id) {
-  std::optional<service::ClaimResult> out;
-  TX_RETURN_IF_ERROR(store.Read([&](store::Txn& txn) -> Status {
+  using Held = std::optional<service::ClaimResult>;
+  return store.ReadReturning([&](store::Txn& txn) -> Result<Held> {
     TX_ASSIGN_OR_RETURN(std::optional<Worker> w, txn.GetWorker(worker_id));
-    if (!w || w->current_task_id.empty()) return Ok();
+    if (!w || w->current_task_id.empty()) return Held();
     TX_ASSIGN_OR_RETURN(std::optional<Claim> c, txn.GetActiveClaimForTask(w->current_task_id));
-    if (!c || c->worker_id != worker_id) return Ok();
+    if (!c || c->worker_id != worker_id) return Held();
     TX_ASSIGN_OR_RETURN(std::optional<Task> t, txn.GetTask(c->task_id));
-    if (t) out = service::ClaimResult{std::move(*c), std::move(*t)};
-    return Ok();
-  }));
-  return out;
+    if (!t) return Held();
+    return Held(service::ClaimResult{std::move(*c), std::move(*t)});
+  });
 }
 
 std::string Sha256Hex(std::string_view text) {
@@ -106,11 +104,8 @@ struct Caller {
   }
   // For the worker whose claim has `token`.
   Status ActsForClaim(std::int64_t token) {
-    std::optional<Claim> c;
-    TX_RETURN_IF_ERROR(store.Read([&](store::Txn& txn) -> Status {
-      TX_ASSIGN_OR_RETURN(c, txn.GetClaim(token));
-      return Ok();
-    }));
+    TX_ASSIGN_OR_RETURN(std::optional<Claim> c,
+                        store.ReadReturning([&](store::Txn& txn) { return txn.GetClaim(token); }));
     if (!c) return Ok();  // nothing to act on: the call itself says what is wrong with it
     return ActsFor(c->worker_id);
   }
@@ -585,10 +580,10 @@ void ApiServer::WorkerRoutes() {
       // The owner's alone, like the worker's own logs, and never through a planted symlink.
       exec::UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
       if (!fd.valid()) {
-        return Error::Unavailable("cannot write " + path.string() + ": " + std::strerror(errno));
+        return PosixError("cannot write " + path.string(), errno);
       }
       if (offset == 0 && ::ftruncate(fd.get(), 0) != 0) {
-        return Error::Unavailable("cannot write " + path.string() + ": " + std::strerror(errno));
+        return PosixError("cannot write " + path.string(), errno);
       }
       struct stat st {};
       if (::fstat(fd.get(), &st) != 0 || st.st_size < offset) {
@@ -601,12 +596,12 @@ void ApiServer::WorkerRoutes() {
                              static_cast<off_t>(offset + static_cast<std::int64_t>(done)));
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) {
-          return Error::Unavailable("cannot write " + path.string() + ": " + std::strerror(errno));
+          return PosixError("cannot write " + path.string(), errno);
         }
         done += static_cast<std::size_t>(n);
       }
       if (::ftruncate(fd.get(), static_cast<off_t>(offset) + static_cast<off_t>(done)) != 0) {
-        return Error::Unavailable("cannot write " + path.string() + ": " + std::strerror(errno));
+        return PosixError("cannot write " + path.string(), errno);
       }
       return Ok();
     }();

@@ -6,7 +6,7 @@
 #include "core/orchestrator.h"
 #include "core/validation.h"
 #include "exec/process_info.h"
-#include "orchestrator/alive.h"
+#include "orchestrator/process_liveness.h"
 #include "store/location.h"
 
 namespace tx::cli {

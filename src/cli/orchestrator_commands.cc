@@ -1,4 +1,4 @@
-// tx orchestrator start|stop|status|scale
+// tx orchestrator start|stop|status|scale|reconcile
 
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -24,15 +24,17 @@
 #include "log/process_log.h"
 #include "notify/config.h"
 #include "notify/sinks.h"
-#include "orchestrator/alive.h"
+#include "orchestrator/agent_cleanup.h"
 #include "orchestrator/config.h"
 #include "orchestrator/control.h"
 #include "orchestrator/daemon.h"
+#include "orchestrator/process_liveness.h"
 #include "orchestrator/runtime.h"
 #include "orchestrator/singleton.h"
 #include "service/agent_service.h"
 #include "service/orchestrator_service.h"
 #include "service/pool_status.h"
+#include "service/reconciler.h"
 #include "service/task_service.h"
 #include "service/worker_service.h"
 #include "store/location.h"
@@ -533,6 +535,40 @@ Handler SetupOrchestratorStatus(CLI::App& cmd) {
     }
     out << '\n';
     PrintAgentStatus(out, st["agents"], now);
+    return Ok();
+  };
+}
+
+Handler SetupOrchestratorReconcile(CLI::App&) {
+  return [](Context& ctx) -> Status {
+    TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
+    // The review and question timeouts are the [orchestrator] section's, as the running
+    // orchestrator's.
+    orchestrator::OrchestratorConfig config;
+    TX_RETURN_IF_ERROR(orchestrator::ApplyOrchestratorFile(ctx.ConfigPath(), config));
+    service::ServiceOptions options = ctx.options();
+    options.review_timeout_ms = config.review_timeout_ms;
+    options.question_timeout_ms = config.question_timeout_ms;
+    service::Reconciler reconciler(*store, options);
+    Moment now = ctx.clock().Now();
+    // As the orchestrator does: the agents of this host's workers about to be declared dead are
+    // killed first, so none of their children still runs when the task runs again.
+    service::WorkerService workers(*store, ctx.clock(), ctx.options());
+    TX_ASSIGN_OR_RETURN(std::vector<Worker> live, workers.List(LiveWorkerStatuses()));
+    int agents_killed = orchestrator::KillAgentsOfStaleWorkers(
+        live, exec::Hostname(),
+        [&](const Worker& w) { return reconciler.WouldDeclareDead(w, now); });
+    TX_ASSIGN_OR_RETURN(ReconcileReport report, reconciler.RunOnce(now));
+    if (ctx.json()) {
+      nlohmann::json j = ToJson(report);
+      j["agents_killed"] = agents_killed;
+      ctx.PrintJson(j);
+    } else {
+      PrintReport(ctx.out(), report);
+      if (agents_killed > 0) {
+        ctx.out() << "killed the agents of " << agents_killed << " stale workers on this host\n";
+      }
+    }
     return Ok();
   };
 }

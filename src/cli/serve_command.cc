@@ -10,7 +10,7 @@
 #include "cli/commands.h"
 #include "cli/http_api.h"
 #include "log/process_log.h"
-#include "orchestrator/alive.h"
+#include "orchestrator/process_liveness.h"
 #include "store/location.h"
 
 namespace tx::cli {

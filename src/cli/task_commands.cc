@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -123,7 +122,7 @@ Status AddBatch(Context& ctx, const CLI::App& cmd, const std::string& source) {
   std::ifstream file;
   if (source != "-") {
     file.open(source);
-    if (!file) return Error::NotFound("cannot read " + source + ": " + std::strerror(errno));
+    if (!file) return PosixError("cannot read " + source, errno, ErrorCode::kNotFound);
   }
   TX_ASSIGN_OR_RETURN(BatchDrafts drafts, ReadTaskBatch(source == "-" ? std::cin : file, config));
   TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());

@@ -62,11 +62,11 @@ class SignalWait {
     for (int s : {SIGINT, SIGTERM, SIGHUP, SIGWINCH}) sigaddset(&set, s);
     auto w = std::unique_ptr<SignalWait>(new SignalWait);
     if (int rc = pthread_sigmask(SIG_BLOCK, &set, &w->old_); rc != 0) {
-      return Error::Internal(std::string("sigprocmask: ") + std::strerror(rc));
+      return PosixError("sigprocmask", rc, ErrorCode::kInternal);
     }
     w->blocked_ = true;
     w->fd_.Reset(::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC));
-    if (!w->fd_.valid()) return Error::Internal(std::string("signalfd: ") + std::strerror(errno));
+    if (!w->fd_.valid()) return PosixError("signalfd", errno, ErrorCode::kInternal);
     return w;
   }
   SignalWait(const SignalWait&) = delete;

@@ -1,4 +1,4 @@
-// tx worker start (and --print-env), tx worker stop|pause|resume, tx task log
+// tx worker start (and --print-env), tx worker stop|pause|resume|list|status, tx task log
 
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -13,9 +13,11 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/print.h"
 #include "core/duration.h"
 #include "core/json.h"
 #include "log/process_log.h"
+#include "service/agent_service.h"
 #include "service/task_service.h"
 #include "service/worker_service.h"
 #include "store/location.h"
@@ -346,6 +348,96 @@ Handler SetupTaskLog(CLI::App& cmd) {
         return Ok();
       }
     }
+  };
+}
+
+Handler SetupWorkerList(CLI::App& cmd) {
+  auto status = std::make_shared<std::string>();
+  NonEmpty(cmd.add_option("--status", *status, "Only workers in this state")->type_name("S"));
+  return [status](Context& ctx) -> Status {
+    std::vector<WorkerStatus> filter;
+    if (!status->empty()) {
+      TX_ASSIGN_OR_RETURN(WorkerStatus s, ParseWorkerStatus(*status));
+      filter.push_back(s);
+    }
+    TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
+    service::WorkerService workers(*store, ctx.clock(), ctx.options());
+    TX_ASSIGN_OR_RETURN(std::vector<Worker> list, workers.List(filter));
+    if (ctx.json()) {
+      nlohmann::json arr = nlohmann::json::array();
+      for (const auto& w : list) arr.push_back(ToJson(w, ctx.now()));
+      ctx.PrintJson(arr);
+    } else {
+      PrintWorkerTable(ctx.out(), list, ctx.now());
+      // What keeps agents from running: programs missing on a worker's machine (or a refused
+      // login there), and the fleet's limits.
+      for (const auto& w : list) {
+        auto missing = w.metadata.find("unavailable_agents");
+        if (!IsLive(w.status) || missing == w.metadata.end() || !missing->is_object()) continue;
+        for (const auto& [agent, why] : missing->items()) {
+          ctx.out() << w.id << " cannot run " << agent << ": "
+                    << (why.is_string() ? why.get<std::string>() : why.dump()) << '\n';
+        }
+      }
+      TX_ASSIGN_OR_RETURN(
+          nlohmann::json agents,
+          service::AgentService(*store, ctx.clock(), ctx.options()).StatusOf(Budgets{}));
+      PrintAgentStatus(ctx.out(), agents, ctx.now());
+    }
+    return Ok();
+  };
+}
+
+Handler SetupWorkerStatus(CLI::App& cmd) {
+  auto id = std::make_shared<std::string>();
+  auto format = std::make_shared<std::string>("tx");
+  cmd.add_option("id", *id, "Worker id, name or slot (default: every live worker)")->type_name("");
+  cmd.add_option("--format", *format,
+                 "tx (default), or heartbeats: the heartbeat document of the source notes, one "
+                 "entry per slot, offline ones included (JSON)")
+      ->type_name("FORMAT")
+      ->check(CLI::IsMember({"tx", "heartbeats"}));
+  return [id, format](Context& ctx) -> Status {
+    TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
+    service::WorkerService workers(*store, ctx.clock(), ctx.options());
+    if (*format == "heartbeats") {
+      TX_ASSIGN_OR_RETURN(std::vector<Worker> all, workers.List({}));
+      if (!id->empty()) {
+        TX_ASSIGN_OR_RETURN(Worker one, workers.Get(*id));
+        std::erase_if(all, [&](const Worker& w) { return w.id != one.id; });
+      }
+      service::TaskService tasks(*store, ctx.clock(), ctx.options());
+      TX_ASSIGN_OR_RETURN(auto titles, tasks.CurrentTitles(all));
+      ctx.PrintJson(HeartbeatDocument(all, titles));
+      return Ok();
+    }
+    if (!id->empty()) {
+      TX_ASSIGN_OR_RETURN(Worker w, workers.Get(*id));
+      if (ctx.json()) {
+        ctx.PrintJson(ToJson(w, ctx.now()));
+      } else {
+        PrintWorkerDetail(ctx.out(), w, ctx.now());
+      }
+      return Ok();
+    }
+    TX_ASSIGN_OR_RETURN(
+        std::vector<Worker> live,
+        workers.List({WorkerStatus::kStarting, WorkerStatus::kIdle, WorkerStatus::kBusy,
+                      WorkerStatus::kPaused, WorkerStatus::kStopping}));
+    if (ctx.json()) {
+      nlohmann::json arr = nlohmann::json::array();
+      for (const auto& w : live) arr.push_back(ToJson(w, ctx.now()));
+      ctx.PrintJson({{"workers", arr}});
+      return Ok();
+    }
+    int busy = 0, stale = 0;
+    for (const auto& w : live) {
+      busy += w.status == WorkerStatus::kBusy;
+      stale += IsStale(w, ctx.now());
+    }
+    ctx.out() << live.size() << " live worker(s): " << busy << " busy, " << stale << " stale\n";
+    if (!live.empty()) PrintWorkerTable(ctx.out(), live, ctx.now());
+    return Ok();
   };
 }
 

@@ -1,5 +1,7 @@
 #include "core/error.h"
 
+#include <system_error>
+
 namespace tx {
 
 namespace {
@@ -43,6 +45,13 @@ ErrorCode CodeOfHttpReply(int status, std::string_view name) {
     return ErrorCode::kInvalidArgument;
   }
   return ErrorCode::kUnavailable;
+}
+
+Error PosixError(std::string_view what, int err, ErrorCode code) {
+  // generic_category's text is strerror's, without its shared buffer.
+  std::string message(what);
+  message.append(": ").append(std::generic_category().message(err));
+  return {code, std::move(message)};
 }
 
 }  // namespace tx

@@ -93,6 +93,14 @@ using Status = Result<void>;
 
 inline Status Ok() { return {}; }
 
+// A failed system call as an Error, the one way errno becomes one: "WHAT: <strerror(err)>", e.g.
+// "cannot open /x: No such file or directory". `what` names the call or the file; callers above
+// add the task or worker it was for. Most failures of the machine around tx (a file, a pipe, a
+// fork) are kUnavailable: the request may succeed later. A descriptor the kernel refuses for a
+// process's own waiting (eventfd, timerfd, signalfd, inotify) is kInternal: tx asks for few of
+// them, so running out is a leak or a broken machine, not a passing state.
+Error PosixError(std::string_view what, int err, ErrorCode code = ErrorCode::kUnavailable);
+
 }  // namespace tx
 
 #define TX_CONCAT_INNER(a, b) a##b

@@ -15,14 +15,17 @@
 
 namespace tx {
 
+// Events older than this are not sent (the default time a delivery is tried).
+inline constexpr Millis kDeliveryWindowMs = 24 * 60 * 60'000;
+
 // A place notifications go, as a [[notify]] table of config.toml gives it: a webhook (`url`) or a
 // program (`command`, the delivery's JSON on its standard input), never both.
 struct SinkSpec {
   std::string url;
   std::vector<std::string> command;
-  std::string secret;                    // signs a webhook's body (X-Tx-Signature); "" = unsigned
-  std::vector<std::string> events;       // event types, "prefix.*" patterns; empty = the defaults
-  Millis give_up_ms = 24 * 60 * 60'000;  // a delivery is tried this long, then failed
+  std::string secret;                     // signs a webhook's body (X-Tx-Signature); "" = unsigned
+  std::vector<std::string> events;        // event types, "prefix.*" patterns; empty = the defaults
+  Millis give_up_ms = kDeliveryWindowMs;  // a delivery is tried this long, then failed
   // Names the sink in the store's deliveries: its URL, or its command joined by spaces.
   std::string Key() const;
   bool operator==(const SinkSpec&) const = default;
@@ -58,8 +61,6 @@ struct Delivery {
 
 nlohmann::json ToJson(const Delivery& d);  // without the body
 
-// Events older than this are not sent (the default time a delivery is tried).
-inline constexpr Millis kDeliveryWindowMs = 24 * 60 * 60'000;
 // The wait after the n-th failed try (n >= 1): 1 s, doubling, at most an hour.
 Millis DeliveryRetryDelay(int failed_tries);
 

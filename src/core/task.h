@@ -63,6 +63,8 @@ Status CheckTransition(std::string_view task_id, TaskStatus from, TaskEvent even
 
 // A task's timeout when it names none.
 inline constexpr Millis kDefaultTaskTimeoutMs = 30 * 60'000;
+// How long a task may wait in review before the reconciler marks it overdue, unless configured.
+inline constexpr Millis kDefaultReviewTimeoutMs = 60 * 60'000;
 
 struct Task {
   std::string id;

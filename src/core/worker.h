@@ -33,6 +33,12 @@ enum class WorkerRequest {
 std::string_view ToString(WorkerRequest r);  // "", "pause", "resume", "stop", "stop-now"
 Result<WorkerRequest> ParseWorkerRequest(std::string_view name);
 
+// The heartbeat interval a worker promises when it is told none (design.md §6).
+inline constexpr Millis kDefaultHeartbeatIntervalMs = 30'000;
+// How long a graceful stop waits, when it is told nothing else: a worker for its agent to finish,
+// an orchestrator for its workers to drain. Past it they are killed.
+inline constexpr Millis kDefaultShutdownTimeoutMs = 300'000;
+
 struct Worker {
   std::string id;
   std::string name;
@@ -43,7 +49,7 @@ struct Worker {
   std::vector<std::string> capabilities;
   std::vector<std::string> queues = {"default"};
   WorkerStatus status = WorkerStatus::kIdle;
-  Millis heartbeat_interval_ms = 30'000;  // the interval this worker promises
+  Millis heartbeat_interval_ms = kDefaultHeartbeatIntervalMs;  // the interval it promises
   // The interval it promises while busy (a worker running an agent beats more often, so that its
   // death is seen sooner); 0 = heartbeat_interval_ms, as for a hand-run claimer that does not
   // beat between its commands.

@@ -52,7 +52,7 @@ Result<CappedLog> CappedLog::Open(const std::string& path, std::uint64_t cap) {
   log.fd_.Reset(
       AboveStdio(::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600)));
   if (!log.fd_.valid()) {
-    return Error::Unavailable("log '" + path + "': " + std::generic_category().message(errno));
+    return PosixError("log '" + path + "'", errno);
   }
   struct stat st {};
   if (::fstat(log.fd_.get(), &st) == 0) log.size_ = static_cast<std::uint64_t>(st.st_size);

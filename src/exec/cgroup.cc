@@ -12,7 +12,6 @@
 #include <csignal>
 #include <optional>
 #include <set>
-#include <system_error>
 #include <thread>
 #include <utility>
 
@@ -34,8 +33,6 @@ bool IsV1Controller(std::string_view name) {
 }
 
 constexpr std::uint64_t kCpuPeriodUs = 100'000;
-
-std::string ErrnoText(int err) { return std::generic_category().message(err); }
 
 std::vector<std::string_view> Split(std::string_view text, char sep) {
   std::vector<std::string_view> parts;
@@ -85,7 +82,7 @@ std::optional<std::string> DirUnder(const Mount& mount, std::string_view path) {
 
 Result<std::string> ReadFile(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return Error::Unavailable("open " + path + ": " + ErrnoText(errno));
+  if (!fd.valid()) return PosixError("open " + path, errno);
   std::string text;
   char buf[4096];
   while (true) {
@@ -95,19 +92,19 @@ Result<std::string> ReadFile(const std::string& path) {
     } else if (n == 0) {
       return text;
     } else if (errno != EINTR) {
-      return Error::Unavailable("read " + path + ": " + ErrnoText(errno));
+      return PosixError("read " + path, errno);
     }
   }
 }
 
 Status WriteFile(const std::string& path, const std::string& value) {
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
-  if (!fd.valid()) return Error::Unavailable("open " + path + ": " + ErrnoText(errno));
+  if (!fd.valid()) return PosixError("open " + path, errno);
   ssize_t n;
   do {
     n = ::write(fd.get(), value.data(), value.size());
   } while (n < 0 && errno == EINTR);
-  if (n < 0) return Error::Unavailable("write " + path + ": " + ErrnoText(errno));
+  if (n < 0) return PosixError("write " + path, errno);
   return Ok();
 }
 
@@ -226,13 +223,13 @@ Cgroup Cgroup::Create(const CgroupLayout& layout, const ResourceLimits& limits) 
       if (cg.dirs_[i].path == path) return i;
     }
     if (::mkdir(path.c_str(), 0755) != 0) {
-      return Error::Unavailable("cannot create " + path + ": " + ErrnoText(errno));
+      return PosixError("cannot create " + path, errno);
     }
     UniqueFd procs(::open((path + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC));
     if (!procs.valid()) {
       const int err = errno;
       ::rmdir(path.c_str());
-      return Error::Unavailable("cannot open " + path + "/cgroup.procs: " + ErrnoText(err));
+      return PosixError("cannot open " + path + "/cgroup.procs", err);
     }
     cg.dirs_.push_back(Dir{path, v2, std::move(procs)});
     made = true;

@@ -93,17 +93,17 @@ Result<CommandResult> RunCommand(const std::vector<std::string>& argv, const std
       done += static_cast<std::size_t>(n);
     }
     if (in.get() < 0 || done < input.size() || ::lseek(in.get(), 0, SEEK_SET) != 0) {
-      return Error::Unavailable("run '" + argv[0] + "': its input: " + std::strerror(errno));
+      return PosixError("run '" + argv[0] + "': its input", errno);
     }
   }
   int out_pipe[2];
   int err_pipe[2];
   if (::pipe2(out_pipe, O_CLOEXEC) != 0) {
-    return Error::Unavailable("run '" + argv[0] + "': pipe: " + std::strerror(errno));
+    return PosixError("run '" + argv[0] + "': pipe", errno);
   }
   UniqueFd out_r(out_pipe[0]), out_w(out_pipe[1]);
   if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
-    return Error::Unavailable("run '" + argv[0] + "': pipe: " + std::strerror(errno));
+    return PosixError("run '" + argv[0] + "': pipe", errno);
   }
   UniqueFd err_r(err_pipe[0]), err_w(err_pipe[1]);
 

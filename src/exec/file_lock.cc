@@ -4,7 +4,6 @@
 #include <sys/file.h>
 
 #include <cerrno>
-#include <cstring>
 #include <filesystem>
 
 namespace tx::exec {
@@ -15,7 +14,7 @@ Result<UniqueFd> Open(const std::string& path) {
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
   // Not through a symlink planted at its name; the owner's alone, as everything under .tx.
   UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (!fd.valid()) return Error::Unavailable("cannot open " + path + ": " + std::strerror(errno));
+  if (!fd.valid()) return PosixError("cannot open " + path, errno);
   return fd;
 }
 
@@ -32,7 +31,7 @@ int Flock(int fd, int op) {
 Result<UniqueFd> LockFile(const std::string& path) {
   TX_ASSIGN_OR_RETURN(UniqueFd fd, Open(path));
   if (int e = Flock(fd.get(), LOCK_EX); e != 0) {
-    return Error::Unavailable("cannot lock " + path + ": " + std::strerror(e));
+    return PosixError("cannot lock " + path, e);
   }
   return fd;
 }
@@ -41,7 +40,7 @@ Result<std::optional<UniqueFd>> TryLockFile(const std::string& path) {
   TX_ASSIGN_OR_RETURN(UniqueFd fd, Open(path));
   int e = Flock(fd.get(), LOCK_EX | LOCK_NB);
   if (e == EWOULDBLOCK) return std::optional<UniqueFd>();
-  if (e != 0) return Error::Unavailable("cannot lock " + path + ": " + std::strerror(e));
+  if (e != 0) return PosixError("cannot lock " + path, e);
   return std::optional<UniqueFd>(std::move(fd));
 }
 

@@ -23,8 +23,6 @@ namespace {
 // The fields of the lines this thread logs (ScopedLogField), innermost last.
 thread_local std::vector<std::pair<std::string, std::string>> t_fields;
 
-std::string ErrnoText(int err) { return std::generic_category().message(err); }
-
 // Best effort, as every log write: EINTR is retried, anything else drops the rest.
 std::size_t WriteAll(int fd, std::string_view data) {
   std::size_t done = 0;
@@ -133,8 +131,7 @@ Status RotateFiles(const std::string& path, int keep) {
   auto name = [&](int n) { return n == 0 ? path : path + "." + std::to_string(n); };
   for (int n = keep - 1; n >= 0; --n) {
     if (::rename(name(n).c_str(), name(n + 1).c_str()) != 0 && errno != ENOENT) {
-      return Error::Unavailable("cannot rename " + name(n) + " to " + name(n + 1) + ": " +
-                                ErrnoText(errno));
+      return PosixError("cannot rename " + name(n) + " to " + name(n + 1), errno);
     }
   }
   return Ok();
@@ -165,13 +162,12 @@ Status ProcessLog::OpenFile() {
   std::error_code ec;
   if (!dir.empty()) std::filesystem::create_directories(dir, ec);
   int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) return Error::Unavailable("cannot open the log " + path_ + ": " + ErrnoText(errno));
+  if (fd < 0) return PosixError("cannot open the log " + path_, errno);
   // Kept above stdio, which it may be made to replace.
   if (fd <= STDERR_FILENO) {
     int moved = ::fcntl(fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
     ::close(fd);
-    if (moved < 0)
-      return Error::Unavailable("cannot open the log " + path_ + ": " + ErrnoText(errno));
+    if (moved < 0) return PosixError("cannot open the log " + path_, errno);
     fd = moved;
   }
   if (redirect_stdio_) {

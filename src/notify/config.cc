@@ -23,29 +23,17 @@ bool IsEventPattern(const std::string& p) {
   return true;
 }
 
-Status Strings(const toml::node& n, std::vector<std::string>& out) {
-  const toml::array* a = n.as_array();
-  if (a == nullptr) return Error::InvalidArgument("must be a list of strings");
-  for (const auto& e : *a) {
-    auto v = e.value<std::string>();
-    if (!e.is_string() || !v) return Error::InvalidArgument("must be a list of strings");
-    out.push_back(*v);
-  }
-  return Ok();
-}
-
+// Errors name the key alone ("'url' must be a string"): the caller says which sink of which file.
 Status ParseSink(const toml::table& t, SinkSpec& sink) {
+  TomlTable table(t, "", "", TomlTyping::kStrict);
   for (const auto& [key, node] : t) {
     std::string k(key.str());
-    Status s = Ok();
     if (k == "url" || k == "secret") {
-      auto v = node.value<std::string>();
-      if (!node.is_string() || !v) return Error::InvalidArgument("'" + k + "' must be a string");
-      (k == "url" ? sink.url : sink.secret) = *v;
+      TX_RETURN_IF_ERROR(table.String(k, k == "url" ? sink.url : sink.secret));
     } else if (k == "command") {
-      s = Strings(node, sink.command);
+      TX_RETURN_IF_ERROR(table.Strings(k, sink.command, "a list of strings"));
     } else if (k == "events") {
-      s = Strings(node, sink.events);
+      TX_RETURN_IF_ERROR(table.Strings(k, sink.events, "a list of strings"));
     } else if (k == "give_up_after") {
       auto v = node.value<std::string>();
       Result<Millis> d = v ? ParseDuration(*v) : Result<Millis>(Error::InvalidArgument(""));
@@ -57,7 +45,6 @@ Status ParseSink(const toml::table& t, SinkSpec& sink) {
       return Error::InvalidArgument("unknown setting '" + k +
                                     "' (url, command, secret, events, give_up_after)");
     }
-    if (!s.ok()) return Error::InvalidArgument("'" + k + "' " + s.error().message());
   }
   if (sink.url.empty() == sink.command.empty()) {
     return Error::InvalidArgument("give either a url or a command");

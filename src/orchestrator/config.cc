@@ -14,45 +14,25 @@
 namespace tx::orchestrator {
 namespace {
 
-Status Bad(const std::string& origin, const std::string& key, const std::string& what) {
-  return Error::InvalidArgument(origin + ": 'orchestrator." + key + "' " + what);
+// [orchestrator] is read strictly: an integer as an integer (TomlTyping::kStrict).
+TomlTable Section(const toml::table& t, const std::string& prefix, const std::string& origin) {
+  return TomlTable(t, "orchestrator." + prefix, origin, TomlTyping::kStrict);
 }
 
-Status Count(const toml::table& t, const std::string& origin, const std::string& key, int lo,
-             int hi, auto& out) {
-  const toml::node* n = t.get(key);
-  if (n == nullptr) return Ok();
-  auto v = n->value<std::int64_t>();
-  if (!n->is_integer() || !v || *v < lo || *v > hi) {
-    return Bad(origin, key,
-               "must be a whole number from " + std::to_string(lo) + " to " + std::to_string(hi));
-  }
-  out = static_cast<std::remove_reference_t<decltype(out)>>(*v);
-  return Ok();
+template <typename T>
+Status Count(TomlTable& t, const std::string& key, int lo, int hi, T& out) {
+  return t.Integer(key, lo, hi, out,
+                   "a whole number from " + std::to_string(lo) + " to " + std::to_string(hi));
 }
 
-Status Dur(const toml::table& t, const std::string& origin, const std::string& key, Millis& out) {
-  const toml::node* n = t.get(key);
-  if (n == nullptr) return Ok();
-  auto v = n->value<std::string>();
-  if (!n->is_string() || !v) return Bad(origin, key, "must be a duration such as \"30s\"");
-  Result<Millis> d = ParseDuration(*v);
-  if (!d.ok()) return Bad(origin, key, d.error().message());
-  if (*d <= 0) return Bad(origin, key, "must be positive");
+Status Dur(TomlTable& t, const std::string& key, Millis& out) {
+  if (t.Find(key) == nullptr) return Ok();
+  std::string v;
+  TX_RETURN_IF_ERROR(t.String(key, v, "a duration such as \"30s\""));
+  Result<Millis> d = ParseDuration(v);
+  if (!d.ok()) return t.Bad(key, d.error().message());
+  if (*d <= 0) return t.Bad(key, "must be positive");
   out = *d;
-  return Ok();
-}
-
-Status Strings(const toml::node& n, const std::string& origin, const std::string& key,
-               std::vector<std::string>& out) {
-  const toml::array* a = n.as_array();
-  if (a == nullptr) return Bad(origin, key, "must be a list of strings");
-  out.clear();
-  for (const auto& e : *a) {
-    auto v = e.value<std::string>();
-    if (!e.is_string() || !v) return Bad(origin, key, "must be a list of strings");
-    out.push_back(*v);
-  }
   return Ok();
 }
 
@@ -62,27 +42,28 @@ std::string Join(const std::vector<std::string>& v) {
   return out;
 }
 
-Status ApplySlots(const toml::table& slots, const std::string& origin, OrchestratorConfig& c) {
+Status ApplySlots(TomlTable& section, const toml::table& slots, OrchestratorConfig& c) {
   for (const auto& [key, node] : slots) {
     std::string slot(key.str());
     TX_RETURN_IF_ERROR(ValidateName("slot", slot));
     const toml::table* t = node.as_table();
-    if (t == nullptr) return Bad(origin, "slots." + slot, "must be a table");
+    if (t == nullptr) return section.Bad("slots." + slot, "must be a table");
+    TomlTable one = Section(*t, "slots." + slot + ".", section.origin());
     std::vector<std::string> args;
     for (const auto& [k, v] : *t) {
       std::string name(k.str());
-      std::string where = "slots." + slot + "." + name;
       if (name == "agent") {
-        auto s = v.value<std::string>();
-        if (!v.is_string() || !s || s->empty()) return Bad(origin, where, "must be a string");
-        args.insert(args.end(), {"--agent", *s});
+        std::string agent;
+        TX_RETURN_IF_ERROR(one.String(name, agent));
+        if (agent.empty()) return one.Bad(name, "must be a string");
+        args.insert(args.end(), {"--agent", agent});
       } else if (name == "capabilities" || name == "queues") {
         std::vector<std::string> list;
-        TX_RETURN_IF_ERROR(Strings(v, origin, where, list));
-        if (list.empty()) return Bad(origin, where, "must not be empty");
+        TX_RETURN_IF_ERROR(one.Strings(name, list, "a list of strings"));
+        if (list.empty()) return one.Bad(name, "must not be empty");
         args.insert(args.end(), {"--" + name, Join(list)});
       } else {
-        return Bad(origin, where, "is not a known key (agent, capabilities, queues)");
+        return one.Bad(name, "is not a known key (agent, capabilities, queues)");
       }
     }
     c.slot_args[slot] = std::move(args);
@@ -112,64 +93,61 @@ Status ApplyOrchestratorToml(const std::string& toml_text, const std::string& or
   const toml::table* t = section->as_table();
   if (t == nullptr) return Error::InvalidArgument(origin + ": 'orchestrator' must be a table");
   OrchestratorConfig c = config;  // applied whole or not at all
+  TomlTable o = Section(*t, "", origin);
   for (const auto& [key, node] : *t) {
     std::string k(key.str());
     if (k == "workers") {
-      TX_RETURN_IF_ERROR(Count(*t, origin, k, 0, 10'000, c.workers));
+      TX_RETURN_IF_ERROR(Count(o, k, 0, 10'000, c.workers));
     } else if (k == "max_workers") {
-      TX_RETURN_IF_ERROR(Count(*t, origin, k, 1, 10'000, c.policy.max_workers));
+      TX_RETURN_IF_ERROR(Count(o, k, 1, 10'000, c.policy.max_workers));
     } else if (k == "max_restarts") {
-      TX_RETURN_IF_ERROR(Count(*t, origin, k, 0, 1'000'000, c.policy.max_restarts));
+      TX_RETURN_IF_ERROR(Count(o, k, 0, 1'000'000, c.policy.max_restarts));
     } else if (k == "max_queue_depth") {
-      TX_RETURN_IF_ERROR(Count(*t, origin, k, 0, 1'000'000'000, c.max_queue_depth));
+      TX_RETURN_IF_ERROR(Count(o, k, 0, 1'000'000'000, c.max_queue_depth));
     } else if (k == "reconcile_interval") {
-      TX_RETURN_IF_ERROR(Dur(*t, origin, k, c.reconcile_interval_ms));
+      TX_RETURN_IF_ERROR(Dur(o, k, c.reconcile_interval_ms));
     } else if (k == "review_timeout") {
       // "0s" turns the mark off; Dur refuses zero.
       if (node.value<std::string>() == std::optional<std::string>("0s")) {
         c.review_timeout_ms = 0;
       } else {
-        TX_RETURN_IF_ERROR(Dur(*t, origin, k, c.review_timeout_ms));
+        TX_RETURN_IF_ERROR(Dur(o, k, c.review_timeout_ms));
       }
     } else if (k == "question_timeout") {
       // Off by default; "0s" turns it off again.
       if (node.value<std::string>() == std::optional<std::string>("0s")) {
         c.question_timeout_ms = 0;
       } else {
-        TX_RETURN_IF_ERROR(Dur(*t, origin, k, c.question_timeout_ms));
+        TX_RETURN_IF_ERROR(Dur(o, k, c.question_timeout_ms));
       }
     } else if (k == "shutdown_timeout") {
-      TX_RETURN_IF_ERROR(Dur(*t, origin, k, c.shutdown_timeout_ms));
+      TX_RETURN_IF_ERROR(Dur(o, k, c.shutdown_timeout_ms));
     } else if (k == "restart_window") {
-      TX_RETURN_IF_ERROR(Dur(*t, origin, k, c.policy.restart_window_ms));
+      TX_RETURN_IF_ERROR(Dur(o, k, c.policy.restart_window_ms));
     } else if (k == "max_backoff") {
-      TX_RETURN_IF_ERROR(Dur(*t, origin, k, c.policy.backoff_max_ms));
+      TX_RETURN_IF_ERROR(Dur(o, k, c.policy.backoff_max_ms));
     } else if (k == "capacity_timeout") {
-      TX_RETURN_IF_ERROR(Dur(*t, origin, k, c.policy.capacity_timeout_ms));
+      TX_RETURN_IF_ERROR(Dur(o, k, c.policy.capacity_timeout_ms));
     } else if (k == "log_format") {
-      auto v = node.value<std::string>();
-      if (!node.is_string() || !v) return Bad(origin, k, "must be \"text\" or \"json\"");
-      Result<log::LogFormat> f = log::ParseLogFormat(*v, "'orchestrator.log_format'");
+      std::string v;
+      TX_RETURN_IF_ERROR(o.String(k, v, "\"text\" or \"json\""));
+      Result<log::LogFormat> f = log::ParseLogFormat(v, "'orchestrator.log_format'");
       if (!f.ok()) return Error::InvalidArgument(origin + ": " + f.error().message());
       c.log_format = *f;
     } else if (k == "log_max_mb") {
-      std::optional<double> v = node.value<double>();  // an integer reads as a double too
-      if (!(node.is_integer() || node.is_floating_point()) || !v) {
-        return Bad(origin, k, "must be a number of MB (0: no rotation)");
-      }
-      Result<std::uint64_t> bytes = log::MaxBytesOfMb(*v, "'orchestrator.log_max_mb'");
+      double v = 0;
+      TX_RETURN_IF_ERROR(o.Number(k, v, "a number of MB (0: no rotation)"));
+      Result<std::uint64_t> bytes = log::MaxBytesOfMb(v, "'orchestrator.log_max_mb'");
       if (!bytes.ok()) return Error::InvalidArgument(origin + ": " + bytes.error().message());
-      c.log_max_mb = *v;
+      c.log_max_mb = v;
     } else if (k == "heartbeat_file") {
-      auto v = node.value<std::string>();
-      if (!node.is_string() || !v) return Bad(origin, k, "must be a string (a path)");
-      c.heartbeat_file = *v;
+      TX_RETURN_IF_ERROR(o.String(k, c.heartbeat_file, "a string (a path)"));
     } else if (k == "slots") {
       const toml::table* slots = node.as_table();
-      if (slots == nullptr) return Bad(origin, k, "must be a table of slots");
-      TX_RETURN_IF_ERROR(ApplySlots(*slots, origin, c));
+      if (slots == nullptr) return o.Bad(k, "must be a table of slots");
+      TX_RETURN_IF_ERROR(ApplySlots(o, *slots, c));
     } else {
-      return Bad(origin, k, "is not a known key");
+      return o.Bad(k, "is not a known key");
     }
   }
   config = std::move(c);

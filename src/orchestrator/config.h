@@ -13,6 +13,8 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/notify.h"
+#include "core/task.h"
+#include "core/worker.h"
 #include "exec/container.h"
 #include "log/process_log.h"
 #include "orchestrator/pool_supervisor.h"
@@ -28,8 +30,8 @@ struct OrchestratorConfig {
   int workers = 2;
   PoolPolicy policy;
   Millis reconcile_interval_ms = 60'000;
-  Millis shutdown_timeout_ms = 300'000;
-  Millis review_timeout_ms = 60 * 60'000;  // a task in review longer is marked overdue; 0 = never
+  Millis shutdown_timeout_ms = kDefaultShutdownTimeoutMs;
+  Millis review_timeout_ms = kDefaultReviewTimeoutMs;  // marked overdue past it; 0 = never
   Millis question_timeout_ms = 0;      // a task waiting for an answer longer is failed; 0 = never
   Millis publish_interval_ms = 2'000;  // how often the pool is written to the store at least
   std::int64_t max_queue_depth = 0;    // 0 = no backpressure

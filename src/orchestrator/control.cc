@@ -5,6 +5,7 @@
 #include <random>
 #include <thread>
 
+#include "orchestrator/pool_supervisor.h"
 #include "service/orchestrator_service.h"
 #include "service/worker_service.h"
 
@@ -80,7 +81,7 @@ Result<nlohmann::json> AwaitAnswer(store::Store& store, const service::ServiceOp
 }
 
 Millis AnswerTimeout(const OrchestratorState& o) {
-  return o.config.value("capacity_timeout_ms", Millis{30'000}) + kAnswerMarginMs;
+  return o.config.value("capacity_timeout_ms", kDefaultCapacityTimeoutMs) + kAnswerMarginMs;
 }
 
 }  // namespace
@@ -148,7 +149,8 @@ Result<OrchestratorState> StopOrchestrator(store::Store& store,
   TX_RETURN_IF_ERROR(
       service::OrchestratorService(store, store.clock()).RequestStop(orchestrator, force));
   if (wait) {
-    Millis timeout = o.config.value("shutdown_timeout_ms", Millis{300'000}) + kAnswerMarginMs;
+    Millis timeout =
+        o.config.value("shutdown_timeout_ms", kDefaultShutdownTimeoutMs) + kAnswerMarginMs;
     TX_RETURN_IF_ERROR(AwaitRow(
         store, options, orchestrator, timeout,
         [&](const OrchestratorState& now) { return now.status == "stopped" || now.pid != o.pid; }));

@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <iostream>
 #include <string>
 
@@ -46,17 +45,17 @@ Result<std::optional<DaemonHandshake>> Detach(const std::string& log_path, int& 
   exec::UniqueFd log(
       ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!log.valid()) {
-    return Error::Unavailable("cannot open " + log_path + ": " + std::strerror(errno));
+    return PosixError("cannot open " + log_path, errno);
   }
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
-    return Error::Unavailable(std::string("pipe: ") + std::strerror(errno));
+    return PosixError("pipe", errno);
   }
   exec::UniqueFd read_end(fds[0]), write_end(fds[1]);
   std::cout.flush();
   std::cerr.flush();
   pid_t pid = ::fork();
-  if (pid < 0) return Error::Unavailable(std::string("fork: ") + std::strerror(errno));
+  if (pid < 0) return PosixError("fork", errno);
   if (pid > 0) {
     write_end.Reset();
     std::string reply;

@@ -59,6 +59,9 @@
 
 namespace tx::orchestrator {
 
+// How long a request for a worker waits for room at max_workers, unless configured.
+inline constexpr Millis kDefaultCapacityTimeoutMs = 30'000;
+
 struct PoolPolicy {
   int max_workers = 10;
   Millis backoff_initial_ms = 100;
@@ -68,7 +71,7 @@ struct PoolPolicy {
   Millis restart_window_ms = 60'000;
   Millis failed_retry_initial_ms = 60'000;
   Millis failed_retry_max_ms = 15 * 60'000;
-  Millis capacity_timeout_ms = 30'000;
+  Millis capacity_timeout_ms = kDefaultCapacityTimeoutMs;
   bool operator==(const PoolPolicy&) const = default;
 };
 

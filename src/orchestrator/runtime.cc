@@ -16,11 +16,11 @@
 
 #include "core/duration.h"
 #include "core/json.h"
+#include "exec/atomic_file.h"
 #include "exec/container.h"
 #include "exec/process_info.h"
 #include "orchestrator/agent_cleanup.h"
-#include "orchestrator/alive.h"
-#include "orchestrator/atomic_file.h"
+#include "orchestrator/process_liveness.h"
 #include "service/task_service.h"
 #include "store/location.h"
 
@@ -146,7 +146,7 @@ Status Orchestrator::Start() {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   signal_fd_.Reset(signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC));
   if (!signal_fd_.valid()) {
-    return Error::Internal(std::string("signalfd: ") + std::strerror(errno));
+    return PosixError("signalfd", errno, ErrorCode::kInternal);
   }
   hostname_ = exec::Hostname();
   pid_ = ::getpid();
@@ -395,7 +395,7 @@ void Orchestrator::CreateSlot(const nlohmann::json& request) {
   std::string instructions = request.value("instructions", std::string());
   for (const char* name : {"CLAUDE.md", "AGENTS.md"}) {
     if (written.ok() && !instructions.empty()) {
-      written = WriteFileAtomically(workdir + "/" + name, instructions);
+      written = exec::WriteFileAtomically(workdir + "/" + name, instructions, 0600);
     }
   }
   if (!written.ok()) {
@@ -712,7 +712,7 @@ void Orchestrator::WriteHeartbeatFile() {
       doc["workers"][slot.name]["metadata"]["restartCount"] = slot.restarts;
     }
   }
-  Status s = WriteFileAtomically(config_.heartbeat_file, doc.dump(2) + "\n");
+  Status s = exec::WriteFileAtomically(config_.heartbeat_file, doc.dump(2) + "\n", 0600);
   if (!s.ok()) spdlog::warn("{}", s.error().message());
 }
 

@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <fstream>
 
 #include "exec/file_lock.h"
@@ -53,7 +52,7 @@ Status PidFileLock::Rewrite() {
   std::string text = std::to_string(::getpid()) + " " + exec::Hostname() + "\n";
   if (::ftruncate(fd_.get(), 0) != 0 ||
       ::pwrite(fd_.get(), text.data(), text.size(), 0) != static_cast<ssize_t>(text.size())) {
-    return Error::Unavailable("cannot write " + path_ + ": " + std::strerror(errno));
+    return PosixError("cannot write " + path_, errno);
   }
   return Ok();
 }

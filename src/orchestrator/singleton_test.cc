@@ -6,8 +6,6 @@
 #include <filesystem>
 #include <fstream>
 
-#include "orchestrator/atomic_file.h"
-
 namespace tx::orchestrator {
 namespace {
 
@@ -55,17 +53,6 @@ TEST(PidFileLockTest, ReleaseRemovesTheFileAndAStaleFileIsTakenOver) {
   }
   auto again = PidFileLock::Acquire(dir / "orchestrator.pid");
   EXPECT_TRUE(again.ok());
-}
-
-TEST(AtomicFileTest, ReplacesTheWholeFileAndLeavesNoTemporary) {
-  TempDir dir;
-  ASSERT_TRUE(WriteFileAtomically(dir / "hb.json", "{\"a\":1}\n").ok());
-  ASSERT_TRUE(WriteFileAtomically(dir / "hb.json", "{\"b\":2}\n").ok());
-  EXPECT_EQ(Read(dir / "hb.json"), "{\"b\":2}\n");
-  EXPECT_FALSE(fs::exists(dir / ".hb.json.tmp"));
-  Status bad = WriteFileAtomically(dir / "missing-dir/hb.json", "x");
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.error().message().find("missing-dir/hb.json"), std::string::npos);
 }
 
 }  // namespace

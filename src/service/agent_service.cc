@@ -188,10 +188,9 @@ Result<nlohmann::json> AgentService::UsageDocument(const std::string& by, Millis
 Result<Task> AgentService::EndLimited(std::string_view task_id, std::int64_t token,
                                       const LimitReport& report) {
   if (report.profile.empty()) return Error::InvalidArgument("a limit names its agent profile");
-  std::optional<Task> out;
   const Moment now = clock_.Now();
   std::string reason = ValidUtf8(report.reason.substr(0, 2000));
-  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+  return store_.WriteReturning([&](store::Txn& txn) -> Result<Task> {
     Claim claim;
     Task task;
     TX_RETURN_IF_ERROR(detail::CheckToken(txn, task_id, token, now, claim, task));
@@ -253,10 +252,8 @@ Result<Task> AgentService::EndLimited(std::string_view task_id, std::int64_t tok
           RequeueUncounted(txn, task, EndReason::kRateLimited, run_after, now,
                            {{"agent", limit.profile}, {"until", FormatTime(limit.until)}}));
     }
-    out = std::move(task);
-    return Ok();
-  }));
-  return std::move(*out);
+    return task;
+  });
 }
 
 Result<Task> AgentService::EndUnavailable(std::string_view task_id, std::int64_t token,
@@ -265,10 +262,9 @@ Result<Task> AgentService::EndUnavailable(std::string_view task_id, std::int64_t
   if (reason != EndReason::kSpawnFailed && reason != EndReason::kAgentUnavailable) {
     return Error::InvalidArgument("an unavailable agent ends spawn_failed or agent_unavailable");
   }
-  std::optional<Task> out;
   const Moment now = clock_.Now();
   std::string text = ValidUtf8(why.substr(0, 2000));
-  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+  return store_.WriteReturning([&](store::Txn& txn) -> Result<Task> {
     Claim claim;
     Task task;
     TX_RETURN_IF_ERROR(detail::CheckToken(txn, task_id, token, now, claim, task));
@@ -286,17 +282,14 @@ Result<Task> AgentService::EndUnavailable(std::string_view task_id, std::int64_t
     if (task.status == TaskStatus::kRunning) {
       TX_RETURN_IF_ERROR(RequeueUncounted(txn, task, reason, now, now, {{"agent", profile}}));
     }
-    out = std::move(task);
-    return Ok();
-  }));
-  return std::move(*out);
+    return task;
+  });
 }
 
 Result<Task> AgentService::EndOverBudget(std::string_view task_id, std::int64_t token,
                                          const std::string& why) {
-  std::optional<Task> out;
   const Moment now = clock_.Now();
-  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+  return store_.WriteReturning([&](store::Txn& txn) -> Result<Task> {
     Claim claim;
     Task task;
     TX_RETURN_IF_ERROR(detail::CheckToken(txn, task_id, token, now, claim, task));
@@ -319,10 +312,8 @@ Result<Task> AgentService::EndOverBudget(std::string_view task_id, std::int64_t 
                                {"budget_usd", BudgetUsd(task)},
                                {"error", task.error}}));
     }
-    out = std::move(task);
-    return Ok();
-  }));
-  return std::move(*out);
+    return task;
+  });
 }
 
 Result<std::vector<AgentLimit>> AgentService::Limits() {

@@ -203,38 +203,36 @@ Result<ClaimResult> ClaimService::ClaimTask(std::string_view task_id, std::strin
 Result<ClaimResult> ClaimService::ClaimNextAs(const ManualWorker& who, Millis lease_ms) {
   TX_RETURN_IF_ERROR(CheckLease(lease_ms));
   TX_RETURN_IF_ERROR(ValidateName("worker name", who.name));
-  std::optional<ClaimResult> out;
   const Moment now = clock_.Now();
-  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+  return store_.WriteReturning([&](store::Txn& txn) -> Result<ClaimResult> {
     TX_ASSIGN_OR_RETURN(Worker worker, detail::EnsureWorkerByName(txn, who, now));
     std::string queues;
     for (const auto& q : worker.queues) queues += (queues.empty() ? "" : ",") + q;
-    TX_RETURN_IF_ERROR(ClaimNextLocked(txn, worker, lease_ms, now, out));
-    if (!out) {  // an error, so the transaction (and any registration) rolls back
+    std::optional<ClaimResult> claimed;
+    TX_RETURN_IF_ERROR(ClaimNextLocked(txn, worker, lease_ms, now, claimed));
+    if (!claimed) {  // an error, so the transaction (and any registration) rolls back
       return Error::NotFound("no eligible ready task in queue " + queues + " for " + who.name);
     }
-    return Ok();
-  }));
-  return std::move(*out);
+    return std::move(*claimed);
+  });
 }
 
 Result<ClaimResult> ClaimService::ClaimTaskAs(std::string_view task_id, const ManualWorker& who,
                                               Millis lease_ms) {
   TX_RETURN_IF_ERROR(CheckLease(lease_ms));
   TX_RETURN_IF_ERROR(ValidateName("worker name", who.name));
-  std::optional<ClaimResult> out;
   const Moment now = clock_.Now();
-  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+  return store_.WriteReturning([&](store::Txn& txn) -> Result<ClaimResult> {
     TX_ASSIGN_OR_RETURN(Worker worker, detail::EnsureWorkerByName(txn, who, now));
-    return ClaimTaskLocked(txn, task_id, worker, lease_ms, now, out.emplace());
-  }));
-  return std::move(*out);
+    ClaimResult claimed;
+    TX_RETURN_IF_ERROR(ClaimTaskLocked(txn, task_id, worker, lease_ms, now, claimed));
+    return claimed;
+  });
 }
 
 Result<Claim> ClaimService::Renew(std::string_view task_id, std::int64_t token) {
-  std::optional<Claim> out;
   const Moment now = clock_.Now();
-  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+  return store_.WriteReturning([&](store::Txn& txn) -> Result<Claim> {
     Claim claim;
     Task task;
     TX_RETURN_IF_ERROR(CheckToken(txn, task_id, token, now, claim, task));
@@ -253,16 +251,13 @@ Result<Claim> ClaimService::Renew(std::string_view task_id, std::int64_t token) 
     }
     TX_RETURN_IF_ERROR(Emit(txn, now, "lease.renewed", claim.task_id, claim.worker_id,
                             {{"token", token}, {"renewed_count", claim.renewed_count}}));
-    out = std::move(claim);
-    return Ok();
-  }));
-  return std::move(*out);
+    return claim;
+  });
 }
 
 Result<Task> ClaimService::Release(std::string_view task_id, std::int64_t token, EndReason reason) {
-  std::optional<Task> out;
   const Moment now = clock_.Now();
-  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+  return store_.WriteReturning([&](store::Txn& txn) -> Result<Task> {
     Claim claim;
     Task task;
     TX_RETURN_IF_ERROR(CheckToken(txn, task_id, token, now, claim, task));
@@ -271,10 +266,8 @@ Result<Task> ClaimService::Release(std::string_view task_id, std::int64_t token,
     TX_RETURN_IF_ERROR(Emit(txn, now, "task.released", task.id, claim.worker_id,
                             {{"token", token}, {"reason", ToString(reason)}}));
     TX_RETURN_IF_ERROR(detail::RequeueTask(txn, task, reason, /*counts=*/false, now));
-    out = std::move(task);
-    return Ok();
-  }));
-  return std::move(*out);
+    return task;
+  });
 }
 
 Status ClaimService::ReportLocked(store::Txn& txn, std::string_view task_id, std::int64_t token,
@@ -435,27 +428,23 @@ Result<ClaimService::BatchResult> ClaimService::ReportAndClaimBatch(
 
 Result<Task> ClaimService::Fail(std::string_view task_id, std::int64_t token, EndReason reason,
                                 const std::string& error, std::optional<int> exit_code) {
-  std::optional<Task> out;
   const Moment now = clock_.Now();
-  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+  return store_.WriteReturning([&](store::Txn& txn) -> Result<Task> {
     Claim claim;
     Task task;
     TX_RETURN_IF_ERROR(CheckToken(txn, task_id, token, now, claim, task));
     TX_RETURN_IF_ERROR(detail::EndClaim(txn, claim, ClaimStatus::kCompleted, reason, now, exit_code,
                                         {.heartbeat = now}));
     TX_RETURN_IF_ERROR(detail::FailAttempt(txn, task, error, now, options_));
-    out = std::move(task);
-    return Ok();
-  }));
-  return std::move(*out);
+    return task;
+  });
 }
 
 Result<Task> ClaimService::Ask(std::string_view task_id, std::int64_t token,
                                const std::string& question) {
   TX_RETURN_IF_ERROR(ValidateQuestionText("question", question, options_.limits.max_text));
-  std::optional<Task> out;
   const Moment now = clock_.Now();
-  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+  return store_.WriteReturning([&](store::Txn& txn) -> Result<Task> {
     Claim claim;
     Task task;
     TX_RETURN_IF_ERROR(CheckToken(txn, task_id, token, now, claim, task));
@@ -471,16 +460,13 @@ Result<Task> ClaimService::Ask(std::string_view task_id, std::int64_t token,
     TX_RETURN_IF_ERROR(txn.UpdateTask(task));
     TX_RETURN_IF_ERROR(Emit(txn, now.wall, "task.asked", task.id, claim.worker_id,
                             {{"question", question}, {"attempt", claim.attempt}}));
-    out = std::move(task);
-    return Ok();
-  }));
-  return std::move(*out);
+    return task;
+  });
 }
 
 Result<Claim> ClaimService::GiveUp(std::string_view task_id, std::int64_t token, EndReason reason) {
-  std::optional<Claim> out;
   const Moment now = clock_.Now();
-  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+  return store_.WriteReturning([&](store::Txn& txn) -> Result<Claim> {
     TX_ASSIGN_OR_RETURN(std::optional<Claim> claim, txn.GetClaim(token));
     if (!claim) return Error::NotFound("no claim has token " + std::to_string(token));
     if (claim->task_id != task_id) {
@@ -497,17 +483,14 @@ Result<Claim> ClaimService::GiveUp(std::string_view task_id, std::int64_t token,
         TX_RETURN_IF_ERROR(detail::RequeueTask(txn, task, reason, /*counts=*/true, now));
       }
     }
-    out = std::move(*claim);
-    return Ok();
-  }));
-  return std::move(*out);
+    return std::move(*claim);
+  });
 }
 
 Result<std::optional<Millis>> ClaimService::NextEligibleAt(std::string_view worker_id,
                                                            const AgentGate* gate) {
-  std::optional<Millis> out;
   const Moment now = clock_.Now();
-  TX_RETURN_IF_ERROR(store_.Read([&](store::Txn& txn) -> Status {
+  return store_.ReadReturning([&](store::Txn& txn) -> Result<std::optional<Millis>> {
     TX_ASSIGN_OR_RETURN(Worker worker, LoadWorker(txn, worker_id));
     store::PickCriteria criteria{worker.queues, worker.capabilities, worker.name, worker.slot, now};
     if (criteria.queues.empty()) criteria.queues = {"default"};
@@ -516,24 +499,17 @@ Result<std::optional<Millis>> ClaimService::NextEligibleAt(std::string_view work
       criteria.blocked_agent_queues = gate->blocked_agent_queues;
     }
     TX_ASSIGN_OR_RETURN(std::optional<Task> task, txn.PickNextReady(criteria));
-    if (task) {
-      out = now;
-      return Ok();
-    }
-    TX_ASSIGN_OR_RETURN(out, txn.NextReadyAt(criteria));
-    return Ok();
-  }));
-  return out;
+    if (task) return std::optional<Millis>(now);
+    return txn.NextReadyAt(criteria);
+  });
 }
 
 Result<Claim> ClaimService::Inspect(std::int64_t token) {
-  std::optional<Claim> out;
-  TX_RETURN_IF_ERROR(store_.Read([&](store::Txn& txn) -> Status {
-    TX_ASSIGN_OR_RETURN(out, txn.GetClaim(token));
-    if (!out) return Error::NotFound("no claim has token " + std::to_string(token));
-    return Ok();
-  }));
-  return std::move(*out);
+  return store_.ReadReturning([&](store::Txn& txn) -> Result<Claim> {
+    TX_ASSIGN_OR_RETURN(std::optional<Claim> claim, txn.GetClaim(token));
+    if (!claim) return Error::NotFound("no claim has token " + std::to_string(token));
+    return std::move(*claim);
+  });
 }
 
 Result<std::vector<Session>> ClaimService::ListSessions() {
@@ -557,9 +533,8 @@ Result<std::vector<Session>> ClaimService::ListSessions() {
 }
 
 Result<Task> ClaimService::EndSession(std::int64_t token, const std::string& note) {
-  std::optional<Task> out;
   const Moment now = clock_.Now();
-  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+  return store_.WriteReturning([&](store::Txn& txn) -> Result<Task> {
     TX_ASSIGN_OR_RETURN(std::optional<Claim> claim, txn.GetClaim(token));
     if (!claim) return Error::NotFound("no session " + std::to_string(token));
     if (claim->status != ClaimStatus::kActive) {
@@ -575,10 +550,8 @@ Result<Task> ClaimService::EndSession(std::int64_t token, const std::string& not
     if (task.status == TaskStatus::kRunning) {
       TX_RETURN_IF_ERROR(detail::RequeueTask(txn, task, EndReason::kCancelled, true, now));
     }
-    out = std::move(task);
-    return Ok();
-  }));
-  return std::move(*out);
+    return task;
+  });
 }
 
 }  // namespace tx::service

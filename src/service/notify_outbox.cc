@@ -81,12 +81,7 @@ Result<std::vector<Delivery>> NotifyOutbox::Due(int limit) {
 }
 
 Result<std::optional<Millis>> NotifyOutbox::NextDueAt() {
-  std::optional<Millis> out;
-  TX_RETURN_IF_ERROR(store_.Read([&](store::Txn& txn) -> Status {
-    TX_ASSIGN_OR_RETURN(out, txn.NextDeliveryAt());
-    return Ok();
-  }));
-  return out;
+  return store_.ReadReturning([&](store::Txn& txn) { return txn.NextDeliveryAt(); });
 }
 
 Result<Delivery> NotifyOutbox::RecordTry(std::string_view id, const Status& outcome, bool give_up,

@@ -19,10 +19,10 @@ struct ServiceOptions {
   BackoffPolicy backoff;
   Limits limits;
   Millis default_task_timeout_ms = kDefaultTaskTimeoutMs;
-  Millis default_heartbeat_interval_ms = 30'000;
+  Millis default_heartbeat_interval_ms = kDefaultHeartbeatIntervalMs;
   // A task waiting in review longer than this is marked overdue by the reconciler (an event and
   // metadata.review_overdue_at, which the dashboard shows). 0 = never.
-  Millis review_timeout_ms = 60 * 60'000;
+  Millis review_timeout_ms = kDefaultReviewTimeoutMs;
   // A task waiting for an answer to its agent's question (status `waiting`) longer than this is
   // failed by the reconciler, its error saying so. 0 = never (the default).
   Millis question_timeout_ms = 0;

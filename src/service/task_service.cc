@@ -171,8 +171,7 @@ Result<NoteResult> TaskService::Note(std::string_view task_id, std::int64_t toke
                                   " bytes (this one has " + std::to_string(text.size()) + ")");
   }
   const Moment now = clock_.Now();
-  std::optional<NoteResult> out;
-  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+  return store_.WriteReturning([&](store::Txn& txn) -> Result<NoteResult> {
     Claim claim;
     Task task;
     TX_RETURN_IF_ERROR(detail::CheckToken(txn, task_id, token, now, claim, task));
@@ -184,10 +183,8 @@ Result<NoteResult> TaskService::Note(std::string_view task_id, std::int64_t toke
     TX_RETURN_IF_ERROR(txn.UpdateTask(task));
     TX_RETURN_IF_ERROR(Emit(txn, now, "task.note", task.id, claim.worker_id,
                             {{"attempt", claim.attempt}, {"token", token}, {"text", text}}));
-    out = NoteResult{std::move(task), claim.attempt};
-    return Ok();
-  }));
-  return std::move(*out);
+    return NoteResult{std::move(task), claim.attempt};
+  });
 }
 
 Result<std::vector<Task>> TaskService::List(const store::TaskFilter& filter) {
@@ -274,9 +271,8 @@ Status CheckNoCycle(store::Txn& txn, const std::string& id, const std::vector<st
 }  // namespace
 
 Result<Task> TaskService::Update(std::string_view id, const TaskPatch& patch) {
-  std::optional<Task> out;
   Millis now = clock_.NowMs();
-  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+  return store_.WriteReturning([&](store::Txn& txn) -> Result<Task> {
     TX_ASSIGN_OR_RETURN(Task task, LoadTask(txn, id));
     nlohmann::json changed = nlohmann::json::object();
     if (patch.title) {
@@ -322,16 +318,13 @@ Result<Task> TaskService::Update(std::string_view id, const TaskPatch& patch) {
     task.updated_at = now;
     TX_RETURN_IF_ERROR(txn.UpdateTask(task));
     TX_RETURN_IF_ERROR(Emit(txn, now, "task.updated", task.id, "", changed));
-    out = std::move(task);
-    return Ok();
-  }));
-  return std::move(*out);
+    return task;
+  });
 }
 
 Result<Task> TaskService::Cancel(std::string_view id, const std::string& note) {
-  std::optional<Task> out;
   Millis now = clock_.NowMs();
-  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+  return store_.WriteReturning([&](store::Txn& txn) -> Result<Task> {
     TX_ASSIGN_OR_RETURN(Task task, LoadTask(txn, id));
     TX_RETURN_IF_ERROR(
         CheckTransition(task.id, task.status, TaskEvent::kCancel, TaskStatus::kCancelled));
@@ -348,10 +341,8 @@ Result<Task> TaskService::Cancel(std::string_view id, const std::string& note) {
     TX_RETURN_IF_ERROR(txn.UpdateTaskState(task));
     TX_RETURN_IF_ERROR(
         Emit(txn, now, "task.cancelled", task.id, claim ? claim->worker_id : "", {{"note", note}}));
-    out = std::move(task);
-    return Ok();
-  }));
-  return std::move(*out);
+    return task;
+  });
 }
 
 namespace {
@@ -371,9 +362,8 @@ Status NoteForNextAttempt(store::Txn& txn, Task& task, const std::string& note, 
 }  // namespace
 
 Result<Task> TaskService::Retry(std::string_view id, const std::string& note, bool fresh) {
-  std::optional<Task> out;
   Millis now = clock_.NowMs();
-  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+  return store_.WriteReturning([&](store::Txn& txn) -> Result<Task> {
     TX_ASSIGN_OR_RETURN(Task task, LoadTask(txn, id));
     TX_ASSIGN_OR_RETURN(bool done, detail::DependenciesDone(txn, task.after));
     TaskStatus to = done ? TaskStatus::kReady : TaskStatus::kBlocked;
@@ -403,17 +393,14 @@ Result<Task> TaskService::Retry(std::string_view id, const std::string& note, bo
     TX_RETURN_IF_ERROR(txn.UpdateTask(task));
     TX_RETURN_IF_ERROR(Emit(txn, now, "task.retried", task.id, "",
                             {{"status", ToString(to)}, {"note", note}, {"fresh", fresh}}));
-    out = std::move(task);
-    return Ok();
-  }));
-  return std::move(*out);
+    return task;
+  });
 }
 
 Result<Task> TaskService::Answer(std::string_view id, const std::string& answer) {
   TX_RETURN_IF_ERROR(ValidateQuestionText("answer", answer, options_.limits.max_text));
-  std::optional<Task> out;
   Millis now = clock_.NowMs();
-  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+  return store_.WriteReturning([&](store::Txn& txn) -> Result<Task> {
     TX_ASSIGN_OR_RETURN(Task task, LoadTask(txn, id));
     if (task.status != TaskStatus::kWaiting) {
       return Error::Conflict("task " + task.id + " is " + std::string(ToString(task.status)) +
@@ -431,16 +418,13 @@ Result<Task> TaskService::Answer(std::string_view id, const std::string& answer)
     TX_RETURN_IF_ERROR(txn.UpdateTask(task));
     TX_RETURN_IF_ERROR(Emit(txn, now, "task.answered", task.id, "",
                             {{"answer", answer}, {"question", open->question}}));
-    out = std::move(task);
-    return Ok();
-  }));
-  return std::move(*out);
+    return task;
+  });
 }
 
 Result<Task> TaskService::Approve(std::string_view id, const std::string& note) {
-  std::optional<Task> out;
   Millis now = clock_.NowMs();
-  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+  return store_.WriteReturning([&](store::Txn& txn) -> Result<Task> {
     TX_ASSIGN_OR_RETURN(Task task, LoadTask(txn, id));
     TX_RETURN_IF_ERROR(
         CheckTransition(task.id, task.status, TaskEvent::kApprove, TaskStatus::kApproved));
@@ -453,16 +437,13 @@ Result<Task> TaskService::Approve(std::string_view id, const std::string& note) 
           CheckTransition(task.id, task.status, TaskEvent::kMerge, TaskStatus::kDone));
       TX_RETURN_IF_ERROR(detail::FinishDone(txn, task, task.result, now, ""));
     }
-    out = std::move(task);
-    return Ok();
-  }));
-  return std::move(*out);
+    return task;
+  });
 }
 
 Result<Task> TaskService::Merged(std::string_view id, const nlohmann::json& merge) {
-  std::optional<Task> out;
   Millis now = clock_.NowMs();
-  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+  return store_.WriteReturning([&](store::Txn& txn) -> Result<Task> {
     TX_ASSIGN_OR_RETURN(Task task, LoadTask(txn, id));
     if (task.status == TaskStatus::kReview && AsksForAutoMerge(task)) {
       // Auto-merge: the green check is the approval, recorded with the merge it allowed.
@@ -475,10 +456,8 @@ Result<Task> TaskService::Merged(std::string_view id, const nlohmann::json& merg
     TX_RETURN_IF_ERROR(CheckTransition(task.id, task.status, TaskEvent::kMerge, TaskStatus::kDone));
     TX_RETURN_IF_ERROR(Emit(txn, now, "task.merged", task.id, "", merge));
     TX_RETURN_IF_ERROR(detail::FinishDone(txn, task, task.result, now, ""));
-    out = std::move(task);
-    return Ok();
-  }));
-  return std::move(*out);
+    return task;
+  });
 }
 
 Result<Task> TaskService::MergeRefused(std::string_view id, const std::string& why) {
@@ -491,9 +470,8 @@ Result<Task> TaskService::RequestChanges(std::string_view id, const std::string&
 
 Result<Task> TaskService::SendBack(std::string_view id, const std::string& note, TaskEvent event,
                                    const char* event_type, bool fresh) {
-  std::optional<Task> out;
   Millis now = clock_.NowMs();
-  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+  return store_.WriteReturning([&](store::Txn& txn) -> Result<Task> {
     TX_ASSIGN_OR_RETURN(Task task, LoadTask(txn, id));
     TaskStatus to = TaskStatus::kReady;
     // An auto-merge refused is refused straight from review (nobody approved it).
@@ -515,17 +493,14 @@ Result<Task> TaskService::SendBack(std::string_view id, const std::string& note,
     nlohmann::json data = {{"note", note}};
     if (fresh) data["fresh"] = true;
     TX_RETURN_IF_ERROR(Emit(txn, now, event_type, task.id, "", std::move(data)));
-    out = std::move(task);
-    return Ok();
-  }));
-  return std::move(*out);
+    return task;
+  });
 }
 
 Result<Task> TaskService::ForceOutcome(std::string_view id, Outcome outcome,
                                        const std::string& text) {
-  std::optional<Task> out;
   Millis now = clock_.NowMs();
-  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+  return store_.WriteReturning([&](store::Txn& txn) -> Result<Task> {
     TX_ASSIGN_OR_RETURN(Task task, LoadTask(txn, id));
     TaskEvent event = outcome == Outcome::kDone     ? TaskEvent::kForceDone
                       : outcome == Outcome::kReview ? TaskEvent::kForceReview
@@ -563,10 +538,8 @@ Result<Task> TaskService::ForceOutcome(std::string_view id, Outcome outcome,
       TX_RETURN_IF_ERROR(Emit(txn, now, to == TaskStatus::kFailed ? "task.failed" : "task.review",
                               task.id, worker_id, {{"forced", true}}));
     }
-    out = std::move(task);
-    return Ok();
-  }));
-  return std::move(*out);
+    return task;
+  });
 }
 
 }  // namespace tx::service

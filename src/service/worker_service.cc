@@ -63,9 +63,8 @@ Status WorkerService::CheckNotStopping(store::Txn& txn, const std::string& pool,
 
 Result<Worker> WorkerService::Register(Registration r, std::vector<Worker>* replaced) {
   TX_RETURN_IF_ERROR(ValidateRegistration(r));
-  std::optional<Worker> out;
   const Moment now = clock_.Now();
-  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+  return store_.WriteReturning([&](store::Txn& txn) -> Result<Worker> {
     if (replaced != nullptr) replaced->clear();  // a retried transaction starts over
     TX_RETURN_IF_ERROR(CheckNotStopping(txn, r.pool, now));
     if (!r.slot.empty()) {
@@ -87,10 +86,8 @@ Result<Worker> WorkerService::Register(Registration r, std::vector<Worker>* repl
     }
     TX_ASSIGN_OR_RETURN(Worker w,
                         detail::InsertWorker(txn, r, now, options_.default_heartbeat_interval_ms));
-    out = std::move(w);
-    return Ok();
-  }));
-  return std::move(*out);
+    return w;
+  });
 }
 
 namespace {
@@ -120,16 +117,13 @@ Status ApplyHeartbeat(store::Txn& txn, Worker& w, const HeartbeatUpdate& update,
 }  // namespace
 
 Result<Worker> WorkerService::Heartbeat(std::string_view id, const HeartbeatUpdate& update) {
-  std::optional<Worker> out;
   const Moment now = clock_.Now();
-  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+  return store_.WriteReturning([&](store::Txn& txn) -> Result<Worker> {
     TX_ASSIGN_OR_RETURN(Worker w, LoadWorker(txn, id));
     TX_RETURN_IF_ERROR(ApplyHeartbeat(txn, w, update, now));
     TX_RETURN_IF_ERROR(txn.UpdateWorker(w));
-    out = std::move(w);
-    return Ok();
-  }));
-  return std::move(*out);
+    return w;
+  });
 }
 
 std::vector<Result<Worker>> WorkerService::HeartbeatMany(const std::vector<Beat>& beats) {
@@ -174,9 +168,8 @@ std::vector<Result<Worker>> WorkerService::HeartbeatMany(const std::vector<Beat>
 
 Result<Worker> WorkerService::Request(std::string_view id_or_name, WorkerRequest request) {
   TX_ASSIGN_OR_RETURN(Worker found, Get(id_or_name));
-  std::optional<Worker> out;
   const Moment now = clock_.Now();
-  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+  return store_.WriteReturning([&](store::Txn& txn) -> Result<Worker> {
     TX_ASSIGN_OR_RETURN(Worker w, detail::LoadLiveWorker(txn, found.id));
     bool paused = w.status == WorkerStatus::kPaused || w.request == WorkerRequest::kPause;
     if (request == WorkerRequest::kPause && paused) {
@@ -193,16 +186,13 @@ Result<Worker> WorkerService::Request(std::string_view id_or_name, WorkerRequest
     TX_RETURN_IF_ERROR(
         Emit(txn, now, "worker.requested", "", w.id, {{"request", ToString(request)}}));
     txn.WakeWatchersOnCommit();
-    out = std::move(w);
-    return Ok();
-  }));
-  return std::move(*out);
+    return w;
+  });
 }
 
 Result<Worker> WorkerService::Deregister(std::string_view id, const std::string& reason) {
-  std::optional<Worker> out;
   const Moment now = clock_.Now();
-  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+  return store_.WriteReturning([&](store::Txn& txn) -> Result<Worker> {
     TX_RETURN_IF_ERROR(detail::LoadLiveWorker(txn, id));
     TX_RETURN_IF_ERROR(
         detail::ReleaseClaimsOf(txn, std::string(id), EndReason::kShutdown, false, now));
@@ -212,28 +202,22 @@ Result<Worker> WorkerService::Deregister(std::string_view id, const std::string&
     w.current_task_id.clear();
     TX_RETURN_IF_ERROR(txn.UpdateWorker(w));
     TX_RETURN_IF_ERROR(Emit(txn, now, "worker.stopped", "", w.id, {{"reason", reason}}));
-    out = std::move(w);
-    return Ok();
-  }));
-  return std::move(*out);
+    return w;
+  });
 }
 
 Result<Worker> WorkerService::MarkDead(std::string_view id, const std::string& reason) {
-  std::optional<Worker> out;
   const Moment now = clock_.Now();
-  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+  return store_.WriteReturning([&](store::Txn& txn) -> Result<Worker> {
     TX_ASSIGN_OR_RETURN(Worker w, detail::LoadLiveWorker(txn, id));
     TX_RETURN_IF_ERROR(detail::MarkDead(txn, w, reason, now));
-    out = std::move(w);
-    return Ok();
-  }));
-  return std::move(*out);
+    return w;
+  });
 }
 
 Result<Worker> WorkerService::MarkCrashed(std::string_view id, const nlohmann::json& exit) {
-  std::optional<Worker> out;
   const Moment now = clock_.Now();
-  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+  return store_.WriteReturning([&](store::Txn& txn) -> Result<Worker> {
     TX_ASSIGN_OR_RETURN(Worker w, detail::LoadLiveWorker(txn, id));
     std::string task = w.current_task_id;
     std::string how = exit.value("description", std::string("unknown"));
@@ -243,10 +227,8 @@ Result<Worker> WorkerService::MarkCrashed(std::string_view id, const nlohmann::j
     data["pid"] = w.pid;
     if (!task.empty()) data["requeued_task"] = task;
     TX_RETURN_IF_ERROR(Emit(txn, now, "worker.crashed", task, w.id, data));
-    out = std::move(w);
-    return Ok();
-  }));
-  return std::move(*out);
+    return w;
+  });
 }
 
 Result<std::vector<Worker>> WorkerService::List(const std::vector<WorkerStatus>& statuses) {
@@ -274,12 +256,7 @@ Result<Worker> FindWorker(store::Txn& txn, std::string_view id_or_name) {
 }  // namespace
 
 Result<Worker> WorkerService::Get(std::string_view id_or_name) {
-  std::optional<Worker> out;
-  TX_RETURN_IF_ERROR(store_.Read([&](store::Txn& txn) -> Status {
-    TX_ASSIGN_OR_RETURN(out, FindWorker(txn, id_or_name));
-    return Ok();
-  }));
-  return std::move(*out);
+  return store_.ReadReturning([&](store::Txn& txn) { return FindWorker(txn, id_or_name); });
 }
 
 Result<WorkerService::History> WorkerService::Attempts(std::string_view id_or_name,
@@ -295,14 +272,11 @@ Result<WorkerService::History> WorkerService::Attempts(std::string_view id_or_na
 
 Result<Worker> WorkerService::EnsureByName(const ManualWorker& who) {
   TX_RETURN_IF_ERROR(ValidateName("worker name", who.name));
-  std::optional<Worker> out;
   const Moment now = clock_.Now();
-  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+  return store_.WriteReturning([&](store::Txn& txn) -> Result<Worker> {
     TX_ASSIGN_OR_RETURN(Worker w, detail::EnsureWorkerByName(txn, who, now));
-    out = std::move(w);
-    return Ok();
-  }));
-  return std::move(*out);
+    return w;
+  });
 }
 
 }  // namespace tx::service

@@ -7,7 +7,6 @@
 
 #include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <filesystem>
 #include <thread>
 
@@ -51,15 +50,11 @@ class Fd {
   int fd_;
 };
 
-Error Sys(const std::string& what) {
-  return Error::Unavailable(what + ": " + std::strerror(errno));
-}
-
 // fsync of a file, or of a directory (what makes a rename in it durable).
 Status SyncPath(const std::string& path, bool directory) {
   Fd fd(::open(path.c_str(), (directory ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC));
-  if (!fd.valid()) return Sys("cannot open " + path);
-  if (::fsync(fd.get()) != 0) return Sys("cannot fsync " + path);
+  if (!fd.valid()) return PosixError("cannot open " + path, errno);
+  if (::fsync(fd.get()) != 0) return PosixError("cannot fsync " + path, errno);
   return Ok();
 }
 
@@ -278,7 +273,7 @@ Result<BackupReport> BackupSqlite(const std::string& db, const std::string& path
   for (const char* suffix : kCompanions) ::unlink((tmp + suffix).c_str());
   {
     Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-    if (!fd.valid()) return Sys("cannot create " + tmp);
+    if (!fd.valid()) return PosixError("cannot create " + tmp, errno);
   }
   TempFiles cleanup(tmp);
   {
@@ -298,7 +293,8 @@ Result<BackupReport> BackupSqlite(const std::string& db, const std::string& path
     }
   }  // closed: every byte SQLite wrote is in the file
   TX_RETURN_IF_ERROR(SyncPath(tmp, false));
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return Sys("cannot rename " + tmp + " to " + path);
+  if (::rename(tmp.c_str(), path.c_str()) != 0)
+    return PosixError("cannot rename " + tmp + " to " + path, errno);
   cleanup.Disarm();
   TX_RETURN_IF_ERROR(SyncPath(dir.string(), true));
   report.path = path;
@@ -339,7 +335,7 @@ Result<BackupReport> BackupFile::RestoreInto(const std::string& db, Millis wait_
   bool created = false;
   {
     Fd fd(::open(db.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-    if (!fd.valid() && errno != EEXIST) return Sys("cannot create " + db);
+    if (!fd.valid() && errno != EEXIST) return PosixError("cannot create " + db, errno);
     created = fd.valid();
   }
   TempFiles made(created ? db : std::string());

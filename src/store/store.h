@@ -14,11 +14,13 @@
 //
 // A Store object is one connection: use it from one thread at a time, and open one per thread.
 
+#include <concepts>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "core/claim.h"
@@ -294,11 +296,38 @@ class Leadership {
   virtual bool Held() = 0;
 };
 
+namespace internal {
+template <typename R>
+inline constexpr bool kIsResult = false;
+template <typename T>
+inline constexpr bool kIsResult<Result<T>> = true;
+}  // namespace internal
+
+// A transaction function that yields a value: Txn& in, Result<T> (the value or an error) out.
+template <typename Fn>
+concept TxnFnReturning =
+    std::invocable<Fn&, Txn&> && internal::kIsResult<std::invoke_result_t<Fn&, Txn&>>;
+
 class Store {
  public:
   virtual ~Store() = default;
   virtual Status Write(const TxnFn& fn) = 0;
   virtual Status Read(const TxnFn& fn) = 0;
+
+  // Write() and Read() for a transaction that yields a value: the function returns a Result<T>
+  // instead of setting a variable of the caller's, and so does the call. Ok: the value of the
+  // run that committed (Write may run the function again, and each run starts afresh). Failed:
+  // the error Write or Read returns, the function's own (its writes rolled back) or the store's
+  // (a failed commit, whatever value the function had returned).
+  template <TxnFnReturning Fn>
+  std::invoke_result_t<Fn&, Txn&> WriteReturning(Fn&& fn) {
+    return RunReturning(&Store::Write, fn);
+  }
+  template <TxnFnReturning Fn>
+  std::invoke_result_t<Fn&, Txn&> ReadReturning(Fn&& fn) {
+    return RunReturning(&Store::Read, fn);
+  }
+
   // A cheap number that changes whenever another connection commits (for --follow loops).
   virtual Result<std::int64_t> ChangeCounter() = 0;
   virtual Result<std::unique_ptr<ChangeWatch>> Watch() = 0;
@@ -314,6 +343,22 @@ class Store {
   virtual Result<std::unique_ptr<Leadership>> TryLead() = 0;
   // Whether several orchestrators may run on this store at once (PostgreSQL) or one (SQLite).
   virtual bool SharedByHosts() const = 0;
+
+ private:
+  // `out` is returned by name, so a value is moved no more often than through a variable of the
+  // caller's (outcomes return a Task, heartbeats a Worker). Its first value is returned
+  // only if `run` says ok without having run the function, which no store does.
+  template <typename Fn>
+  std::invoke_result_t<Fn&, Txn&> RunReturning(Status (Store::*run)(const TxnFn&), Fn& fn) {
+    std::invoke_result_t<Fn&, Txn&> out = Error::Internal("the transaction ran no function");
+    Status s = (this->*run)([&](Txn& txn) -> Status {
+      out = fn(txn);
+      if (!out.ok()) return out.error();
+      return Ok();
+    });
+    if (!s.ok()) out = s.error();
+    return out;
+  }
 };
 
 struct OpenOptions {

@@ -341,6 +341,78 @@ TEST_P(StoreContract, AFailedWriteLeavesNoPartialWrite) {
                   .ok());
 }
 
+// WriteReturning and ReadReturning: the value of the function, or the error of the transaction.
+TEST_P(StoreContract, WriteReturningGivesTheCommittedValueAndReadReturningReadsItBack) {
+  Result<std::int64_t> seq = store_->WriteReturning([&](Txn& txn) -> Result<std::int64_t> {
+    Task t = NewTask("task-cccccccc");
+    TX_RETURN_IF_ERROR(txn.InsertTask(t));
+    return t.seq;
+  });
+  ASSERT_TRUE(seq.ok()) << seq.error().message();
+  EXPECT_GT(*seq, 0);
+  Result<std::optional<Task>> got =
+      store_->ReadReturning([](Txn& txn) { return txn.GetTask("task-cccccccc"); });
+  ASSERT_TRUE(got.ok()) << got.error().message();
+  ASSERT_TRUE(got->has_value());
+  EXPECT_EQ((*got)->seq, *seq);
+}
+
+TEST_P(StoreContract, WriteReturningGivesTheFunctionsErrorAndLeavesNoPartialWrite) {
+  Result<Task> r = store_->WriteReturning([&](Txn& txn) -> Result<Task> {
+    Task t = NewTask("task-bbbbbbbb");
+    TX_RETURN_IF_ERROR(txn.InsertTask(t));
+    return Error::Conflict("changed my mind");
+  });
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), ErrorCode::kConflict);
+  EXPECT_EQ(r.error().message(), "changed my mind");
+  Result<std::optional<Task>> got =
+      store_->ReadReturning([](Txn& txn) { return txn.GetTask("task-bbbbbbbb"); });
+  ASSERT_TRUE(got.ok()) << got.error().message();
+  EXPECT_FALSE(got->has_value());
+  Result<int> read =
+      store_->ReadReturning([](Txn&) -> Result<int> { return Error::NotFound("nothing here"); });
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.error().message(), "nothing here");
+}
+
+// A store whose commit fails after the function ran (as a dropped connection at COMMIT does),
+// and whose reads fail before running it.
+class FailingStore final : public Store {
+ public:
+  explicit FailingStore(Store& inner) : inner_(inner) {}
+  Status Write(const TxnFn& fn) override {
+    TX_RETURN_IF_ERROR(inner_.Write(fn));
+    return Error::Unavailable("the commit was lost");
+  }
+  Status Read(const TxnFn&) override { return Error::Unavailable("no connection"); }
+  Result<std::int64_t> ChangeCounter() override { return inner_.ChangeCounter(); }
+  Result<std::unique_ptr<ChangeWatch>> Watch() override { return inner_.Watch(); }
+  std::string Describe() const override { return "failing " + inner_.Describe(); }
+  const Clock& clock() const override { return inner_.clock(); }
+  Result<std::unique_ptr<Leadership>> TryLead() override { return inner_.TryLead(); }
+  bool SharedByHosts() const override { return inner_.SharedByHosts(); }
+
+ private:
+  Store& inner_;
+};
+
+TEST_P(StoreContract, WriteReturningGivesTheStoresErrorWhenTheCommitFailsAfterAValue) {
+  FailingStore failing(*store_);
+  bool ran = false;
+  Result<int> r = failing.WriteReturning([&](Txn&) -> Result<int> {
+    ran = true;
+    return 7;
+  });
+  EXPECT_TRUE(ran);
+  ASSERT_FALSE(r.ok()) << "the value of a transaction that did not commit";
+  EXPECT_EQ(r.error().code(), ErrorCode::kUnavailable);
+  EXPECT_EQ(r.error().message(), "the commit was lost");
+  Result<int> read = failing.ReadReturning([&](Txn&) -> Result<int> { return 7; });
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.error().message(), "no connection");
+}
+
 TEST_P(StoreContract, PicksHighestPriorityThenOldest) {
   Insert(NewTask("task-aaaaaaa1", 0));
   Insert(NewTask("task-aaaaaaa2", 5));

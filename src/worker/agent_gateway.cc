@@ -26,10 +26,6 @@ constexpr int kRequestTimeoutMs = 10'000;
 constexpr long long kCommandTimeoutMs = 120'000;
 constexpr std::size_t kOutputCap = 1u << 20;
 
-Error Errno(const std::string& what) {
-  return Error::Unavailable(what + ": " + std::strerror(errno));
-}
-
 // Reads one line (without its '\n') within kRequestTimeoutMs in all, or until `stop` is readable;
 // false on anything but a whole line.
 bool ReadLine(int fd, int stop, std::string& line) {
@@ -75,7 +71,7 @@ void Signal(int eventfd) {
 Result<std::unique_ptr<AgentGateway>> AgentGateway::Start(std::string tx_binary,
                                                           const std::string& parent) {
   std::string templ = parent + "/tx-agent-XXXXXX";
-  if (::mkdtemp(templ.data()) == nullptr) return Errno("mkdtemp " + templ);
+  if (::mkdtemp(templ.data()) == nullptr) return PosixError("mkdtemp " + templ, errno);
   std::string dir = templ;
   auto remove_dir = [&] {
     std::error_code ec;
@@ -92,18 +88,18 @@ Result<std::unique_ptr<AgentGateway>> AgentGateway::Start(std::string tx_binary,
   exec::UniqueFd listener(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!listener.valid()) {
     remove_dir();
-    return Errno("socket");
+    return PosixError("socket", errno);
   }
   if (::bind(listener.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0 ||
       ::chmod(path.c_str(), 0600) != 0 || ::listen(listener.get(), 16) != 0) {
-    Error e = Errno("listen on " + path);
+    Error e = PosixError("listen on " + path, errno);
     remove_dir();
     return e;
   }
   exec::UniqueFd stop(::eventfd(0, EFD_CLOEXEC));
   exec::UniqueFd cancel(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!stop.valid() || !cancel.valid()) {
-    Error e = Errno("eventfd");
+    Error e = PosixError("eventfd", errno, ErrorCode::kInternal);
     remove_dir();
     return e;
   }

@@ -27,14 +27,15 @@
 #include "core/claim.h"
 #include "core/clock.h"
 #include "core/task.h"
+#include "core/worker.h"
 
 namespace tx::worker {
 
 struct AttemptLimits {
-  Millis timeout_ms = kDefaultTaskTimeoutMs;  // the task's, capped by the worker's
-  Millis stall_ms = 0;                        // 0 = no stall timeout
-  Millis shutdown_ms = 300'000;               // how long a stop waits for the agent
-  double budget_left_usd = 0;                 // what this attempt may cost; 0 = no budget
+  Millis timeout_ms = kDefaultTaskTimeoutMs;       // the task's, capped by the worker's
+  Millis stall_ms = 0;                             // 0 = no stall timeout
+  Millis shutdown_ms = kDefaultShutdownTimeoutMs;  // how long a stop waits for the agent
+  double budget_left_usd = 0;                      // what this attempt may cost; 0 = no budget
 };
 
 // What the loop saw, at `now` (a monotonic clock's milliseconds).

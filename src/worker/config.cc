@@ -17,48 +17,21 @@
 namespace tx::worker {
 namespace {
 
-// Reads typed values out of one TOML table, remembering which keys were understood so the rest
-// can be refused by name.
-class Table {
+// [worker], [agents], [git], [prices], [budgets], [api] and [sandbox] as they have always been
+// read: an integer may be written 3.0 and a bool 1 (TomlTyping::kConverting), and a key nobody
+// asked for is refused as an "unknown setting".
+class Table : public TomlTable {
  public:
   Table(const toml::table& t, std::string prefix, std::string origin)
-      : t_(t), prefix_(std::move(prefix)), origin_(std::move(origin)) {}
+      : TomlTable(t, std::move(prefix), std::move(origin), TomlTyping::kConverting) {}
 
   Status Duration(std::string_view key, Millis& out) {
-    seen_.emplace_back(key);
-    const toml::node* n = t_.get(key);
-    if (n == nullptr) return Ok();
-    auto s = n->value<std::string>();
-    if (!s) return Bad(key, "a duration string such as \"30s\"");
-    Result<Millis> ms = ParseDuration(*s);
-    if (!ms.ok()) return Bad(key, "a duration such as \"30s\" or \"7d\", not '" + *s + "'");
+    if (Find(key) == nullptr) return Ok();
+    std::string s;
+    TX_RETURN_IF_ERROR(String(key, s, "a duration string such as \"30s\""));
+    Result<Millis> ms = ParseDuration(s);
+    if (!ms.ok()) return MustBe(key, "a duration such as \"30s\" or \"7d\", not '" + s + "'");
     out = *ms;
-    return Ok();
-  }
-
-  Status String(std::string_view key, std::string& out) {
-    seen_.emplace_back(key);
-    const toml::node* n = t_.get(key);
-    if (n == nullptr) return Ok();
-    auto s = n->value<std::string>();
-    if (!s) return Bad(key, "a string");
-    out = *s;
-    return Ok();
-  }
-
-  Status Strings(std::string_view key, std::vector<std::string>& out) {
-    seen_.emplace_back(key);
-    const toml::node* n = t_.get(key);
-    if (n == nullptr) return Ok();
-    const toml::array* a = n->as_array();
-    if (a == nullptr) return Bad(key, "an array of strings");
-    std::vector<std::string> v;
-    for (const auto& e : *a) {
-      auto s = e.value<std::string>();
-      if (!s) return Bad(key, "an array of strings");
-      v.push_back(*s);
-    }
-    out = std::move(v);
     return Ok();
   }
 
@@ -73,33 +46,32 @@ class Table {
                     (ch >= '0' && ch <= '9') || ch == '_' || ch == '*');
       }
       if (!ok) {
-        return Bad(key, "an array of variable name patterns (letters, digits, '_' and '*'), not '" +
-                            p + "'");
+        return MustBe(
+            key,
+            "an array of variable name patterns (letters, digits, '_' and '*'), not '" + p + "'");
       }
     }
     out = std::move(v);
     return Ok();
   }
 
+  // An integer from 1 to `max`.
   template <typename T>
   Status Count(std::string_view key, std::optional<T>& out, std::int64_t max) {
-    seen_.emplace_back(key);
-    const toml::node* n = t_.get(key);
-    if (n == nullptr) return Ok();
-    auto v = n->value<std::int64_t>();
-    if (!v || *v < 1 || *v > max) return Bad(key, "a positive integer");
-    out = static_cast<T>(*v);
+    if (Find(key) == nullptr) return Ok();
+    T v{};
+    TX_RETURN_IF_ERROR(Integer(key, 1, max, v, "a positive integer"));
+    out = v;
     return Ok();
   }
 
   // "rebase" (true) or "merge" (false).
   Status Strategy(std::string_view key, std::optional<bool>& rebase) {
-    seen_.emplace_back(key);
-    const toml::node* n = t_.get(key);
-    if (n == nullptr) return Ok();
-    auto s = n->value<std::string>();
-    if (!s || (*s != "rebase" && *s != "merge")) return Bad(key, "\"rebase\" or \"merge\"");
-    rebase = *s == "rebase";
+    if (Find(key) == nullptr) return Ok();
+    std::string s;
+    TX_RETURN_IF_ERROR(String(key, s, "\"rebase\" or \"merge\""));
+    if (s != "rebase" && s != "merge") return MustBe(key, "\"rebase\" or \"merge\"");
+    rebase = s == "rebase";
     return Ok();
   }
 
@@ -108,31 +80,14 @@ class Table {
 
   // An integer from `min` to `max`.
   Status Between(std::string_view key, int& out, int min, int max) {
-    seen_.emplace_back(key);
-    const toml::node* n = t_.get(key);
-    if (n == nullptr) return Ok();
-    auto v = n->value<std::int64_t>();
-    if (!v || *v < min || *v > max) {
-      return Bad(key, "an integer from " + std::to_string(min) + " to " + std::to_string(max));
-    }
-    out = static_cast<int>(*v);
-    return Ok();
-  }
-
-  Status Bool(std::string_view key, bool& out) {
-    seen_.emplace_back(key);
-    const toml::node* n = t_.get(key);
-    if (n == nullptr) return Ok();
-    auto v = n->value<bool>();
-    if (!v) return Bad(key, "true or false");
-    out = *v;
-    return Ok();
+    return Integer(key, min, max, out,
+                   "an integer from " + std::to_string(min) + " to " + std::to_string(max));
   }
 
   // An absolute path (the repository a task is isolated in: read alike on every machine).
   Status AbsolutePath(std::string_view key, std::string& out) {
     TX_RETURN_IF_ERROR(String(key, out));
-    if (!out.empty() && out[0] != '/') return Bad(key, "an absolute path");
+    if (!out.empty() && out[0] != '/') return MustBe(key, "an absolute path");
     if (!out.empty()) {
       out = std::filesystem::path(out).lexically_normal().string();
       if (out.size() > 1 && out.back() == '/') out.pop_back();
@@ -142,40 +97,13 @@ class Table {
 
   // A non-negative amount of dollars: an integer or a float.
   Status Dollars(std::string_view key, double& out) {
-    seen_.emplace_back(key);
-    const toml::node* n = t_.get(key);
-    if (n == nullptr) return Ok();
-    std::optional<double> v = n->value<double>();
-    if (!v || !(*v >= 0) || *v > 1e9) return Bad(key, "a number of dollars, 0 or more");
-    out = *v;
+    if (Find(key) == nullptr) return Ok();
+    double v = 0;
+    TX_RETURN_IF_ERROR(Number(key, v, "a number of dollars, 0 or more"));
+    if (!(v >= 0) || v > 1e9) return MustBe(key, "a number of dollars, 0 or more");
+    out = v;
     return Ok();
   }
-
-  void Known(std::string_view key) { seen_.emplace_back(key); }
-
-  // Refuses the first key nobody asked for.
-  Status RefuseUnknown() const {
-    for (const auto& [key, node] : t_) {
-      bool known = false;
-      for (const auto& s : seen_) known = known || s == key.str();
-      if (!known) {
-        return Error::InvalidArgument(origin_ + ": unknown setting '" + prefix_ +
-                                      std::string(key.str()) + "'");
-      }
-    }
-    return Ok();
-  }
-
- private:
-  Status Bad(std::string_view key, std::string_view want) const {
-    return Error::InvalidArgument(origin_ + ": '" + prefix_ + std::string(key) + "' must be " +
-                                  std::string(want));
-  }
-
-  const toml::table& t_;
-  std::string prefix_;
-  std::string origin_;
-  std::vector<std::string> seen_;
 };
 
 Status ApplyWorker(const toml::table& w, const std::string& origin, WorkerConfig& c) {

@@ -17,6 +17,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/task.h"
+#include "core/worker.h"
 #include "exec/container.h"
 #include "exec/spawn_spec.h"
 #include "service/agent_service.h"
@@ -90,14 +91,14 @@ struct WorkerConfig {
   std::vector<std::string> capabilities;
   std::vector<std::string> queues = {"default"};
 
-  Millis heartbeat_idle_ms = 30'000;     // promised interval: stale after two of these
-  Millis heartbeat_running_ms = 15'000;  // while an agent runs
+  Millis heartbeat_idle_ms = kDefaultHeartbeatIntervalMs;  // promised: stale after two of these
+  Millis heartbeat_running_ms = kDefaultHeartbeatIntervalMs / 2;  // while an agent runs
   Millis lease_ms = kDefaultLeaseMs;
   Millis stall_timeout_ms = 0;  // 0 = off: some agents print nothing until they finish
   Millis task_timeout_cap_ms = 2 * 60 * 60'000;
-  Millis shutdown_timeout_ms = 300'000;  // how long a graceful stop waits for the agent
-  Millis kill_grace_ms = 10'000;         // SIGTERM → SIGKILL when stopping an agent
-  Millis poll_ms = 30'000;               // fallback poll when idle (with jitter)
+  Millis shutdown_timeout_ms = kDefaultShutdownTimeoutMs;  // a graceful stop's wait for the agent
+  Millis kill_grace_ms = 10'000;  // SIGTERM → SIGKILL when stopping an agent
+  Millis poll_ms = 30'000;        // fallback poll when idle (with jitter)
 
   std::string agent = "claude";  // the default profile name, or an argv template
   std::map<std::string, agent::AgentProfile> profiles = agent::BuiltInProfiles();

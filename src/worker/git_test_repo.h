@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "exec/command.h"
-#include "tx_process.h"
+#include "run_process.h"
 
 namespace tx::worker {
 

@@ -12,7 +12,7 @@
 
 namespace tx::worker {
 HeartbeatLoop::HeartbeatLoop(std::unique_ptr<Coordinator> fleet, const WorkerConfig& config,
-                             std::string worker_id, SharedState& state, int wake_fd)
+                             std::string worker_id, HeldClaim& state, int wake_fd)
     : fleet_(std::move(fleet)),
       heartbeat_idle_ms_(config.heartbeat_idle_ms),
       heartbeat_running_ms_(config.heartbeat_running_ms),

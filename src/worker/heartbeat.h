@@ -6,7 +6,7 @@
 //   - records a heartbeat with the worker's metadata (agent pid, CPU %, RSS, tasks completed);
 //   - while a claim is held, checks it in the store and renews it once half the lease has gone.
 // A claim that is no longer active, has expired, or whose renewal is refused — or a store that
-// stays unreachable past the lease — marks the lease lost in SharedState and wakes the main loop,
+// stays unreachable past the lease — marks the lease lost in HeldClaim and wakes the main loop,
 // which kills the agent at once. A heartbeat refused because the worker is no longer live
 // (declared dead, stopped) evicts the worker.
 
@@ -21,7 +21,7 @@
 #include "core/thread_annotations.h"
 #include "worker/config.h"
 #include "worker/coordinator.h"
-#include "worker/shared_state.h"
+#include "worker/held_claim.h"
 
 namespace tx::worker {
 
@@ -29,7 +29,7 @@ class HeartbeatLoop {
  public:
   // `wake_fd` is an eventfd the main loop polls.
   HeartbeatLoop(std::unique_ptr<Coordinator> fleet, const WorkerConfig& config,
-                std::string worker_id, SharedState& state, int wake_fd);
+                std::string worker_id, HeldClaim& state, int wake_fd);
   ~HeartbeatLoop();  // stops and joins
 
   void Start();
@@ -56,7 +56,7 @@ class HeartbeatLoop {
   const Millis heartbeat_idle_ms_;
   const Millis heartbeat_running_ms_;
   std::string worker_id_;
-  SharedState& state_;
+  HeldClaim& state_;
   int wake_fd_;
 
   Mutex mu_;

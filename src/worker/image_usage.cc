@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <set>
 
@@ -59,7 +58,7 @@ std::string ImageOf(const std::string& name) {
 }
 
 Error Failed(const std::string& what, const std::string& path, int err) {
-  return Error::Unavailable(what + " (" + path + "): " + std::strerror(err));
+  return PosixError(what + " (" + path + ")", err);
 }
 
 }  // namespace

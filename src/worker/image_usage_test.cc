@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "tx_process.h"
+#include "run_process.h"
 
 namespace tx::worker {
 namespace {

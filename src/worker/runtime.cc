@@ -102,7 +102,7 @@ Status WorkerRuntime::Start() {
   signal_fd_ = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (signal_fd_ < 0 || wake_fd_ < 0) {
-    return Error::Internal(std::string("signalfd/eventfd: ") + std::strerror(errno));
+    return PosixError("signalfd/eventfd", errno, ErrorCode::kInternal);
   }
   hostname_ = exec::Hostname();
   if (hooks_.log) hooks_.log->SetField("slot", config_.slot);
@@ -521,7 +521,7 @@ void WorkerRuntime::RefreshAgentState(bool force) {
 Result<std::optional<service::ClaimResult>> WorkerRuntime::ClaimWaiting() {
   Result<std::optional<service::ClaimResult>> out = std::optional<service::ClaimResult>();
   exec::UniqueFd done(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
-  if (!done.valid()) return Error::Internal(std::string("eventfd: ") + std::strerror(errno));
+  if (!done.valid()) return PosixError("eventfd", errno, ErrorCode::kInternal);
   Millis wait = static_cast<Millis>(static_cast<double>(config_.poll_ms) * Jitter());
   // Only Interrupt() is called on fleet_ from here while the thread runs.
   std::thread waiter([&] {

@@ -55,7 +55,7 @@
 #include "worker/config.h"
 #include "worker/coordinator.h"
 #include "worker/heartbeat.h"
-#include "worker/shared_state.h"
+#include "worker/held_claim.h"
 #include "worker/spawn_plan.h"
 #include "worker/worktree.h"
 
@@ -180,7 +180,7 @@ class WorkerRuntime {
   std::string hangup_done_;
   BudgetsSource budgets_;  // config_.budgets, read again when the file changes
   std::unique_ptr<Coordinator> fleet_;
-  SharedState state_;
+  HeldClaim state_;
   std::unique_ptr<HeartbeatLoop> heartbeat_;
   std::string worker_id_;
   std::string hostname_;

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
-#include <cstring>
 
 #include "store/postgres/pg_conn.h"
 
@@ -87,7 +86,7 @@ class NotifyWatch final : public ChangeWatch {
 Result<std::unique_ptr<ChangeWatch>> WatchNotifications(const std::string& url) {
   TX_ASSIGN_OR_RETURN(PgConnPtr c, ConnectAndListen(url));
   int timer = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-  if (timer < 0) return Error::Unavailable(std::string("timerfd_create: ") + std::strerror(errno));
+  if (timer < 0) return PosixError("timerfd_create", errno, ErrorCode::kInternal);
   return std::unique_ptr<ChangeWatch>(new NotifyWatch(url, std::move(c), timer));
 }
 

@@ -6,7 +6,6 @@
 
 #include <array>
 #include <cerrno>
-#include <cstring>
 #include <filesystem>
 
 namespace tx::store::sqlite {
@@ -15,13 +14,12 @@ namespace {
 // Watches <db>-wake for writes, first making it (as the first Notify would, 0600) if missing.
 Status WatchWakeFile(int inotify_fd, const std::string& wake_path) {
   if (inotify_add_watch(inotify_fd, wake_path.c_str(), IN_MODIFY) >= 0) return Ok();
-  if (errno != ENOENT)
-    return Error::Unavailable("watch " + wake_path + ": " + std::strerror(errno));
+  if (errno != ENOENT) return PosixError("watch " + wake_path, errno);
   int f = ::open(wake_path.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (f < 0) return Error::Unavailable("create " + wake_path + ": " + std::strerror(errno));
+  if (f < 0) return PosixError("create " + wake_path, errno);
   ::close(f);
   if (inotify_add_watch(inotify_fd, wake_path.c_str(), IN_MODIFY) < 0) {
-    return Error::Unavailable("watch " + wake_path + ": " + std::strerror(errno));
+    return PosixError("watch " + wake_path, errno);
   }
   return Ok();
 }
@@ -74,7 +72,7 @@ class InotifyWatch final : public ChangeWatch {
 Result<std::unique_ptr<ChangeWatch>> WatchFile(const std::string& db_path) {
   if (db_path == ":memory:") return std::unique_ptr<ChangeWatch>(new NoWatch());
   int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-  if (fd < 0) return Error::Unavailable(std::string("inotify_init1: ") + std::strerror(errno));
+  if (fd < 0) return PosixError("inotify_init1", errno, ErrorCode::kInternal);
   std::string wake = std::filesystem::absolute(db_path).string() + "-wake";
   if (Status s = WatchWakeFile(fd, wake); !s.ok()) {
     ::close(fd);

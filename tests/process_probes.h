@@ -1,7 +1,7 @@
 #pragma once
 // What the black-box tests need to look at processes and files the real binary leaves: /proc
 // reads that tolerate a process exiting mid-read, and polling with a generous bound (no test
-// asserts a speed).
+// asserts a speed). Starting the binary is run_process.h's.
 
 #include <fcntl.h>
 #include <sys/types.h>

@@ -1,4 +1,4 @@
-#include "orchestrator/alive.h"
+#include "orchestrator/process_liveness.h"
 
 #include <sys/types.h>
 

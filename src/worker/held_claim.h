@@ -1,5 +1,7 @@
 #pragma once
-// What the claim loop (main thread) and the heartbeat thread of one worker share. Every field is
+// HeldClaim: the claim a worker is running an agent for, as its claim loop (main thread) and its
+// heartbeat thread share it: the claim (Holding), whether its lease was lost, whether the worker
+// was evicted, and how many tasks it completed (its heartbeats report the count). Every field is
 // guarded by one mutex; the heartbeat thread reports trouble by setting a flag here and writing
 // to the main loop's wake-up eventfd.
 
@@ -33,7 +35,7 @@ inline Millis HeldLeaseLeft(const Holding& h, const Moment& now) {
   return h.lease_expires_at - now.wall;
 }
 
-class SharedState {
+class HeldClaim {
  public:
   void Hold(Holding h) TX_EXCLUDES(mu_) {
     MutexLock lock(mu_);

@@ -7,6 +7,7 @@
 // TX_ALLOWED_COMMANDS, ... leaking in from the caller would change what tx does), plus `extra_env`.
 //
 // TempDir is a fresh mkdtemp directory under /tmp, removed with everything in it on destruction.
+// Looking at the processes it leaves (/proc, polling) is process_probes.h's.
 
 #include <fcntl.h>
 #include <poll.h>
