@@ -1,4 +1,4 @@
-// The cost of git isolation (issue 7): making and removing a task's worktree (worker/worktree.h)
+// The cost of git isolation (issue 7): making and removing a task's worktree (git/worktree.h)
 // in a repository of --files files (default 10,000, 100 directories of 100, ~200 bytes each),
 // each time with a new task id. "make" is PrepareWorktree + WriteInstructions (what a worker does
 // before an agent starts): --runs times (default 10) from a spare, the steady state, and
@@ -19,7 +19,7 @@
 
 #include "bench_util.h"
 #include "exec/command.h"
-#include "worker/worktree.h"
+#include "git/worktree.h"
 
 namespace {
 
@@ -88,11 +88,11 @@ int main(int argc, char** argv) {
   auto one = [&](const std::string& id, int keep, std::vector<double>& made,
                  std::vector<double>& removed) {
     auto t0 = Steady::now();
-    worker::Worktree wt = bench::CheckOk(worker::PrepareWorktree(repo, "main", id), "prepare");
-    bench::CheckOk(worker::WriteInstructions(wt, "Do the thing.\n"), "instructions");
+    git::Worktree wt = bench::CheckOk(git::PrepareWorktree(repo, "main", id), "prepare");
+    bench::CheckOk(git::WriteInstructions(wt, "Do the thing.\n"), "instructions");
     made.push_back(MsSince(t0));
     t0 = Steady::now();
-    bench::CheckOk(worker::RemoveWorktree(repo, id, keep), "remove");
+    bench::CheckOk(git::RemoveWorktree(repo, id, keep), "remove");
     removed.push_back(MsSince(t0));
   };
   std::vector<double> first_make, first_park;
@@ -100,15 +100,14 @@ int main(int argc, char** argv) {
   for (int r = 0; r < runs; ++r) {
     one("task-bench-spare" + std::to_string(r), 1, spare_make, spare_park);
   }
-  if (worker::CountSpares(repo) != 1) {
-    std::fprintf(stderr, "tx_worktree_bench: expected 1 spare, found %d\n",
-                 worker::CountSpares(repo));
+  if (git::CountSpares(repo) != 1) {
+    std::fprintf(stderr, "tx_worktree_bench: expected 1 spare, found %d\n", git::CountSpares(repo));
     return 1;
   }
   for (int r = 0; r < fresh_runs; ++r) {
     // The spare is taken by a task of its own first, so the measured one starts from nothing.
     if (r == 0) {
-      bench::CheckOk(worker::PrepareWorktree(repo, "main", "task-bench-holder"), "hold");
+      bench::CheckOk(git::PrepareWorktree(repo, "main", "task-bench-holder"), "hold");
     }
     one("task-bench-fresh" + std::to_string(r), 0, make, remove);
   }

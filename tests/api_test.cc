@@ -17,10 +17,10 @@
 #include <thread>
 #include <vector>
 
+#include "git/worktree.h"
 #include "http_client.h"
 #include "process_probes.h"
 #include "run_process.h"
-#include "worker/worktree.h"
 
 namespace {
 
@@ -271,7 +271,7 @@ TEST_F(ApiTest, CancellingATaskInARepositoryRemovesItsWorktreeAndKeepsItsBranch)
   auto git = [&](std::vector<std::string> args) { return GitIn(repo, std::move(args)); };
   std::string id = AddOverHttp("in a repo", {{"repo", repo}});
   // As a worker running it would have made it.
-  auto wt = tx::worker::PrepareWorktree(repo, "", id);
+  auto wt = tx::git::PrepareWorktree(repo, "", id);
   ASSERT_TRUE(wt.ok()) << wt.error().message();
   ASSERT_TRUE(std::filesystem::exists(wt->path));
   Reply cancelled = Patch("/api/tasks/" + id, R"({"status": "cancelled"})", token_);
@@ -288,7 +288,7 @@ TEST_F(ApiTest, AReviewedBranchIsShownAsADiffAndMergedOnceApproved) {
   std::string id = AddOverHttp("in a repo", {{"repo", repo}, {"review", true}});
   // Its agent's work, as a worker would have run it: a commit on its branch, then review.
   std::int64_t token = TxJson({"claim", id})["token"];
-  auto wt = tx::worker::PrepareWorktree(repo, "", id);
+  auto wt = tx::git::PrepareWorktree(repo, "", id);
   ASSERT_TRUE(wt.ok()) << wt.error().message();
   std::ofstream(wt->path + "/feature.txt") << "feature\n";
   git({"-C", wt->path, "add", "feature.txt"});

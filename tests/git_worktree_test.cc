@@ -80,7 +80,7 @@ class GitWorktreeTest : public ::testing::Test {
   }
 
   // The worktrees git knows of besides the main checkout: of tasks, or spares (kept for new
-  // tasks: worker/worktree.h).
+  // tasks: git/worktree.h).
   int Worktrees(bool spares) {
     std::string list = Git({"worktree", "list", "--porcelain"});
     int n = 0;

@@ -19,13 +19,13 @@
 #include "api/requests.h"
 #include "core/json.h"
 #include "core/validation.h"
+#include "git/review.h"
+#include "git/worktree.h"
 #include "service/agent_service.h"
 #include "service/claim_service.h"
 #include "service/task_service.h"
 #include "service/worker_service.h"
 #include "store/location.h"
-#include "worker/review.h"
-#include "worker/worktree.h"
 
 namespace tx::api {
 
@@ -80,7 +80,7 @@ constexpr std::size_t kMaxSearchBytes = 200;
 Result<Task> Cancel(service::TaskService& tasks, const std::string& id, const std::string& note) {
   TX_ASSIGN_OR_RETURN(Task cancelled, tasks.Cancel(id, note));
   if (!cancelled.repo.empty()) {
-    if (Status s = worker::RemoveIdleWorktree(cancelled.repo, cancelled.id); !s.ok()) {
+    if (Status s = git::RemoveIdleWorktree(cancelled.repo, cancelled.id); !s.ok()) {
       std::fprintf(stderr, "tx: warning: %s\n", s.error().message().c_str());
     }
   }
@@ -445,10 +445,10 @@ void ApiServer::Routes() {
             TX_ASSIGN_OR_RETURN(
                 service::TaskDetail d,
                 service::TaskService(store, store.clock(), opts).Show(req.matches[1].str()));
-            TX_ASSIGN_OR_RETURN(worker::GitSettings git,
+            TX_ASSIGN_OR_RETURN(git::Settings git,
                                 worker::LoadGitSettings(config_path, d.task.repo));
             bool stat = req.has_param("stat") && req.get_param_value("stat") != "0";
-            return worker::DescribeBranch(d.task, git, !stat);
+            return git::DescribeBranch(d.task, git, !stat);
           });
         });
   h.Post(R"(/api/tasks/([^/]+)/merge)",
@@ -468,10 +468,10 @@ void ApiServer::Routes() {
              }
              service::TaskService tasks(store, store.clock(), opts);
              TX_ASSIGN_OR_RETURN(service::TaskDetail d, tasks.Show(req.matches[1].str()));
-             TX_ASSIGN_OR_RETURN(worker::GitSettings git,
+             TX_ASSIGN_OR_RETURN(git::Settings git,
                                  worker::LoadGitSettings(config_path, d.task.repo));
-             TX_ASSIGN_OR_RETURN(worker::TaskMerge m,
-                                 worker::MergeApprovedTask(tasks, d.task.id, git, note));
+             TX_ASSIGN_OR_RETURN(git::TaskMerge m,
+                                 git::MergeApprovedTask(tasks, d.task.id, git, note));
              if (!m.merged) {
                return Error::Conflict("task " + m.task.id +
                                       " not merged, and sent back to the queue: " + m.why);

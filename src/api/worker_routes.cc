@@ -24,12 +24,12 @@
 #include "core/ids.h"
 #include "core/json.h"
 #include "exec/unique_fd.h"
+#include "git/git.h"
 #include "service/agent_service.h"
 #include "service/claim_service.h"
 #include "service/task_service.h"
 #include "service/worker_service.h"
 #include "store/location.h"
-#include "worker/git.h"
 #include "worker/spawn_plan.h"
 
 namespace tx::api {
@@ -121,7 +121,7 @@ Status CheckMergeOnBase(const Task& task, const json& merge) {
   }
   std::error_code ec;
   if (task.repo.empty() || !std::filesystem::exists(task.repo, ec)) return Ok();
-  TX_ASSIGN_OR_RETURN(bool on_base, worker::git::IsAncestor(task.repo, head, base));
+  TX_ASSIGN_OR_RETURN(bool on_base, git::IsAncestor(task.repo, head, base));
   if (!on_base) {
     return Error::Conflict("task " + task.id + "'s auto-merge names " + head.substr(0, 12) +
                            ", which is not on " + base + " in " + task.repo + ": not recorded");

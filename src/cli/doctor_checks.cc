@@ -19,12 +19,12 @@
 #include "exec/command.h"
 #include "exec/process_info.h"
 #include "exec/program.h"
+#include "git/git.h"
 #include "orchestrator/config.h"
 #include "orchestrator/process_liveness.h"
 #include "store/location.h"
 #include "worker/config.h"
 #include "worker/flags.h"
-#include "worker/git.h"
 #include "worker/sandbox.h"
 #include "worker/spawn_plan.h"
 
@@ -343,7 +343,7 @@ std::vector<Finding> CheckWorktrees(const worker::WorkerConfig* config, store::S
   }
   std::set<std::string> tops;
   for (const auto& repo : repos) {
-    Result<std::string> top = worker::git::TopLevel(repo);
+    Result<std::string> top = git::TopLevel(repo);
     tops.insert(top.ok() ? *top : repo);
   }
   std::vector<Finding> out;

@@ -6,9 +6,10 @@
 #include <ostream>
 
 #include "cli/commands.h"
+#include "git/review.h"
 #include "service/task_service.h"
 #include "store/location.h"
-#include "worker/review.h"
+#include "worker/config.h"
 
 namespace tx::cli {
 
@@ -20,12 +21,11 @@ struct Args {
 };
 
 // The task and the [git] settings for its repository from `.tx/config.toml` beside the store.
-Result<std::pair<Task, worker::GitSettings>> TaskAndSettings(Context& ctx, const std::string& id) {
+Result<std::pair<Task, git::Settings>> TaskAndSettings(Context& ctx, const std::string& id) {
   TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
   TX_ASSIGN_OR_RETURN(service::TaskDetail d,
                       service::TaskService(*store, ctx.clock(), ctx.options()).Show(id));
-  TX_ASSIGN_OR_RETURN(worker::GitSettings git,
-                      worker::LoadGitSettings(ctx.ConfigPath(), d.task.repo));
+  TX_ASSIGN_OR_RETURN(git::Settings git, worker::LoadGitSettings(ctx.ConfigPath(), d.task.repo));
   return std::pair{d.task, git};
 }
 
@@ -38,8 +38,7 @@ Handler SetupTaskDiff(CLI::App& cmd) {
                "The summary only: commits, files changed, insertions, deletions");
   return [a](Context& ctx) -> Status {
     TX_ASSIGN_OR_RETURN(auto found, TaskAndSettings(ctx, a->id));
-    TX_ASSIGN_OR_RETURN(nlohmann::json j,
-                        worker::DescribeBranch(found.first, found.second, !a->stat));
+    TX_ASSIGN_OR_RETURN(nlohmann::json j, git::DescribeBranch(found.first, found.second, !a->stat));
     if (ctx.json()) {
       ctx.PrintJson(j);
       return Ok();
@@ -69,8 +68,8 @@ Handler SetupTaskMerge(CLI::App& cmd) {
     TX_ASSIGN_OR_RETURN(auto found, TaskAndSettings(ctx, a->id));
     TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
     service::TaskService tasks(*store, ctx.clock(), ctx.options());
-    TX_ASSIGN_OR_RETURN(worker::TaskMerge m,
-                        worker::MergeApprovedTask(tasks, found.first.id, found.second, a->note));
+    TX_ASSIGN_OR_RETURN(git::TaskMerge m,
+                        git::MergeApprovedTask(tasks, found.first.id, found.second, a->note));
     if (m.merged) return ShowTask(ctx, *store, m.task.id);
     return Error::Conflict("task " + m.task.id + " not merged, and sent back to the queue: " +
                            m.why.substr(0, m.why.find('\n')));

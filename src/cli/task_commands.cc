@@ -20,13 +20,13 @@
 #include "core/duration.h"
 #include "core/json.h"
 #include "core/validation.h"
+#include "git/review.h"
+#include "git/worktree.h"
 #include "service/claim_service.h"
 #include "service/task_service.h"
 #include "store/location.h"
 #include "worker/remote.h"
-#include "worker/review.h"
 #include "worker/spawn_plan.h"
-#include "worker/worktree.h"
 
 namespace tx::cli {
 
@@ -442,8 +442,8 @@ Handler SetupOutcome(CLI::App& cmd, service::Outcome outcome, const char* name) 
         Result<service::TaskDetail> d =
             service::TaskService(*store, ctx.clock(), ctx.options()).Show(a->id);
         if (d.ok() && (outcome == service::Outcome::kReview || d->task.review)) {
-          Result<worker::GitSettings> git = worker::LoadGitSettings(ctx.ConfigPath(), d->task.repo);
-          if (git.ok()) branch = worker::ReviewBranch(d->task, *git);
+          Result<git::Settings> git = worker::LoadGitSettings(ctx.ConfigPath(), d->task.repo);
+          if (git.ok()) branch = git::ReviewBranch(d->task, *git);
         }
       }
       service::ClaimService claims(*store, ctx.clock(), ctx.options());
@@ -551,7 +551,7 @@ Handler SetupTaskCancel(CLI::App& cmd) {
   // A cancelled task's worktree goes at once, unless a worker still holds it: that one kills its
   // agent and removes it. The branch stays.
   return SetupNoteCommand(cmd, "Why", false, &service::TaskService::Cancel, [](const Task& t) {
-    if (Status s = worker::RemoveIdleWorktree(t.repo, t.id); !s.ok()) {
+    if (Status s = git::RemoveIdleWorktree(t.repo, t.id); !s.ok()) {
       std::fprintf(stderr, "tx: warning: %s\n", s.error().message().c_str());
     }
   });

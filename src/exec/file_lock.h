@@ -1,6 +1,6 @@
 #pragma once
 // An exclusive flock on a file, held as long as the descriptor is open: the orchestrator's pid
-// file, and the locks that serialize git work on a repository (worker/worktree.h, merge.h).
+// file, and the locks that serialize git work on a repository (git/worktree.h, merge.h).
 
 #include <optional>
 #include <string>

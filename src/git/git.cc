@@ -1,11 +1,11 @@
-#include "worker/git.h"
+#include "git/git.h"
 
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <thread>
 
-namespace tx::worker::git {
+namespace tx::git {
 
 namespace fs = std::filesystem;
 
@@ -65,4 +65,4 @@ Result<bool> BranchExists(const std::string& top, const std::string& branch) {
   return r.ok();
 }
 
-}  // namespace tx::worker::git
+}  // namespace tx::git

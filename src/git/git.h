@@ -8,7 +8,7 @@
 #include "core/error.h"
 #include "exec/command.h"
 
-namespace tx::worker::git {
+namespace tx::git {
 
 // Runs git with `args` in `dir`, with `env` added. Git's lock files (a ref, the config) make a
 // command fail at once when another holds them — parallel workers making worktrees in one
@@ -37,4 +37,4 @@ Result<bool> BranchExists(const std::string& top, const std::string& branch);
 // (false when either names no commit there).
 Result<bool> IsAncestor(const std::string& top, const std::string& commit, const std::string& rev);
 
-}  // namespace tx::worker::git
+}  // namespace tx::git

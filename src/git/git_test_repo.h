@@ -13,7 +13,7 @@
 #include "exec/command.h"
 #include "run_process.h"
 
-namespace tx::worker {
+namespace tx::git {
 
 class GitRepoTest : public ::testing::Test {
  protected:
@@ -56,4 +56,4 @@ class GitRepoTest : public ::testing::Test {
   std::string first_text_;
 };
 
-}  // namespace tx::worker
+}  // namespace tx::git

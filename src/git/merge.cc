@@ -1,12 +1,12 @@
-#include "worker/merge.h"
+#include "git/merge.h"
 
 #include <regex>
 
 #include "exec/file_lock.h"
-#include "worker/git.h"
-#include "worker/worktree.h"
+#include "git/git.h"
+#include "git/worktree.h"
 
-namespace tx::worker {
+namespace tx::git {
 namespace {
 
 constexpr int kMergeTries = 3;              // the base moved meanwhile: start over, this often
@@ -221,4 +221,4 @@ Result<MergeResult> MergeBranch(const std::string& repo, const std::string& task
   return out;
 }
 
-}  // namespace tx::worker
+}  // namespace tx::git

@@ -19,7 +19,7 @@
 
 #include "core/error.h"
 
-namespace tx::worker {
+namespace tx::git {
 
 struct BranchSummary {
   struct Commit {
@@ -66,4 +66,4 @@ struct MergeResult {
 Result<MergeResult> MergeBranch(const std::string& repo, const std::string& task_id,
                                 const std::string& base, const MergeSettings& settings);
 
-}  // namespace tx::worker
+}  // namespace tx::git

@@ -1,6 +1,6 @@
 // Review and merge of a task's branch (merge.h) on real repositories made in a temp dir.
 
-#include "worker/merge.h"
+#include "git/merge.h"
 
 #include <gtest/gtest.h>
 
@@ -9,10 +9,10 @@
 #include <thread>
 
 #include "exec/command.h"
-#include "worker/git_test_repo.h"
-#include "worker/worktree.h"
+#include "git/git_test_repo.h"
+#include "git/worktree.h"
 
-namespace tx::worker {
+namespace tx::git {
 namespace {
 
 namespace fs = std::filesystem;
@@ -208,4 +208,4 @@ TEST_F(MergeTest, MergesStartedTogetherLandOneAfterTheOther) {
 }
 
 }  // namespace
-}  // namespace tx::worker
+}  // namespace tx::git

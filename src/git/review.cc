@@ -1,11 +1,11 @@
-#include "worker/review.h"
+#include "git/review.h"
 
 #include <spdlog/spdlog.h>
 
-#include "worker/merge.h"
-#include "worker/worktree.h"
+#include "git/merge.h"
+#include "git/worktree.h"
 
-namespace tx::worker {
+namespace tx::git {
 namespace {
 
 Status RequireRepo(const Task& task) {
@@ -15,19 +15,13 @@ Status RequireRepo(const Task& task) {
   return Ok();
 }
 
-std::string BaseOf(const Task& task, const GitSettings& git) {
+std::string BaseOf(const Task& task, const Settings& git) {
   return task.base_branch.empty() ? git.base : task.base_branch;
 }
 
 }  // namespace
 
-Result<GitSettings> LoadGitSettings(const std::string& config_path, const std::string& repo) {
-  WorkerConfig config;
-  TX_RETURN_IF_ERROR(ApplyConfigFile(config_path, config));
-  return GitSettingsFor(config, repo);
-}
-
-Result<nlohmann::json> DescribeBranch(const Task& task, const GitSettings& git, bool with_diff) {
+Result<nlohmann::json> DescribeBranch(const Task& task, const Settings& git, bool with_diff) {
   TX_RETURN_IF_ERROR(RequireRepo(task));
   TX_ASSIGN_OR_RETURN(BranchSummary s, SummarizeBranch(task.repo, task.id, BaseOf(task, git)));
   nlohmann::json commits = nlohmann::json::array();
@@ -47,7 +41,7 @@ Result<nlohmann::json> DescribeBranch(const Task& task, const GitSettings& git, 
   return out;
 }
 
-std::optional<nlohmann::json> ReviewBranch(const Task& task, const GitSettings& git) {
+std::optional<nlohmann::json> ReviewBranch(const Task& task, const Settings& git) {
   if (task.repo.empty()) return std::nullopt;
   Result<nlohmann::json> j = DescribeBranch(task, git, /*with_diff=*/false);
   if (!j.ok()) {
@@ -77,14 +71,14 @@ class ServiceMergeRecord : public MergeRecord {
 }  // namespace
 
 Result<TaskMerge> MergeApprovedTask(service::TaskService& tasks, std::string_view id,
-                                    const GitSettings& git, const std::string& note,
+                                    const Settings& git, const std::string& note,
                                     MergeOptions options) {
   TX_ASSIGN_OR_RETURN(service::TaskDetail d, tasks.Show(id));
   ServiceMergeRecord record(tasks);
   return MergeTask(d.task, record, git, note, options);
 }
 
-Result<TaskMerge> MergeTask(const Task& task, MergeRecord& tasks, const GitSettings& git,
+Result<TaskMerge> MergeTask(const Task& task, MergeRecord& tasks, const Settings& git,
                             const std::string& note, MergeOptions options) {
   TX_RETURN_IF_ERROR(RequireRepo(task));
   if (!options.auto_merge) {
@@ -119,4 +113,4 @@ Result<TaskMerge> MergeTask(const Task& task, MergeRecord& tasks, const GitSetti
   return out;
 }
 
-}  // namespace tx::worker
+}  // namespace tx::git

@@ -10,24 +10,20 @@
 
 #include "core/error.h"
 #include "core/task.h"
+#include "git/settings.h"
 #include "service/task_service.h"
-#include "worker/config.h"
 
-namespace tx::worker {
-
-// The [git] settings for `repo` from the config file at `config_path` (a missing file: the
-// defaults).
-Result<GitSettings> LoadGitSettings(const std::string& config_path, const std::string& repo);
+namespace tx::git {
 
 // The task's branch against its base: {task_id, branch, base, head, commits [{sha, subject}],
 // files_changed, insertions, deletions}, and `diff` (git diff base...branch) with `with_diff`.
 // invalid_argument: the task names no repository; not_found: it has no branch (yet).
-Result<nlohmann::json> DescribeBranch(const Task& task, const GitSettings& git, bool with_diff);
+Result<nlohmann::json> DescribeBranch(const Task& task, const Settings& git, bool with_diff);
 
 // What is stored on a task as it goes to review (metadata.branch): DescribeBranch's summary
 // without the diff. nullopt, with a warning logged, when the task names no repository or its
 // branch cannot be read: the review goes on without it (`tx task diff` reads the branch anew).
-std::optional<nlohmann::json> ReviewBranch(const Task& task, const GitSettings& git);
+std::optional<nlohmann::json> ReviewBranch(const Task& task, const Settings& git);
 
 struct TaskMerge {
   Task task;  // as it now stands: done, or back in ready
@@ -56,12 +52,12 @@ class MergeRecord {
 // approved (with auto_merge: not in review, or not asking for it), refused before any git work;
 // invalid_argument: it names no repository; an error of the merge itself (the repository, the
 // base's checkout, a stop) leaves it as it was.
-Result<TaskMerge> MergeTask(const Task& task, MergeRecord& record, const GitSettings& git,
+Result<TaskMerge> MergeTask(const Task& task, MergeRecord& record, const Settings& git,
                             const std::string& note, MergeOptions options = {});
 
 // MergeTask of the task `id` read from `tasks`, recorded there.
 Result<TaskMerge> MergeApprovedTask(service::TaskService& tasks, std::string_view id,
-                                    const GitSettings& git, const std::string& note,
+                                    const Settings& git, const std::string& note,
                                     MergeOptions options = {});
 
-}  // namespace tx::worker
+}  // namespace tx::git

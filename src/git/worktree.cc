@@ -1,4 +1,4 @@
-#include "worker/worktree.h"
+#include "git/worktree.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -8,9 +8,9 @@
 
 #include "exec/command.h"
 #include "exec/file_lock.h"
-#include "worker/git.h"
+#include "git/git.h"
 
-namespace tx::worker {
+namespace tx::git {
 namespace {
 
 namespace fs = std::filesystem;
@@ -405,4 +405,4 @@ Status RemoveWorktree(const std::string& repo, const std::string& task_id, int k
   return Ok();
 }
 
-}  // namespace tx::worker
+}  // namespace tx::git

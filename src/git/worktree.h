@@ -25,7 +25,7 @@
 #include "core/error.h"
 #include "exec/unique_fd.h"
 
-namespace tx::worker {
+namespace tx::git {
 
 struct Worktree {
   std::string repo;          // the repository's top-level directory
@@ -95,4 +95,4 @@ std::vector<std::string> WithSetup(const Worktree& wt, const std::vector<std::st
 // remove is not an error.
 Status RemoveWorktree(const std::string& repo, const std::string& task_id, int keep_spares = 0);
 
-}  // namespace tx::worker
+}  // namespace tx::git

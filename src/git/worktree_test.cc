@@ -1,6 +1,6 @@
 // Git isolation (worktree.h) on real repositories made in a temp dir, with the real git.
 
-#include "worker/worktree.h"
+#include "git/worktree.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -12,9 +12,9 @@
 
 #include "exec/command.h"
 #include "exec/unique_fd.h"
-#include "worker/git_test_repo.h"
+#include "git/git_test_repo.h"
 
-namespace tx::worker {
+namespace tx::git {
 namespace {
 
 namespace fs = std::filesystem;
@@ -343,4 +343,4 @@ TEST(CommandTest, RunCommandCapturesOutputAndStatusAndNamesWhatCannotStart) {
 }
 
 }  // namespace
-}  // namespace tx::worker
+}  // namespace tx::git

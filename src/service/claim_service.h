@@ -129,7 +129,7 @@ class ClaimService {
   // Records the holder's outcome. kDone goes to `review` instead when the task asks for review.
   // A failure retries with backoff until max_attempts, then fails the task.
   // `task_id` may be empty to skip the check that the token belongs to it.
-  // `branch`, when the task goes to review: its branch's summary (worker/review.h, ReviewBranch),
+  // `branch`, when the task goes to review: its branch's summary (git/review.h, ReviewBranch),
   // stored as metadata.branch in the same write, for the reviewer.
   Result<Task> Report(std::string_view task_id, std::int64_t token, Outcome outcome,
                       const std::string& text, std::optional<int> exit_code = std::nullopt,

@@ -124,7 +124,7 @@ class TaskService {
   // The next attempt resumes the agent's session with the note as its prompt, unless `fresh`.
   Result<Task> RequestChanges(std::string_view id, const std::string& note, bool fresh = false);
 
-  // The end of a merge of an approved task's branch (worker/merge.h), which happens in git
+  // The end of a merge of an approved task's branch (git/merge.h), which happens in git
   // before either is called. Merged: `done` (events task.merged, with `merge`, then task.done).
   // MergeRefused: back to `ready` on the same attempt budget, `why` (the conflict, or the failing
   // check's output) appended to metadata.review_notes for the next prompt (task.merge_refused).

@@ -12,7 +12,7 @@
 #include "core/toml_text.h"
 #include "core/validation.h"
 #include "exec/program.h"
-#include "worker/git.h"
+#include "git/git.h"
 
 namespace tx::worker {
 namespace {
@@ -384,8 +384,8 @@ Status ApplyGit(const toml::table& g, const std::string& origin, WorkerConfig& c
 
 }  // namespace
 
-GitSettings GitSettingsFor(const WorkerConfig& config, const std::string& repo) {
-  GitSettings out = config.git;
+git::Settings GitSettingsFor(const WorkerConfig& config, const std::string& repo) {
+  git::Settings out = config.git;
   if (auto it = config.git_repos.find(repo); it != config.git_repos.end()) {
     if (it->second.base) out.base = *it->second.base;
     if (it->second.setup) out.setup = *it->second.setup;
@@ -394,6 +394,12 @@ GitSettings GitSettingsFor(const WorkerConfig& config, const std::string& repo) 
     if (it->second.rebase) out.rebase = *it->second.rebase;
   }
   return out;
+}
+
+Result<git::Settings> LoadGitSettings(const std::string& config_path, const std::string& repo) {
+  WorkerConfig config;
+  TX_RETURN_IF_ERROR(ApplyConfigFile(config_path, config));
+  return GitSettingsFor(config, repo);
 }
 
 void ApplyGitDefaults(const WorkerConfig& config, Task& task) {

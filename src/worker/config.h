@@ -20,6 +20,7 @@
 #include "core/worker.h"
 #include "exec/container.h"
 #include "exec/spawn_spec.h"
+#include "git/settings.h"
 #include "service/agent_service.h"
 #include "service/task_service.h"
 #include "worker/sandbox.h"
@@ -45,15 +46,6 @@ inline constexpr std::array<std::string_view, 31> kDefaultPassEnv = {
     "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
     "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR"};
 
-// Git isolation of tasks that name a repository (worker/worktree.h, docs/git.md).
-struct GitSettings {
-  std::string base;                // a task's base branch when it names none; "" = the repo's HEAD
-  std::vector<std::string> setup;  // shell commands run in a new worktree before the agent
-  int spare_worktrees = 1;         // finished worktrees kept for new tasks (worktree.h: spares)
-  std::string check;               // a shell command a merge must pass (merge.h); "" = none
-  bool rebase = true;              // merge = "rebase" (default) or "merge"
-  bool operator==(const GitSettings&) const = default;
-};
 // [git.repos."PATH"]: what one repository sets over [git].
 struct GitRepoSettings {
   std::optional<std::string> base;
@@ -120,7 +112,7 @@ struct WorkerConfig {
   std::string logs_dir;     // <store dir>/logs
   std::uint64_t log_cap_bytes = 8ull << 20;
   std::string tx_binary;  // this executable: its directory leads the agents' PATH
-  GitSettings git;        // [git]
+  git::Settings git;      // [git]
   // [git.repos."PATH"]: per repository (its path as tasks give it), each key over [git]'s.
   std::map<std::string, GitRepoSettings> git_repos;
   // Isolation asked for on a task's behalf when it names no repository: its queue's
@@ -130,7 +122,12 @@ struct WorkerConfig {
 };
 
 // The git settings for tasks in `repo`: [git], with [git.repos."repo"] laid over it.
-GitSettings GitSettingsFor(const WorkerConfig& config, const std::string& repo);
+git::Settings GitSettingsFor(const WorkerConfig& config, const std::string& repo);
+
+// GitSettingsFor `repo` of the config file at `config_path` (a missing file: the defaults), read
+// anew: what `tx task diff|merge` and the API's diff and merge use. The whole file is checked, as
+// a worker reads it: an error anywhere in it is returned.
+Result<git::Settings> LoadGitSettings(const std::string& config_path, const std::string& repo);
 
 // Git isolation asked for on behalf of a task added without a repository (docs/git.md): its
 // queue's [git.queues.NAME] (repo, base, and review or auto-merge on top of the task's own),

@@ -158,10 +158,10 @@ setup = []
 )",
                              "config.toml", c);
   ASSERT_TRUE(s.ok()) << s.error().message();
-  GitSettings other = GitSettingsFor(c, "/srv/other");
+  git::Settings other = GitSettingsFor(c, "/srv/other");
   EXPECT_EQ(other.base, "main");
   EXPECT_EQ(other.setup, (std::vector<std::string>{"npm ci", "cp ../../../.env ."}));
-  GitSettings api = GitSettingsFor(c, "/srv/api");
+  git::Settings api = GitSettingsFor(c, "/srv/api");
   EXPECT_EQ(api.base, "develop");
   EXPECT_EQ(api.setup, other.setup);
   EXPECT_EQ(other.spare_worktrees, 3);
@@ -170,7 +170,7 @@ setup = []
   EXPECT_TRUE(other.rebase);
   EXPECT_EQ(api.check, "");
   EXPECT_FALSE(api.rebase);
-  GitSettings docs = GitSettingsFor(c, "/srv/docs");
+  git::Settings docs = GitSettingsFor(c, "/srv/docs");
   EXPECT_EQ(docs.base, "main");
   EXPECT_TRUE(docs.setup.empty());
 }
@@ -559,9 +559,9 @@ TEST(SpawnPlan, InAWorktreeTheAgentRunsThereWithItsBranchAfterTheRepositorysSetu
   t.command = {"agent", "{workdir}", "{prompt}"};
   Claim claim;
   claim.attempt = 1;
-  Worktree wt{"/repo", "/repo/.tx/worktrees/task-abcdefgh",  "tx/task-abcdefgh",
-              "main",  "/repo/.git/worktrees/task-abcdefgh", true,
-              true};
+  git::Worktree wt{"/repo", "/repo/.tx/worktrees/task-abcdefgh",  "tx/task-abcdefgh",
+                   "main",  "/repo/.git/worktrees/task-abcdefgh", true,
+                   true};
   auto plan = PlanSpawn(c, t, claim, {"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=a.b"}, &wt);
   ASSERT_TRUE(plan.ok()) << plan.error().message();
   const exec::SpawnSpec* spec = &plan->spec;
@@ -569,7 +569,7 @@ TEST(SpawnPlan, InAWorktreeTheAgentRunsThereWithItsBranchAfterTheRepositorysSetu
   std::string prompt = AgentPrompt(t, 1, &wt);
   EXPECT_NE(prompt.find("Working directory: " + wt.path), std::string::npos);
   EXPECT_NE(prompt.find("on branch tx/task-abcdefgh (made from main)"), std::string::npos);
-  EXPECT_EQ(spec->argv, WithSetup(wt, {"make deps"}, {"agent", wt.path, prompt}));
+  EXPECT_EQ(spec->argv, git::WithSetup(wt, {"make deps"}, {"agent", wt.path, prompt}));
   auto has = [&](const std::string& kv) {
     return std::count(spec->env.begin(), spec->env.end(), kv) == 1;
   };
@@ -791,9 +791,9 @@ TEST(SpawnPlan, OnlyTheWorkersVariablesPassEnvNamesReachTheAgent_Issue25) {
   // pass_env held back (which would leave a key git refuses).
   t.agent = "generic";
   worker_env = {"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=a.b", "GIT_CONFIG_VALUE_0=c"};
-  Worktree wt{"/repo", "/repo/.tx/worktrees/task-abcdefgh",  "tx/task-abcdefgh",
-              "main",  "/repo/.git/worktrees/task-abcdefgh", true,
-              false};
+  git::Worktree wt{"/repo", "/repo/.tx/worktrees/task-abcdefgh",  "tx/task-abcdefgh",
+                   "main",  "/repo/.git/worktrees/task-abcdefgh", true,
+                   false};
   own.pass_env = {"PATH"};
   Result<AttemptPlan> plan = PlanSpawn(own, t, claim, worker_env, &wt);
   ASSERT_TRUE(plan.ok()) << plan.error().message();

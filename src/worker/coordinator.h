@@ -19,11 +19,11 @@
 #include "core/task.h"
 #include "core/usage.h"
 #include "core/worker.h"
+#include "git/review.h"
 #include "service/agent_service.h"
 #include "service/claim_service.h"
 #include "service/worker_service.h"
 #include "worker/config.h"
-#include "worker/review.h"
 
 namespace tx::worker {
 
@@ -108,8 +108,8 @@ class Coordinator {
   // merge does; an error (or `cancel_fd` readable during the check) leaves it in review.
   // `token`: of the attempt that put it in review, which fences the record over HTTP. conflict:
   // the task is no longer in review (or, over HTTP, another attempt ran since).
-  virtual Result<TaskMerge> AutoMerge(std::string_view task_id, std::int64_t token,
-                                      const GitSettings& git, int cancel_fd) = 0;
+  virtual Result<git::TaskMerge> AutoMerge(std::string_view task_id, std::int64_t token,
+                                           const git::Settings& git, int cancel_fd) = 0;
 
   // The agents (service/agent_service.h): the ledger, limits and budgets, and the ends of an
   // attempt that are not the task's fault. As AgentService's methods of the same names.

@@ -215,7 +215,7 @@ namespace {
 
 // The outcome of an auto-merge made here, recorded by the server (POST /api/worker/auto-merge),
 // fenced by the token of the attempt that put the task in review.
-class ServerMergeRecord : public MergeRecord {
+class ServerMergeRecord : public git::MergeRecord {
  public:
   ServerMergeRecord(std::function<Result<json>(const json&)> post, std::int64_t token)
       : post_(std::move(post)), token_(token) {}
@@ -237,13 +237,14 @@ class ServerMergeRecord : public MergeRecord {
 
 }  // namespace
 
-Result<TaskMerge> HttpCoordinator::AutoMerge(std::string_view task_id, std::int64_t token,
-                                             const GitSettings& git, int cancel_fd) {
+Result<git::TaskMerge> HttpCoordinator::AutoMerge(std::string_view task_id, std::int64_t token,
+                                                  const git::Settings& git, int cancel_fd) {
   TX_ASSIGN_OR_RETURN(json shown, Get("/api/tasks/" + std::string(task_id)));
   TX_ASSIGN_OR_RETURN(Task task, TaskFromJson(shown));
   ServerMergeRecord record(
       [this](const json& body) { return Post("/api/worker/auto-merge", body); }, token);
-  return MergeTask(task, record, git, "auto-merge", {.auto_merge = true, .cancel_fd = cancel_fd});
+  return git::MergeTask(task, record, git, "auto-merge",
+                        {.auto_merge = true, .cancel_fd = cancel_fd});
 }
 
 Status HttpCoordinator::RecordUsage(const AttemptUsage& usage) {

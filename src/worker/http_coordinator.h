@@ -59,8 +59,8 @@ class HttpCoordinator : public RemoteCoordinator {
   Result<Claim> GiveUp(std::string_view task_id, std::int64_t token, EndReason reason) override;
   Result<Task> Ask(std::string_view task_id, std::int64_t token,
                    const std::string& question) override;
-  Result<TaskMerge> AutoMerge(std::string_view task_id, std::int64_t token, const GitSettings& git,
-                              int cancel_fd) override;
+  Result<git::TaskMerge> AutoMerge(std::string_view task_id, std::int64_t token,
+                                   const git::Settings& git, int cancel_fd) override;
   Status RecordUsage(const AttemptUsage& usage) override;
   Result<std::vector<AttemptUsage>> TaskUsage(std::string_view task_id) override;
   Result<Task> EndLimited(std::string_view task_id, std::int64_t token,

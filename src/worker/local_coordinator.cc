@@ -36,10 +36,10 @@ Result<double> LocalCoordinator::TaskCost(std::string_view task_id) {
   return agents_.TaskCost(task_id);
 }
 
-Result<TaskMerge> LocalCoordinator::AutoMerge(std::string_view task_id, std::int64_t,
-                                              const GitSettings& git, int cancel_fd) {
-  return MergeApprovedTask(tasks_, task_id, git, "auto-merge",
-                           {.auto_merge = true, .cancel_fd = cancel_fd});
+Result<git::TaskMerge> LocalCoordinator::AutoMerge(std::string_view task_id, std::int64_t,
+                                                   const git::Settings& git, int cancel_fd) {
+  return git::MergeApprovedTask(tasks_, task_id, git, "auto-merge",
+                                {.auto_merge = true, .cancel_fd = cancel_fd});
 }
 
 }  // namespace tx::worker

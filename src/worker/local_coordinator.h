@@ -77,8 +77,8 @@ class LocalCoordinator : public Coordinator {
                    const std::string& question) override {
     return claims_.Ask(task_id, token, question);
   }
-  Result<TaskMerge> AutoMerge(std::string_view task_id, std::int64_t token, const GitSettings& git,
-                              int cancel_fd) override;
+  Result<git::TaskMerge> AutoMerge(std::string_view task_id, std::int64_t token,
+                                   const git::Settings& git, int cancel_fd) override;
   Status RecordUsage(const AttemptUsage& usage) override { return agents_.RecordUsage(usage); }
   Result<std::vector<AttemptUsage>> TaskUsage(std::string_view task_id) override {
     return agents_.TaskUsage(task_id);

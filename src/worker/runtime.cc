@@ -28,6 +28,7 @@
 #include "exec/process_info.h"
 #include "exec/program.h"
 #include "exec/unique_fd.h"
+#include "git/review.h"
 #include "service/agent_gate.h"
 #include "worker/agent_gateway.h"
 #include "worker/attempt_policy.h"
@@ -35,7 +36,6 @@
 #include "worker/local_coordinator.h"
 #include "worker/remote.h"
 #include "worker/reset_time.h"
-#include "worker/review.h"
 #include "worker/spawn_plan.h"
 
 namespace tx::worker {
@@ -576,11 +576,11 @@ void WorkerRuntime::RunAttempt(service::ClaimResult claimed) {
       task.base_branch.empty() ? GitSettingsFor(config_, task.repo).base : task.base_branch;
   // Held until the worktree's clean-up below: a worker that claims the task's next attempt (a
   // cancel and a retry meanwhile) waits for it rather than have it removed under its agent.
-  Result<exec::UniqueFd> held = LockTaskWorktree(task.repo, task.id);
-  Result<Worktree> wt =
-      held.ok() ? PrepareWorktree(task.repo, base, task.id) : Result<Worktree>(held.error());
-  Status ready =
-      wt.ok() ? WriteInstructions(*wt, AgentPrompt(task, claim.attempt, &*wt)) : Status(wt.error());
+  Result<exec::UniqueFd> held = git::LockTaskWorktree(task.repo, task.id);
+  Result<git::Worktree> wt = held.ok() ? git::PrepareWorktree(task.repo, base, task.id)
+                                       : Result<git::Worktree>(held.error());
+  Status ready = wt.ok() ? git::WriteInstructions(*wt, AgentPrompt(task, claim.attempt, &*wt))
+                         : Status(wt.error());
   if (!ready.ok()) {
     spdlog::error("{} attempt {}: {}", task.id, claim.attempt, ready.error().message());
     Result<Task> r = fleet_->Fail(task.id, claim.token, EndReason::kFailed,
@@ -632,15 +632,15 @@ void WorkerRuntime::RunAttempt(service::ClaimResult claimed) {
     return;
   }
   if (!finished) return;
-  if (Status s =
-          RemoveWorktree(task.repo, task.id, GitSettingsFor(config_, task.repo).spare_worktrees);
+  if (Status s = git::RemoveWorktree(task.repo, task.id,
+                                     GitSettingsFor(config_, task.repo).spare_worktrees);
       !s.ok()) {
     spdlog::warn("{}: {}", task.id, s.error().message());
   }
 }
 
 void WorkerRuntime::AutoMerge(const Task& task, std::int64_t token) {
-  GitSettings git = GitSettingsFor(config_, task.repo);
+  git::Settings git = GitSettingsFor(config_, task.repo);
   if (git.check.empty()) {
     spdlog::warn(
         "{} asks for auto-merge on a green check, but no [git] check is set: it waits in "
@@ -660,7 +660,7 @@ void WorkerRuntime::AutoMerge(const Task& task, std::int64_t token) {
     spdlog::info("{}: stopping, so not auto-merged: it waits in review", task.id);
     return;
   }
-  Result<TaskMerge> m = fleet_->AutoMerge(task.id, token, git, stop_fd.get());
+  Result<git::TaskMerge> m = fleet_->AutoMerge(task.id, token, git, stop_fd.get());
   if (!m.ok()) {
     spdlog::warn("{}: auto-merge: {}", task.id, m.error().message());
   } else if (m->merged) {
@@ -671,7 +671,7 @@ void WorkerRuntime::AutoMerge(const Task& task, std::int64_t token) {
   }
 }
 
-void WorkerRuntime::RunAgent(const service::ClaimResult& claimed, const Worktree* worktree) {
+void WorkerRuntime::RunAgent(const service::ClaimResult& claimed, const git::Worktree* worktree) {
   const Task& task = claimed.task;
   const Claim& claim = claimed.claim;
   auto fail_counted = [&](const std::string& why) {
@@ -1299,7 +1299,8 @@ void WorkerRuntime::Finish(const service::ClaimResult& claimed, const exec::Exit
   if (outcome.kind != exec::ExitOutcome::Kind::kSpawnFailed) code = outcome.exit_code;
   // A task going to review carries its branch's summary for the reviewer.
   std::optional<nlohmann::json> branch;
-  if (task.review && succeeded) branch = ReviewBranch(task, GitSettingsFor(config_, task.repo));
+  if (task.review && succeeded)
+    branch = git::ReviewBranch(task, GitSettingsFor(config_, task.repo));
   const bool claim_too = succeeded && !branch && MayClaimWithReport(task);
   auto report = [&]() -> Result<Task> {
     if (claim_too) {

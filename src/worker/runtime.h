@@ -49,6 +49,7 @@
 #include "agent/profile.h"
 #include "core/error.h"
 #include "exec/child.h"
+#include "git/worktree.h"
 #include "log/process_log.h"
 #include "service/claim_service.h"
 #include "worker/budgets_source.h"
@@ -57,7 +58,6 @@
 #include "worker/heartbeat.h"
 #include "worker/held_claim.h"
 #include "worker/spawn_plan.h"
-#include "worker/worktree.h"
 
 namespace tx::worker {
 
@@ -111,7 +111,7 @@ class WorkerRuntime {
   // Runs one claimed attempt: in the task's worktree when it names a repository (worktree.h),
   // removed afterwards once the task is done without review or cancelled.
   void RunAttempt(service::ClaimResult claimed);
-  void RunAgent(const service::ClaimResult& claimed, const Worktree* worktree);
+  void RunAgent(const service::ClaimResult& claimed, const git::Worktree* worktree);
 
   // How one run of an agent ended (FollowRun).
   struct RunEnd {

@@ -42,7 +42,7 @@ std::vector<std::string> CurrentEnvironment() {
   return env;
 }
 
-std::string AgentPrompt(const Task& task, int attempt, const Worktree* worktree) {
+std::string AgentPrompt(const Task& task, int attempt, const git::Worktree* worktree) {
   if (worktree == nullptr) return BuildPrompt(task, attempt);
   Task shown = task;
   shown.workdir = worktree->path;
@@ -78,8 +78,9 @@ std::vector<std::string> WorkerTxEnv(const WorkerConfig& config, const Task& tas
 }
 
 Result<AttemptPlan> PlanSpawn(const WorkerConfig& config, const Task& task, const Claim& claim,
-                              const std::vector<std::string>& base_env, const Worktree* worktree,
-                              const RunChoice& choice, const AgentAccess& access) {
+                              const std::vector<std::string>& base_env,
+                              const git::Worktree* worktree, const RunChoice& choice,
+                              const AgentAccess& access) {
   const std::string& agent_socket = access.socket;
   TX_ASSIGN_OR_RETURN(AttemptPlan plan, ProfileFor(config, task));
   std::string workdir = task.workdir.empty() ? config.workdir : task.workdir;
@@ -170,7 +171,7 @@ Result<AttemptPlan> PlanSpawn(const WorkerConfig& config, const Task& task, cons
   }
   spec.env.push_back("TX_MAX_SUBTASKS=" + std::to_string(config.max_subtasks));
   if (worktree != nullptr) {
-    for (auto& kv : AgentGitEnv(*worktree, passed)) spec.env.push_back(std::move(kv));
+    for (auto& kv : git::AgentGitEnv(*worktree, passed)) spec.env.push_back(std::move(kv));
   }
   // tx's MCP server, registered for this run (docs/mcp.md), is told which of the agent's
   // variables are its task's.
@@ -183,7 +184,7 @@ Result<AttemptPlan> PlanSpawn(const WorkerConfig& config, const Task& task, cons
         agent::WithMcpServer(plan.profile.family, std::move(spec.argv), config.tx_binary, names);
   }
   if (worktree != nullptr && worktree->needs_setup) {
-    spec.argv = WithSetup(*worktree, GitSettingsFor(config, task.repo).setup, spec.argv);
+    spec.argv = git::WithSetup(*worktree, GitSettingsFor(config, task.repo).setup, spec.argv);
   }
   spec.cwd = workdir;
   plan.log_path = AttemptLogPath(config.logs_dir, task.id, claim.attempt);

@@ -12,9 +12,9 @@
 #include "core/claim.h"
 #include "core/task.h"
 #include "exec/spawn_spec.h"
+#include "git/worktree.h"
 #include "worker/agent_gateway.h"
 #include "worker/config.h"
-#include "worker/worktree.h"
 
 namespace tx::worker {
 
@@ -69,7 +69,7 @@ Result<AttemptPlan> ProfileFor(const WorkerConfig& config, const Task& task);
 // the repository ([git] setup) when the worktree still needs them (WithSetup).
 Result<AttemptPlan> PlanSpawn(const WorkerConfig& config, const Task& task, const Claim& claim,
                               const std::vector<std::string>& base_env,
-                              const Worktree* worktree = nullptr, const RunChoice& choice = {},
+                              const git::Worktree* worktree = nullptr, const RunChoice& choice = {},
                               const AgentAccess& access = {});
 
 // What the worker's own tx runs an agent's gated commands with (AgentGateway::Options::env):
@@ -81,7 +81,7 @@ std::vector<std::string> WorkerTxEnv(const WorkerConfig& config, const Task& tas
 
 // The prompt of an attempt (BuildPrompt), with the worktree as the working directory and a note
 // on its branch when there is one. Also what WriteInstructions puts in CLAUDE.md and AGENTS.md.
-std::string AgentPrompt(const Task& task, int attempt, const Worktree* worktree);
+std::string AgentPrompt(const Task& task, int attempt, const git::Worktree* worktree);
 
 // The logs of one attempt: the readable one (tx task log), and a structured agent's raw output.
 std::string AttemptLogPath(const std::string& logs_dir, const std::string& task_id, int attempt);
