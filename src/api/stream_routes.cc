@@ -20,7 +20,6 @@
 #include "service/task_service.h"
 #include "service/worker_service.h"
 #include "store/location.h"
-#include "worker/spawn_plan.h"
 
 namespace tx::api {
 
@@ -174,9 +173,9 @@ void ApiServer::StreamRoutes() {
                         Error::NotFound("task " + id + " has no attempt " + std::to_string(n)));
     }
     std::string logs = (std::filesystem::path(store::LocalDir(options_.db_path)) / "logs").string();
-    std::string path = worker::AttemptLogPath(logs, id, n);
+    std::string path = store::AttemptLogPath(logs, id, n);
     if (*raw) {
-      std::string raw_path = worker::AttemptRawLogPath(logs, id, n);
+      std::string raw_path = store::AttemptRawLogPath(logs, id, n);
       if (FileSize(raw_path) >= 0 || FileSize(path) < 0) path = raw_path;
     }
     std::int64_t size = FileSize(path);

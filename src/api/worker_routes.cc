@@ -30,7 +30,6 @@
 #include "service/task_service.h"
 #include "service/worker_service.h"
 #include "store/location.h"
-#include "worker/spawn_plan.h"
 
 namespace tx::api {
 
@@ -374,7 +373,7 @@ void ApiServer::WorkerRoutes() {
   h.Post("/api/worker/give-up", fenced(FencedCall::kGiveUp));
   h.Post("/api/worker/ask", fenced(FencedCall::kAsk));
 
-  // The outcome of an auto-merge that a worker made on its own machine (worker/review.h
+  // The outcome of an auto-merge that a worker made on its own machine (git/review.h
   // MergeTask): {"task_id", "token", "merge": {..}} when it merged, {"task_id", "token", "why"}
   // when the merge was refused. Fenced by the token of the task's last attempt, the one that put
   // it in review; TaskService::Merged and MergeRefused check its state.
@@ -573,8 +572,8 @@ void ApiServer::WorkerRoutes() {
       std::string logs =
           (std::filesystem::path(store::LocalDir(options_.db_path)) / "logs").string();
       std::filesystem::path path =
-          raw ? worker::AttemptRawLogPath(logs, task_id, static_cast<int>(attempt))
-              : worker::AttemptLogPath(logs, task_id, static_cast<int>(attempt));
+          raw ? store::AttemptRawLogPath(logs, task_id, static_cast<int>(attempt))
+              : store::AttemptLogPath(logs, task_id, static_cast<int>(attempt));
       std::error_code ec;
       std::filesystem::create_directories(path.parent_path(), ec);
       // The owner's alone, like the worker's own logs, and never through a planted symlink.

@@ -26,7 +26,6 @@
 #include "service/task_service.h"
 #include "store/location.h"
 #include "worker/remote.h"
-#include "worker/spawn_plan.h"
 
 namespace tx::cli {
 
@@ -473,7 +472,7 @@ namespace {
 // note is already in the store.
 void AppendNoteToLog(const std::string& logs_dir, const std::string& task_id, int attempt,
                      const std::string& text) {
-  std::string path = worker::AttemptLogPath(logs_dir, task_id, attempt);
+  std::string path = store::AttemptLogPath(logs_dir, task_id, attempt);
   int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return;
   std::string line = "[tx] note: " + text;

@@ -305,11 +305,11 @@ Handler SetupTaskLog(CLI::App& cmd) {
       }
     }
     std::string logs = (StoreDir(ctx) / "logs").string();
-    std::string path = worker::AttemptLogPath(logs, a->id, n);
+    std::string path = store::AttemptLogPath(logs, a->id, n);
     // A structured agent's raw output is kept beside its readable log; a plain one's log is
     // its raw output.
     if (a->raw) {
-      std::string raw = worker::AttemptRawLogPath(logs, a->id, n);
+      std::string raw = store::AttemptRawLogPath(logs, a->id, n);
       if (fs::exists(raw) || !fs::exists(path)) path = raw;
     }
     std::ifstream in(path, std::ios::binary);

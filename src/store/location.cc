@@ -38,4 +38,13 @@ std::string LocalDir(const std::string& db) {
   return fs::absolute(db).parent_path().string();
 }
 
+std::string AttemptLogPath(const std::string& logs_dir, const std::string& task_id, int attempt) {
+  return logs_dir + "/" + task_id + "/" + std::to_string(attempt) + ".log";
+}
+
+std::string AttemptRawLogPath(const std::string& logs_dir, const std::string& task_id,
+                              int attempt) {
+  return logs_dir + "/" + task_id + "/" + std::to_string(attempt) + ".raw";
+}
+
 }  // namespace tx::store

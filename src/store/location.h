@@ -22,4 +22,9 @@ std::string AbsoluteLocation(const std::string& db);
 // PostgreSQL store, $TX_DIR if set (an orchestrator sets it for its workers), else .tx here.
 std::string LocalDir(const std::string& db);
 
+// The logs of one attempt under `logs_dir` (LocalDir's logs/ where the server keeps them): the
+// readable one (tx task log), and a structured agent's raw output.
+std::string AttemptLogPath(const std::string& logs_dir, const std::string& task_id, int attempt);
+std::string AttemptRawLogPath(const std::string& logs_dir, const std::string& task_id, int attempt);
+
 }  // namespace tx::store

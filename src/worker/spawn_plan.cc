@@ -15,15 +15,6 @@ extern char** environ;
 
 namespace tx::worker {
 
-std::string AttemptLogPath(const std::string& logs_dir, const std::string& task_id, int attempt) {
-  return logs_dir + "/" + task_id + "/" + std::to_string(attempt) + ".log";
-}
-
-std::string AttemptRawLogPath(const std::string& logs_dir, const std::string& task_id,
-                              int attempt) {
-  return logs_dir + "/" + task_id + "/" + std::to_string(attempt) + ".raw";
-}
-
 Result<AttemptPlan> ProfileFor(const WorkerConfig& config, const Task& task) {
   AttemptPlan plan;
   if (!task.command.empty()) {
@@ -187,10 +178,10 @@ Result<AttemptPlan> PlanSpawn(const WorkerConfig& config, const Task& task, cons
     spec.argv = git::WithSetup(*worktree, GitSettingsFor(config, task.repo).setup, spec.argv);
   }
   spec.cwd = workdir;
-  plan.log_path = AttemptLogPath(config.logs_dir, task.id, claim.attempt);
+  plan.log_path = store::AttemptLogPath(config.logs_dir, task.id, claim.attempt);
   bool structured = !plan.is_command && (plan.profile.family == agent::Family::kClaude ||
                                          plan.profile.family == agent::Family::kCodex);
-  if (structured) plan.raw_log_path = AttemptRawLogPath(config.logs_dir, task.id, claim.attempt);
+  if (structured) plan.raw_log_path = store::AttemptRawLogPath(config.logs_dir, task.id, claim.attempt);
   spec.log_path = structured ? plan.raw_log_path : plan.log_path;
   spec.log_cap_bytes = config.log_cap_bytes;
   spec.limits = config.limits;

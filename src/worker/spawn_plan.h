@@ -83,10 +83,6 @@ std::vector<std::string> WorkerTxEnv(const WorkerConfig& config, const Task& tas
 // on its branch when there is one. Also what WriteInstructions puts in CLAUDE.md and AGENTS.md.
 std::string AgentPrompt(const Task& task, int attempt, const git::Worktree* worktree);
 
-// The logs of one attempt: the readable one (tx task log), and a structured agent's raw output.
-std::string AttemptLogPath(const std::string& logs_dir, const std::string& task_id, int attempt);
-std::string AttemptRawLogPath(const std::string& logs_dir, const std::string& task_id, int attempt);
-
 // The environment of this process, "NAME=value" each.
 std::vector<std::string> CurrentEnvironment();
 
