@@ -39,21 +39,24 @@ void ServeAsset(const EmbeddedAsset& asset, const httplib::Request& req, httplib
 
 }  // namespace
 
+void ServeDashboardPage(const httplib::Request& req, httplib::Response& res) {
+  const EmbeddedAsset* index = FindAsset("index.html");
+  if (!index) return ReplyError(res, Error::NotFound("the dashboard was not built in"));
+  ServeAsset(*index, req, res);
+}
+
+void ServeDashboardAsset(const httplib::Request& req, httplib::Response& res) {
+  std::string name = req.matches[1].str();
+  const EmbeddedAsset* asset = FindAsset(name);
+  if (!asset) {
+    return ReplyError(res, Error::NotFound("no dashboard asset " + name));
+  }
+  ServeAsset(*asset, req, res);
+}
+
 void ServeDashboard(HttpServer& server) {
-  server.Get("/", [](const httplib::Request& req, httplib::Response& res) {
-    const EmbeddedAsset* index = FindAsset("index.html");
-    if (!index) return ReplyError(res, Error::NotFound("the dashboard was not built in"));
-    ServeAsset(*index, req, res);
-  });
-  server.Get(R"(/assets/([A-Za-z0-9_.-]+))",
-             [](const httplib::Request& req, httplib::Response& res) {
-               std::string name = req.matches[1].str();
-               const EmbeddedAsset* asset = FindAsset(name);
-               if (!asset) {
-                 return ReplyError(res, Error::NotFound("no dashboard asset " + name));
-               }
-               ServeAsset(*asset, req, res);
-             });
+  server.Get("/", ServeDashboardPage);
+  server.Get(kDashboardAssetPattern, ServeDashboardAsset);
 }
 
 }  // namespace tx::api

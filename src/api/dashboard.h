@@ -7,6 +7,11 @@
 #include <span>
 #include <string_view>
 
+namespace httplib {
+struct Request;
+struct Response;
+}  // namespace httplib
+
 namespace tx::api {
 
 class HttpServer;
@@ -21,10 +26,15 @@ struct EmbeddedAsset {
 // Every file of the dashboard, as compiled in (the generated dashboard_assets.cc).
 std::span<const EmbeddedAsset> DashboardAssets();
 
-// Registers GET / (index.html) and GET /assets/NAME. Each answer carries its ETag and
-// `Cache-Control: no-cache`, so a browser revalidates (304 when unchanged) and a new binary's page
-// is never mixed with an old script. An unknown asset is a 404 in the API's error shape. The
-// server's auth rules apply as to every route.
+// GET / (index.html) and GET /assets/NAME (kDashboardAssetPattern, NAME its group). Each answer
+// carries its ETag and `Cache-Control: no-cache`, so a browser revalidates (304 when unchanged)
+// and a new binary's page is never mixed with an old script. An unknown asset is a 404 in the
+// API's error shape. The server's auth rules apply as to every route.
+inline constexpr char kDashboardAssetPattern[] = R"(/assets/([A-Za-z0-9_.-]+))";
+void ServeDashboardPage(const httplib::Request& req, httplib::Response& res);
+void ServeDashboardAsset(const httplib::Request& req, httplib::Response& res);
+
+// Registers both (the API lists them in its routes instead: api/server.cc).
 void ServeDashboard(HttpServer& server);
 
 }  // namespace tx::api

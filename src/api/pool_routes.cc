@@ -83,185 +83,180 @@ Result<std::int64_t> SessionToken(store::Store& store, const std::string& text) 
   return token;
 }
 
+// The orchestrator a request means: ?id= if given, else this directory's, else the only one
+// running (orchestrator::TargetOrchestrator).
+Result<std::string> Target(const ServerOptions& options, store::Store& store,
+                           const httplib::Request& req) {
+  return orchestrator::TargetOrchestrator(store, options.service,
+                                          req.has_param("id") ? req.get_param_value("id") : "",
+                                          options.local_pool);
+}
+
 }  // namespace
 
-void ApiServer::PoolRoutes() {
-  HttpServer& h = *http_;
+void ApiServer::ShowOrchestrator(const httplib::Request& req, httplib::Response& res) {
   const service::ServiceOptions& opts = options_.service;
-
-  // Runs `fn` with a store of its own and replies with its JSON, or with its error.
-  auto with_store = [this](httplib::Response& res, int ok_status, auto fn) {
-    ReplyWithStore(stores_, res, ok_status, fn);
-  };
-
-  // The orchestrator a request means: ?id= if given, else this directory's, else the only one
-  // running (orchestrator::TargetOrchestrator).
-  const std::string& local = options_.local_pool;
-  auto target = [&opts, &local](store::Store& store,
-                                const httplib::Request& req) -> Result<std::string> {
-    return orchestrator::TargetOrchestrator(
-        store, opts, req.has_param("id") ? req.get_param_value("id") : "", local);
-  };
-
-  h.Get("/api/orchestrator",
-        [this, with_store, &opts, &local](const httplib::Request& req, httplib::Response& res) {
-          with_store(res, 200, [&](store::Store& store) -> Result<json> {
-            TX_RETURN_IF_ERROR(OnlyParams(req, {"id"}));
-            TX_ASSIGN_OR_RETURN(
-                json st,
-                service::PoolStatus(store, opts, store.clock().NowMs(),
-                                    req.has_param("id") ? req.get_param_value("id") : "", local));
-            TX_ASSIGN_OR_RETURN(
-                st["agents"],
-                service::AgentService(store, store.clock(), opts).StatusOf(config_.budgets));
-            return st;
-          });
-        });
-
-  h.Post("/api/orchestrator/scale",
-         [with_store, &opts, target](const httplib::Request& req, httplib::Response& res) {
-           with_store(res, 200, [&](store::Store& store) -> Result<json> {
-             TX_RETURN_IF_ERROR(OnlyParams(req, {"id"}));
-             TX_ASSIGN_OR_RETURN(json body, ParseObject(req.body));
-             TX_ASSIGN_OR_RETURN(int n, DecodeScale(body));
-             TX_ASSIGN_OR_RETURN(std::string id, target(store, req));
-             return orchestrator::ScalePool(store, opts, id, n);
-           });
-         });
-
-  h.Post("/api/orchestrator/stop",
-         [with_store, &opts, target](const httplib::Request& req, httplib::Response& res) {
-           with_store(res, 202, [&](store::Store& store) -> Result<json> {
-             TX_RETURN_IF_ERROR(OnlyParams(req, {"id"}));
-             TX_ASSIGN_OR_RETURN(json body, ParseObject(req.body.empty() ? "{}" : req.body));
-             TX_ASSIGN_OR_RETURN(bool force, DecodeStop(body));
-             TX_ASSIGN_OR_RETURN(std::string id, target(store, req));
-             TX_RETURN_IF_ERROR(orchestrator::StopOrchestrator(store, opts, id, force, false));
-             return json{{"status", "stopping"}, {"force", force}, {"id", id}};
-           });
-         });
-
-  // A supervised worker made to order. No capacity under max-workers within the capacity
-  // timeout is a 503, as the issue of capacity is the server's, not the request's.
-  h.Post(
-      "/api/workers", [this, &opts, target](const httplib::Request& req, httplib::Response& res) {
-        Result<StorePool::Lease> s = stores_.Acquire();
-        if (!s.ok()) return ReplyError(res, s.error());
-        store::Store& store = **s;
-        Result<Worker> added = [&]() -> Result<Worker> {
-          TX_ASSIGN_OR_RETURN(json body, ParseObject(req.body));
-          TX_ASSIGN_OR_RETURN(NewWorker spec, DecodeNewWorker(body));
-          Result<std::string> id = target(store, req);
-          if (!id.ok() && id.error().message() == "no orchestrator is running on this store") {
-            return Error::Conflict(
-                "no orchestrator is running on this store: a created worker is supervised by it");
-          }
-          TX_RETURN_IF_ERROR(id);
-          TX_ASSIGN_OR_RETURN(OrchestratorState o,
-                              service::OrchestratorService(store, store.clock()).Get(*id));
-          if (!spec.workdir.empty() && !std::filesystem::path(spec.workdir).is_absolute()) {
-            return Error::InvalidArgument("field 'workdir' must be an absolute path");
-          }
-          // Checked as the worker will check its flags: the pool's own, then this worker's.
-          std::vector<std::string> all;
-          if (o.config.contains("worker_args") && o.config["worker_args"].is_array()) {
-            for (const auto& a : o.config["worker_args"]) {
-              if (a.is_string()) all.push_back(a.get<std::string>());
-            }
-          }
-          all.insert(all.end(), spec.args.begin(), spec.args.end());
-          worker::WorkerFlags flags;
-          TX_RETURN_IF_ERROR(worker::ApplyWorkerArgs(all, flags));
-          TX_RETURN_IF_ERROR(worker::BuildWorkerConfig(options_.db_path, "", flags));
-          return orchestrator::AddWorker(
-              store, opts, *id,
-              {std::move(spec.args), std::move(spec.instructions), std::move(spec.workdir)});
-        }();
-        if (!added.ok()) {
-          if (added.error().code() == ErrorCode::kBackpressure) {
-            return ReplyError(res, 503, "no_capacity", added.error().message());
-          }
-          return ReplyError(res, added.error());
-        }
-        res.set_header("Location", "/api/workers/" + added->id);
-        Reply(res, 201, ToJson(*added, store.clock().Now()));
-      });
-
-  // Stops a worker: gracefully (it finishes its task), or with ?force=true now (its agent is
-  // stopped and its task released, the attempt not counted). A worker the running orchestrator
-  // supervises leaves the pool with its slot, instead of being replaced.
-  h.Delete(R"(/api/workers/([^/]+))", [with_store, &opts](const httplib::Request& req,
-                                                          httplib::Response& res) {
-    with_store(res, 202, [&](store::Store& store) -> Result<json> {
-      TX_RETURN_IF_ERROR(OnlyParams(req, {"force"}));
-      bool force = false;
-      if (req.has_param("force")) {
-        std::string v = req.get_param_value("force");
-        if (v != "true" && v != "false") {
-          return Error::InvalidArgument("parameter 'force' must be true or false");
-        }
-        force = v == "true";
-      }
-      service::WorkerService workers(store, store.clock(), opts);
-      TX_ASSIGN_OR_RETURN(Worker w, workers.Get(req.matches[1].str()));
-      if (!IsLive(w.status)) {
-        return Error::Conflict("worker " + w.id + " is " + std::string(ToString(w.status)));
-      }
-      // The worker's own orchestrator, whichever it is.
-      TX_ASSIGN_OR_RETURN(OrchestratorState o,
-                          service::OrchestratorService(store, store.clock()).Get(w.pool));
-      if (o.status != "stopped" && opts.orchestrator_alive(o, store.clock().NowMs()) &&
-          Supervised(w, o)) {
-        TX_RETURN_IF_ERROR(orchestrator::RetireSlot(store, opts, o.id, w.slot, force));
-      } else {
-        TX_RETURN_IF_ERROR(
-            workers.Request(w.id, force ? WorkerRequest::kStopNow : WorkerRequest::kStop));
-      }
-      TX_ASSIGN_OR_RETURN(Worker now, workers.Get(w.id));
-      return ToJson(now, store.clock().Now());
-    });
+  ReplyWithStore(stores_, res, 200, [&](store::Store& store) -> Result<json> {
+    TX_RETURN_IF_ERROR(OnlyParams(req, {"id"}));
+    TX_ASSIGN_OR_RETURN(json st,
+                        service::PoolStatus(store, opts, store.clock().NowMs(),
+                                            req.has_param("id") ? req.get_param_value("id") : "",
+                                            options_.local_pool));
+    TX_ASSIGN_OR_RETURN(
+        st["agents"], service::AgentService(store, store.clock(), opts).StatusOf(config_.budgets));
+    return st;
   });
+}
 
-  for (auto [action, request] :
-       {std::pair{"pause", WorkerRequest::kPause}, std::pair{"resume", WorkerRequest::kResume}}) {
-    // Captured by an initialiser: clang before 16 cannot capture a structured binding.
-    h.Post(std::string(R"(/api/workers/([^/]+)/)") + action,
-           [with_store, &opts, request = request](const httplib::Request& req,
-                                                  httplib::Response& res) {
-             with_store(res, 200, [&](store::Store& store) -> Result<json> {
-               TX_RETURN_IF_ERROR(OnlyParams(req, {}));
-               TX_ASSIGN_OR_RETURN(Worker w, service::WorkerService(store, store.clock(), opts)
-                                                 .Request(req.matches[1].str(), request));
-               return ToJson(w, store.clock().Now());
-             });
-           });
+void ApiServer::ScalePool(const httplib::Request& req, httplib::Response& res) {
+  const service::ServiceOptions& opts = options_.service;
+  ReplyWithStore(stores_, res, 200, [&](store::Store& store) -> Result<json> {
+    TX_RETURN_IF_ERROR(OnlyParams(req, {"id"}));
+    TX_ASSIGN_OR_RETURN(json body, ParseObject(req.body));
+    TX_ASSIGN_OR_RETURN(int n, DecodeScale(body));
+    TX_ASSIGN_OR_RETURN(std::string id, Target(options_, store, req));
+    return orchestrator::ScalePool(store, opts, id, n);
+  });
+}
+
+void ApiServer::StopPool(const httplib::Request& req, httplib::Response& res) {
+  const service::ServiceOptions& opts = options_.service;
+  ReplyWithStore(stores_, res, 202, [&](store::Store& store) -> Result<json> {
+    TX_RETURN_IF_ERROR(OnlyParams(req, {"id"}));
+    TX_ASSIGN_OR_RETURN(json body, ParseObject(req.body.empty() ? "{}" : req.body));
+    TX_ASSIGN_OR_RETURN(bool force, DecodeStop(body));
+    TX_ASSIGN_OR_RETURN(std::string id, Target(options_, store, req));
+    TX_RETURN_IF_ERROR(orchestrator::StopOrchestrator(store, opts, id, force, false));
+    return json{{"status", "stopping"}, {"force", force}, {"id", id}};
+  });
+}
+
+// A supervised worker made to order. No capacity under max-workers within the capacity
+// timeout is a 503, as the issue of capacity is the server's, not the request's.
+void ApiServer::CreateWorker(const httplib::Request& req, httplib::Response& res) {
+  const service::ServiceOptions& opts = options_.service;
+  Result<StorePool::Lease> s = stores_.Acquire();
+  if (!s.ok()) return ReplyError(res, s.error());
+  store::Store& store = **s;
+  Result<Worker> added = [&]() -> Result<Worker> {
+    TX_ASSIGN_OR_RETURN(json body, ParseObject(req.body));
+    TX_ASSIGN_OR_RETURN(NewWorker spec, DecodeNewWorker(body));
+    Result<std::string> id = Target(options_, store, req);
+    if (!id.ok() && id.error().message() == "no orchestrator is running on this store") {
+      return Error::Conflict(
+          "no orchestrator is running on this store: a created worker is supervised by it");
+    }
+    TX_RETURN_IF_ERROR(id);
+    TX_ASSIGN_OR_RETURN(OrchestratorState o,
+                        service::OrchestratorService(store, store.clock()).Get(*id));
+    if (!spec.workdir.empty() && !std::filesystem::path(spec.workdir).is_absolute()) {
+      return Error::InvalidArgument("field 'workdir' must be an absolute path");
+    }
+    // Checked as the worker will check its flags: the pool's own, then this worker's.
+    std::vector<std::string> all;
+    if (o.config.contains("worker_args") && o.config["worker_args"].is_array()) {
+      for (const auto& a : o.config["worker_args"]) {
+        if (a.is_string()) all.push_back(a.get<std::string>());
+      }
+    }
+    all.insert(all.end(), spec.args.begin(), spec.args.end());
+    worker::WorkerFlags flags;
+    TX_RETURN_IF_ERROR(worker::ApplyWorkerArgs(all, flags));
+    TX_RETURN_IF_ERROR(worker::BuildWorkerConfig(options_.db_path, "", flags));
+    return orchestrator::AddWorker(
+        store, opts, *id,
+        {std::move(spec.args), std::move(spec.instructions), std::move(spec.workdir)});
+  }();
+  if (!added.ok()) {
+    if (added.error().code() == ErrorCode::kBackpressure) {
+      return ReplyError(res, 503, "no_capacity", added.error().message());
+    }
+    return ReplyError(res, added.error());
   }
+  res.set_header("Location", "/api/workers/" + added->id);
+  Reply(res, 201, ToJson(*added, store.clock().Now()));
+}
 
-  h.Get("/api/sessions", [with_store, &opts](const httplib::Request& req, httplib::Response& res) {
-    with_store(res, 200, [&](store::Store& store) -> Result<json> {
-      TX_RETURN_IF_ERROR(OnlyParams(req, {}));
-      TX_ASSIGN_OR_RETURN(std::vector<service::Session> sessions,
-                          service::ClaimService(store, store.clock(), opts).ListSessions());
-      Millis now = store.clock().NowMs();
-      json out = {{"sessions", json::array()}};
-      for (const auto& s : sessions) out["sessions"].push_back(SessionJson(s, now));
-      return out;
-    });
+// Stops a worker: gracefully (it finishes its task), or with ?force=true now (its agent is
+// stopped and its task released, the attempt not counted). A worker the running orchestrator
+// supervises leaves the pool with its slot, instead of being replaced.
+void ApiServer::StopWorker(const httplib::Request& req, httplib::Response& res) {
+  const service::ServiceOptions& opts = options_.service;
+  ReplyWithStore(stores_, res, 202, [&](store::Store& store) -> Result<json> {
+    TX_RETURN_IF_ERROR(OnlyParams(req, {"force"}));
+    bool force = false;
+    if (req.has_param("force")) {
+      std::string v = req.get_param_value("force");
+      if (v != "true" && v != "false") {
+        return Error::InvalidArgument("parameter 'force' must be true or false");
+      }
+      force = v == "true";
+    }
+    service::WorkerService workers(store, store.clock(), opts);
+    TX_ASSIGN_OR_RETURN(Worker w, workers.Get(req.matches[1].str()));
+    if (!IsLive(w.status)) {
+      return Error::Conflict("worker " + w.id + " is " + std::string(ToString(w.status)));
+    }
+    // The worker's own orchestrator, whichever it is.
+    TX_ASSIGN_OR_RETURN(OrchestratorState o,
+                        service::OrchestratorService(store, store.clock()).Get(w.pool));
+    if (o.status != "stopped" && opts.orchestrator_alive(o, store.clock().NowMs()) &&
+        Supervised(w, o)) {
+      TX_RETURN_IF_ERROR(orchestrator::RetireSlot(store, opts, o.id, w.slot, force));
+    } else {
+      TX_RETURN_IF_ERROR(
+          workers.Request(w.id, force ? WorkerRequest::kStopNow : WorkerRequest::kStop));
+    }
+    TX_ASSIGN_OR_RETURN(Worker now, workers.Get(w.id));
+    return ToJson(now, store.clock().Now());
   });
+}
 
-  // Stops one running agent: its attempt ends `cancelled` and the task goes back to the queue.
-  h.Delete(R"(/api/sessions/([^/]+))",
-           [with_store, &opts](const httplib::Request& req, httplib::Response& res) {
-             with_store(res, 200, [&](store::Store& store) -> Result<json> {
-               TX_RETURN_IF_ERROR(OnlyParams(req, {}));
-               TX_ASSIGN_OR_RETURN(std::int64_t token, SessionToken(store, req.matches[1].str()));
-               TX_ASSIGN_OR_RETURN(Task t, service::ClaimService(store, store.clock(), opts)
-                                               .EndSession(token, "ended over the HTTP API"));
-               TX_ASSIGN_OR_RETURN(service::TaskDetail d,
-                                   service::TaskService(store, store.clock(), opts).Show(t.id));
-               return ToJson(d.task, d.attempts, d.usage);
-             });
-           });
+void ApiServer::RequestOfWorker(const httplib::Request& req, httplib::Response& res,
+                                WorkerRequest request) {
+  const service::ServiceOptions& opts = options_.service;
+  ReplyWithStore(stores_, res, 200, [&](store::Store& store) -> Result<json> {
+    TX_RETURN_IF_ERROR(OnlyParams(req, {}));
+    TX_ASSIGN_OR_RETURN(
+        Worker w,
+        service::WorkerService(store, store.clock(), opts).Request(req.matches[1].str(), request));
+    return ToJson(w, store.clock().Now());
+  });
+}
+
+void ApiServer::PauseWorker(const httplib::Request& req, httplib::Response& res) {
+  RequestOfWorker(req, res, WorkerRequest::kPause);
+}
+
+void ApiServer::ResumeWorker(const httplib::Request& req, httplib::Response& res) {
+  RequestOfWorker(req, res, WorkerRequest::kResume);
+}
+
+void ApiServer::ListSessions(const httplib::Request& req, httplib::Response& res) {
+  const service::ServiceOptions& opts = options_.service;
+  ReplyWithStore(stores_, res, 200, [&](store::Store& store) -> Result<json> {
+    TX_RETURN_IF_ERROR(OnlyParams(req, {}));
+    TX_ASSIGN_OR_RETURN(std::vector<service::Session> sessions,
+                        service::ClaimService(store, store.clock(), opts).ListSessions());
+    Millis now = store.clock().NowMs();
+    json out = {{"sessions", json::array()}};
+    for (const auto& s : sessions) out["sessions"].push_back(SessionJson(s, now));
+    return out;
+  });
+}
+
+// Stops one running agent: its attempt ends `cancelled` and the task goes back to the queue.
+void ApiServer::EndSession(const httplib::Request& req, httplib::Response& res) {
+  const service::ServiceOptions& opts = options_.service;
+  ReplyWithStore(stores_, res, 200, [&](store::Store& store) -> Result<json> {
+    TX_RETURN_IF_ERROR(OnlyParams(req, {}));
+    TX_ASSIGN_OR_RETURN(std::int64_t token, SessionToken(store, req.matches[1].str()));
+    TX_ASSIGN_OR_RETURN(Task t, service::ClaimService(store, store.clock(), opts)
+                                    .EndSession(token, "ended over the HTTP API"));
+    TX_ASSIGN_OR_RETURN(service::TaskDetail d,
+                        service::TaskService(store, store.clock(), opts).Show(t.id));
+    return ToJson(d.task, d.attempts, d.usage);
+  });
 }
 
 }  // namespace tx::api

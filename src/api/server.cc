@@ -150,6 +150,7 @@ Result<std::unique_ptr<ApiServer>> ApiServer::Start(ServerOptions options) {
   auto s = std::make_unique<ApiServer>(Key{}, std::move(options), std::move(tokens), loopback);
   std::string config_file =
       (std::filesystem::path(store::LocalDir(s->options_.db_path)) / "config.toml").string();
+  s->config_path_ = config_file;
   TX_RETURN_IF_ERROR(worker::ApplyConfigFile(config_file, s->config_));
   s->budgets_ = std::make_unique<worker::BudgetsSource>(config_file, s->config_.budgets);
   {
@@ -165,9 +166,6 @@ Result<std::unique_ptr<ApiServer>> ApiServer::Start(ServerOptions options) {
   // through exec/ reset every signal.)
   ::signal(SIGPIPE, SIG_IGN);
   s->Routes();
-  s->StreamRoutes();
-  s->PoolRoutes();
-  s->WorkerRoutes();
   TX_ASSIGN_OR_RETURN(s->port_, s->http_->Listen(s->options_.host, s->options_.port));
   return s;
 }
@@ -179,6 +177,65 @@ void ApiServer::Stop() {
   http_->Stop();
   beats_->Stop();
 }
+
+// Every route of the API, in the order a request's path is matched against them (the first
+// whose method and pattern match serves it): a path two patterns match goes to the one listed
+// first. Routes() registers them.
+const ApiServer::Route ApiServer::kRoutes[] = {
+    {HttpMethod::kGet, "/healthz", &ApiServer::Healthz},
+    {HttpMethod::kGet, "/api/tasks", &ApiServer::ListTasks},
+    {HttpMethod::kPost, "/api/tasks/cancel", &ApiServer::CancelTasks},
+    {HttpMethod::kPost, "/api/tasks/retry", &ApiServer::RetryTasks},
+    {HttpMethod::kPost, "/api/tasks", &ApiServer::AddTasks},
+    {HttpMethod::kGet, R"(/api/tasks/([^/]+))", &ApiServer::ShowTask},
+    {HttpMethod::kPatch, R"(/api/tasks/([^/]+))", &ApiServer::ChangeTask},
+    {HttpMethod::kGet, R"(/api/tasks/([^/]+)/diff)", &ApiServer::DiffTask},
+    {HttpMethod::kPost, R"(/api/tasks/([^/]+)/merge)", &ApiServer::MergeTask},
+    {HttpMethod::kGet, "/api/workers", &ApiServer::ListWorkers},
+    {HttpMethod::kGet, R"(/api/workers/([^/]+))", &ApiServer::ShowWorker},
+    {HttpMethod::kGet, R"(/api/workers/([^/]+)/attempts)", &ApiServer::ListWorkerAttempts},
+    {HttpMethod::kGet, "/api/heartbeats", &ApiServer::ListHeartbeats},
+    {HttpMethod::kGet, "/", &ApiServer::DashboardPage},
+    {HttpMethod::kGet, kDashboardAssetPattern, &ApiServer::DashboardAsset},
+    {HttpMethod::kGet, "/api/events", &ApiServer::ListEvents},
+    {HttpMethod::kGet, R"(/api/tasks/([^/]+)/log)", &ApiServer::TaskLog},
+    {HttpMethod::kGet, "/api/stats", &ApiServer::StatsChart},
+    {HttpMethod::kGet, "/api/usage", &ApiServer::UsageReport},
+    {HttpMethod::kGet, "/api/notifications", &ApiServer::ListNotifications},
+    {HttpMethod::kPost, R"(/api/agents/([^/]+)/lift)", &ApiServer::LiftAgentLimit},
+    {HttpMethod::kGet, "/metrics", &ApiServer::PrometheusMetrics},
+    {HttpMethod::kGet, "/api/orchestrator", &ApiServer::ShowOrchestrator},
+    {HttpMethod::kPost, "/api/orchestrator/scale", &ApiServer::ScalePool},
+    {HttpMethod::kPost, "/api/orchestrator/stop", &ApiServer::StopPool},
+    {HttpMethod::kPost, "/api/workers", &ApiServer::CreateWorker},
+    {HttpMethod::kDelete, R"(/api/workers/([^/]+))", &ApiServer::StopWorker},
+    {HttpMethod::kPost, R"(/api/workers/([^/]+)/pause)", &ApiServer::PauseWorker},
+    {HttpMethod::kPost, R"(/api/workers/([^/]+)/resume)", &ApiServer::ResumeWorker},
+    {HttpMethod::kGet, "/api/sessions", &ApiServer::ListSessions},
+    {HttpMethod::kDelete, R"(/api/sessions/([^/]+))", &ApiServer::EndSession},
+    {HttpMethod::kPost, "/api/worker/register", &ApiServer::RegisterWorker},
+    {HttpMethod::kPost, "/api/worker/heartbeat", &ApiServer::WorkerHeartbeat},
+    {HttpMethod::kPost, "/api/worker/deregister", &ApiServer::DeregisterWorker},
+    {HttpMethod::kPost, "/api/worker/claim", &ApiServer::ClaimTask},
+    {HttpMethod::kGet, R"(/api/worker/claims/(\d+))", &ApiServer::InspectClaim},
+    {HttpMethod::kPost, "/api/worker/renew", &ApiServer::RenewClaim},
+    {HttpMethod::kPost, "/api/worker/release", &ApiServer::ReleaseClaim},
+    {HttpMethod::kPost, "/api/worker/report", &ApiServer::ReportOutcome},
+    {HttpMethod::kPost, "/api/worker/fail", &ApiServer::FailAttempt},
+    {HttpMethod::kPost, "/api/worker/give-up", &ApiServer::GiveUpClaim},
+    {HttpMethod::kPost, "/api/worker/ask", &ApiServer::AskQuestion},
+    {HttpMethod::kPost, "/api/worker/auto-merge", &ApiServer::RecordAutoMerge},
+    {HttpMethod::kPost, "/api/worker/usage", &ApiServer::RecordUsage},
+    {HttpMethod::kGet, "/api/worker/usage", &ApiServer::TaskUsage},
+    {HttpMethod::kPost, "/api/worker/limited", &ApiServer::EndLimited},
+    {HttpMethod::kPost, "/api/worker/unavailable", &ApiServer::EndUnavailable},
+    {HttpMethod::kPost, "/api/worker/over-budget", &ApiServer::EndOverBudget},
+    {HttpMethod::kPost, "/api/worker/note", &ApiServer::NoteProgress},
+    {HttpMethod::kPost, "/api/worker/subtask", &ApiServer::AddSubtask},
+    {HttpMethod::kPost, "/api/worker/agent-state", &ApiServer::AgentState},
+    {HttpMethod::kPost, "/api/worker/batch", &ApiServer::ReportAndClaimBatch},
+    {HttpMethod::kPost, "/api/worker/log", &ApiServer::ShipLog},
+};
 
 void ApiServer::Routes() {
   HttpServer& h = *http_;
@@ -259,295 +316,322 @@ void ApiServer::Routes() {
     ReplyError(res, 500, "internal", what);
   });
 
-  // Runs `fn` with a store of its own and replies with its JSON, or with its error.
-  auto with_store = [this](httplib::Response& res, int ok_status, auto fn) {
-    ReplyWithStore(stores_, res, ok_status, fn);
-  };
-  const service::ServiceOptions& opts = options_.service;
-
-  h.Get("/healthz", [with_store, &opts](const httplib::Request&, httplib::Response& res) {
-    with_store(res, 200, [&](store::Store& store) -> Result<json> {
-      TX_ASSIGN_OR_RETURN(auto counts, service::TaskService(store, store.clock(), opts).Counts());
-      (void)counts;
-      return json{{"ok", true}};
-    });
-  });
-
-  // GET /api/tasks: a page of tasks, filtered (status, queue, owner, agent, a search of ids and
-  // titles, the created time), each with its usage summed (one query for the page).
-  h.Get("/api/tasks", [with_store, &opts](const httplib::Request& req, httplib::Response& res) {
-    with_store(res, 200, [&](store::Store& store) -> Result<json> {
-      TX_RETURN_IF_ERROR(OnlyParams(req, {"status", "queue", "owner", "agent", "q", "since",
-                                          "until", "limit", "cursor", "order"}));
-      store::TaskFilter f;
-      if (req.has_param("status")) {
-        TX_ASSIGN_OR_RETURN(f.status, ParseTaskStatus(req.get_param_value("status")));
-      }
-      if (req.has_param("queue")) f.queue = req.get_param_value("queue");
-      if (req.has_param("owner")) f.owner = req.get_param_value("owner");
-      if (req.has_param("agent")) f.agent = req.get_param_value("agent");
-      f.search = req.get_param_value("q");
-      if (f.search.size() > kMaxSearchBytes) {
-        return Error::InvalidArgument("parameter 'q' is longer than " +
-                                      std::to_string(kMaxSearchBytes) + " bytes");
-      }
-      const Millis now = store.clock().NowMs();
-      TX_ASSIGN_OR_RETURN(f.created_since, TimeParam(req, "since", now));
-      TX_ASSIGN_OR_RETURN(f.created_until, TimeParam(req, "until", now));
-      TX_ASSIGN_OR_RETURN(f.limit, CountParam(req, "limit", kDefaultPageSize, 1, kMaxPageSize));
-      TX_ASSIGN_OR_RETURN(f.cursor, CursorParam(req, "cursor"));
-      std::string order = req.has_param("order") ? req.get_param_value("order") : "asc";
-      if (order != "asc" && order != "desc") {
-        return Error::InvalidArgument("parameter 'order' must be asc or desc");
-      }
-      f.newest_first = order == "desc";
-      service::TaskService tasks(store, store.clock(), opts);
-      TX_ASSIGN_OR_RETURN(std::vector<Task> list, tasks.List(f));
-      TX_ASSIGN_OR_RETURN(auto unclaimable, tasks.Unclaimable(list));
-      std::vector<std::string> ids;
-      for (const auto& t : list) ids.push_back(t.id);
-      TX_ASSIGN_OR_RETURN(auto usage,
-                          service::AgentService(store, store.clock(), opts).TaskTotals(ids));
-      json out = {{"tasks", json::array()}, {"next_cursor", nullptr}};
-      for (const auto& t : list) {
-        json& j = out["tasks"].emplace_back(ToJson(t, {}));
-        if (auto it = unclaimable.find(t.id); it != unclaimable.end()) {
-          j["unclaimable"] = it->second;
-        }
-        auto u = usage.find(t.id);
-        j["usage"] = u == usage.end() ? json() : ToJson(u->second);
-      }
-      if (static_cast<int>(list.size()) == f.limit) {
-        out["next_cursor"] = std::to_string(list.back().seq);
-      }
-      return out;
-    });
-  });
-
-  // POST /api/tasks/cancel and /api/tasks/retry: the PATCH of each task's status, for many
-  // tasks at once. Each is its own transaction; a task refused (not found, in a state the change
-  // does not leave) is reported beside the others, which go on.
-  for (const bool retry : {false, true}) {
-    h.Post(retry ? "/api/tasks/retry" : "/api/tasks/cancel", [with_store, &opts, retry](
-                                                                 const httplib::Request& req,
-                                                                 httplib::Response& res) {
-      with_store(res, 200, [&](store::Store& store) -> Result<json> {
-        TX_ASSIGN_OR_RETURN(json body, ParseObject(req.body));
-        TX_ASSIGN_OR_RETURN(BulkChange c, DecodeBulkChange(body, retry));
-        service::TaskService tasks(store, store.clock(), opts);
-        json results = json::array();
-        int ok = 0;
-        for (const auto& id : c.ids) {
-          Result<Task> r = retry ? tasks.Retry(id, c.note, c.fresh) : Cancel(tasks, id, c.note);
-          json& one = results.emplace_back(json{{"id", id}, {"ok", r.ok()}});
-          if (r.ok()) {
-            ++ok;
-            one["status"] = ToString(r->status);
-          } else {
-            one["error"] = {{"code", CodeName(r.error().code())}, {"message", r.error().message()}};
-          }
-        }
-        const int failed = static_cast<int>(c.ids.size()) - ok;
-        return json{{"results", std::move(results)}, {"ok", ok}, {"failed", failed}};
-      });
-    });
+  for (const Route& r : kRoutes) {
+    HttpServer::Handler handle = [this, fn = r.handle](const httplib::Request& req,
+                                                       httplib::Response& res) {
+      (this->*fn)(req, res);
+    };
+    switch (r.method) {
+      case HttpMethod::kGet:
+        h.Get(r.pattern, std::move(handle));
+        break;
+      case HttpMethod::kPost:
+        h.Post(r.pattern, std::move(handle));
+        break;
+      case HttpMethod::kPatch:
+        h.Patch(r.pattern, std::move(handle));
+        break;
+      case HttpMethod::kDelete:
+        h.Delete(r.pattern, std::move(handle));
+        break;
+    }
   }
+}
 
-  h.Post(
-      "/api/tasks", [this, with_store, &opts](const httplib::Request& req, httplib::Response& res) {
-        with_store(res, 201, [&](store::Store& store) -> Result<json> {
-          TX_ASSIGN_OR_RETURN(json body, ParseBody(req.body));
-          if (body.is_array()) return AddTaskArray(config_, store, opts, body);
-          if (!body.is_object()) {
-            return Error::InvalidArgument("the request body must be a task or an array of tasks");
-          }
-          TX_ASSIGN_OR_RETURN(Task draft, DecodeAndPrepareNewTask(body, config_));
-          service::TaskService tasks(store, store.clock(), opts);
-          TX_ASSIGN_OR_RETURN(Task added, tasks.Add(std::move(draft)));
-          res.set_header("Location", "/api/tasks/" + added.id);
-          json out = ToJson(added, {});
-          // Added either way (a worker may start later), but said now.
-          Result<std::map<std::string, std::string>> why = tasks.Unclaimable({added});
-          if (why.ok() && why->contains(added.id)) {
-            out["warnings"] = json::array({"no worker can claim it now: " + why->at(added.id)});
-          }
-          return out;
-        });
-      });
+void ApiServer::Healthz(const httplib::Request&, httplib::Response& res) {
+  const service::ServiceOptions& opts = options_.service;
+  ReplyWithStore(stores_, res, 200, [&](store::Store& store) -> Result<json> {
+    TX_ASSIGN_OR_RETURN(auto counts, service::TaskService(store, store.clock(), opts).Counts());
+    (void)counts;
+    return json{{"ok", true}};
+  });
+}
 
-  h.Get(R"(/api/tasks/([^/]+))",
-        [with_store, &opts](const httplib::Request& req, httplib::Response& res) {
-          with_store(res, 200, [&](store::Store& store) -> Result<json> {
-            service::TaskService tasks(store, store.clock(), opts);
-            TX_ASSIGN_OR_RETURN(service::TaskDetail d, tasks.Show(req.matches[1].str()));
-            return Shown(tasks, d);
-          });
-        });
+// GET /api/tasks: a page of tasks, filtered (status, queue, owner, agent, a search of ids and
+// titles, the created time), each with its usage summed (one query for the page).
+void ApiServer::ListTasks(const httplib::Request& req, httplib::Response& res) {
+  const service::ServiceOptions& opts = options_.service;
+  ReplyWithStore(stores_, res, 200, [&](store::Store& store) -> Result<json> {
+    TX_RETURN_IF_ERROR(OnlyParams(req, {"status", "queue", "owner", "agent", "q", "since", "until",
+                                        "limit", "cursor", "order"}));
+    store::TaskFilter f;
+    if (req.has_param("status")) {
+      TX_ASSIGN_OR_RETURN(f.status, ParseTaskStatus(req.get_param_value("status")));
+    }
+    if (req.has_param("queue")) f.queue = req.get_param_value("queue");
+    if (req.has_param("owner")) f.owner = req.get_param_value("owner");
+    if (req.has_param("agent")) f.agent = req.get_param_value("agent");
+    f.search = req.get_param_value("q");
+    if (f.search.size() > kMaxSearchBytes) {
+      return Error::InvalidArgument("parameter 'q' is longer than " +
+                                    std::to_string(kMaxSearchBytes) + " bytes");
+    }
+    const Millis now = store.clock().NowMs();
+    TX_ASSIGN_OR_RETURN(f.created_since, TimeParam(req, "since", now));
+    TX_ASSIGN_OR_RETURN(f.created_until, TimeParam(req, "until", now));
+    TX_ASSIGN_OR_RETURN(f.limit, CountParam(req, "limit", kDefaultPageSize, 1, kMaxPageSize));
+    TX_ASSIGN_OR_RETURN(f.cursor, CursorParam(req, "cursor"));
+    std::string order = req.has_param("order") ? req.get_param_value("order") : "asc";
+    if (order != "asc" && order != "desc") {
+      return Error::InvalidArgument("parameter 'order' must be asc or desc");
+    }
+    f.newest_first = order == "desc";
+    service::TaskService tasks(store, store.clock(), opts);
+    TX_ASSIGN_OR_RETURN(std::vector<Task> list, tasks.List(f));
+    TX_ASSIGN_OR_RETURN(auto unclaimable, tasks.Unclaimable(list));
+    std::vector<std::string> ids;
+    for (const auto& t : list) ids.push_back(t.id);
+    TX_ASSIGN_OR_RETURN(auto usage,
+                        service::AgentService(store, store.clock(), opts).TaskTotals(ids));
+    json out = {{"tasks", json::array()}, {"next_cursor", nullptr}};
+    for (const auto& t : list) {
+      json& j = out["tasks"].emplace_back(ToJson(t, {}));
+      if (auto it = unclaimable.find(t.id); it != unclaimable.end()) {
+        j["unclaimable"] = it->second;
+      }
+      auto u = usage.find(t.id);
+      j["usage"] = u == usage.end() ? json() : ToJson(u->second);
+    }
+    if (static_cast<int>(list.size()) == f.limit) {
+      out["next_cursor"] = std::to_string(list.back().seq);
+    }
+    return out;
+  });
+}
 
-  h.Patch(R"(/api/tasks/([^/]+))", [with_store, &opts](const httplib::Request& req,
-                                                       httplib::Response& res) {
-    with_store(res, 200, [&](store::Store& store) -> Result<json> {
-      std::string id = req.matches[1].str();
-      TX_ASSIGN_OR_RETURN(json body, ParseObject(req.body));
-      TX_ASSIGN_OR_RETURN(TaskChange c, DecodeTaskChange(body));
-      service::TaskService tasks(store, store.clock(), opts);
-      switch (c.kind) {
-        case TaskChange::Kind::kFields:
-          TX_RETURN_IF_ERROR(tasks.Update(id, c.fields));
-          break;
-        case TaskChange::Kind::kOutcome:
-          if (c.force) {
-            TX_RETURN_IF_ERROR(tasks.ForceOutcome(id, c.outcome, c.text));
-          } else {
-            TX_RETURN_IF_ERROR(service::ClaimService(store, store.clock(), opts)
-                                   .Report(id, *c.token, c.outcome, c.text));
-          }
-          break;
-        case TaskChange::Kind::kCancel:
-          TX_RETURN_IF_ERROR(Cancel(tasks, id, c.text));
-          break;
-        case TaskChange::Kind::kRetry: {
-          // "ready" is a retry of a failed or cancelled task, and a request for changes
-          // of one in review; a task that moves meanwhile is refused by the call made.
-          TX_ASSIGN_OR_RETURN(service::TaskDetail now, tasks.Show(id));
-          if (now.task.status == TaskStatus::kWaiting) {
-            return Error::Conflict("task " + id +
-                                   " is waiting for the answer to its agent's question: send "
-                                   "status 'ready' with 'answer'");
-          }
-          if (now.task.status == TaskStatus::kReview) {
-            TX_RETURN_IF_ERROR(tasks.RequestChanges(id, c.text, c.fresh));
-          } else {
-            TX_RETURN_IF_ERROR(tasks.Retry(id, c.text, c.fresh));
-          }
-          break;
+// POST /api/tasks/cancel and /api/tasks/retry: the PATCH of each task's status, for many tasks at
+// once. Each is its own transaction; a task refused (not found, in a state the change does not
+// leave) is reported beside the others, which go on.
+void ApiServer::ChangeTasks(const httplib::Request& req, httplib::Response& res, bool retry) {
+  const service::ServiceOptions& opts = options_.service;
+  ReplyWithStore(stores_, res, 200, [&](store::Store& store) -> Result<json> {
+    TX_ASSIGN_OR_RETURN(json body, ParseObject(req.body));
+    TX_ASSIGN_OR_RETURN(BulkChange c, DecodeBulkChange(body, retry));
+    service::TaskService tasks(store, store.clock(), opts);
+    json results = json::array();
+    int ok = 0;
+    for (const auto& id : c.ids) {
+      Result<Task> r = retry ? tasks.Retry(id, c.note, c.fresh) : Cancel(tasks, id, c.note);
+      json& one = results.emplace_back(json{{"id", id}, {"ok", r.ok()}});
+      if (r.ok()) {
+        ++ok;
+        one["status"] = ToString(r->status);
+      } else {
+        one["error"] = {{"code", CodeName(r.error().code())}, {"message", r.error().message()}};
+      }
+    }
+    const int failed = static_cast<int>(c.ids.size()) - ok;
+    return json{{"results", std::move(results)}, {"ok", ok}, {"failed", failed}};
+  });
+}
+
+void ApiServer::CancelTasks(const httplib::Request& req, httplib::Response& res) {
+  ChangeTasks(req, res, /*retry=*/false);
+}
+
+void ApiServer::RetryTasks(const httplib::Request& req, httplib::Response& res) {
+  ChangeTasks(req, res, /*retry=*/true);
+}
+
+void ApiServer::AddTasks(const httplib::Request& req, httplib::Response& res) {
+  const service::ServiceOptions& opts = options_.service;
+  ReplyWithStore(stores_, res, 201, [&](store::Store& store) -> Result<json> {
+    TX_ASSIGN_OR_RETURN(json body, ParseBody(req.body));
+    if (body.is_array()) return AddTaskArray(config_, store, opts, body);
+    if (!body.is_object()) {
+      return Error::InvalidArgument("the request body must be a task or an array of tasks");
+    }
+    TX_ASSIGN_OR_RETURN(Task draft, DecodeAndPrepareNewTask(body, config_));
+    service::TaskService tasks(store, store.clock(), opts);
+    TX_ASSIGN_OR_RETURN(Task added, tasks.Add(std::move(draft)));
+    res.set_header("Location", "/api/tasks/" + added.id);
+    json out = ToJson(added, {});
+    // Added either way (a worker may start later), but said now.
+    Result<std::map<std::string, std::string>> why = tasks.Unclaimable({added});
+    if (why.ok() && why->contains(added.id)) {
+      out["warnings"] = json::array({"no worker can claim it now: " + why->at(added.id)});
+    }
+    return out;
+  });
+}
+
+void ApiServer::ShowTask(const httplib::Request& req, httplib::Response& res) {
+  const service::ServiceOptions& opts = options_.service;
+  ReplyWithStore(stores_, res, 200, [&](store::Store& store) -> Result<json> {
+    service::TaskService tasks(store, store.clock(), opts);
+    TX_ASSIGN_OR_RETURN(service::TaskDetail d, tasks.Show(req.matches[1].str()));
+    return Shown(tasks, d);
+  });
+}
+
+void ApiServer::ChangeTask(const httplib::Request& req, httplib::Response& res) {
+  const service::ServiceOptions& opts = options_.service;
+  ReplyWithStore(stores_, res, 200, [&](store::Store& store) -> Result<json> {
+    std::string id = req.matches[1].str();
+    TX_ASSIGN_OR_RETURN(json body, ParseObject(req.body));
+    TX_ASSIGN_OR_RETURN(TaskChange c, DecodeTaskChange(body));
+    service::TaskService tasks(store, store.clock(), opts);
+    switch (c.kind) {
+      case TaskChange::Kind::kFields:
+        TX_RETURN_IF_ERROR(tasks.Update(id, c.fields));
+        break;
+      case TaskChange::Kind::kOutcome:
+        if (c.force) {
+          TX_RETURN_IF_ERROR(tasks.ForceOutcome(id, c.outcome, c.text));
+        } else {
+          TX_RETURN_IF_ERROR(service::ClaimService(store, store.clock(), opts)
+                                 .Report(id, *c.token, c.outcome, c.text));
         }
-        case TaskChange::Kind::kApprove:
-          TX_RETURN_IF_ERROR(tasks.Approve(id, c.text));
-          break;
-        case TaskChange::Kind::kAnswer:
-          TX_RETURN_IF_ERROR(tasks.Answer(id, c.text));
-          break;
-      }
-      TX_ASSIGN_OR_RETURN(service::TaskDetail d, tasks.Show(id));
-      return Shown(tasks, d);
-    });
-  });
-
-  // A task's branch under review, and its merge (docs/git.md): git runs here, where the task's
-  // repository must be; the [git] settings are those of config.toml beside the store.
-  std::string config_path =
-      (std::filesystem::path(store::LocalDir(options_.db_path)) / "config.toml").string();
-  h.Get(R"(/api/tasks/([^/]+)/diff)",
-        [with_store, &opts, config_path](const httplib::Request& req, httplib::Response& res) {
-          with_store(res, 200, [&](store::Store& store) -> Result<json> {
-            TX_RETURN_IF_ERROR(OnlyParams(req, {"stat"}));
-            TX_ASSIGN_OR_RETURN(
-                service::TaskDetail d,
-                service::TaskService(store, store.clock(), opts).Show(req.matches[1].str()));
-            TX_ASSIGN_OR_RETURN(git::Settings git,
-                                worker::LoadGitSettings(config_path, d.task.repo));
-            bool stat = req.has_param("stat") && req.get_param_value("stat") != "0";
-            return git::DescribeBranch(d.task, git, !stat);
-          });
-        });
-  h.Post(R"(/api/tasks/([^/]+)/merge)",
-         [with_store, &opts, config_path](const httplib::Request& req, httplib::Response& res) {
-           with_store(res, 200, [&](store::Store& store) -> Result<json> {
-             json body = json::object();
-             if (!req.body.empty()) {
-               TX_ASSIGN_OR_RETURN(body, ParseObject(req.body));
-             }
-             std::string note;
-             for (const auto& [key, value] : body.items()) {
-               if (key != "note" || !value.is_string()) {
-                 return Error::InvalidArgument("a merge takes only \"note\" (a string), not \"" +
-                                               key + "\"");
-               }
-               note = value.get<std::string>();
-             }
-             service::TaskService tasks(store, store.clock(), opts);
-             TX_ASSIGN_OR_RETURN(service::TaskDetail d, tasks.Show(req.matches[1].str()));
-             TX_ASSIGN_OR_RETURN(git::Settings git,
-                                 worker::LoadGitSettings(config_path, d.task.repo));
-             TX_ASSIGN_OR_RETURN(git::TaskMerge m,
-                                 git::MergeApprovedTask(tasks, d.task.id, git, note));
-             if (!m.merged) {
-               return Error::Conflict("task " + m.task.id +
-                                      " not merged, and sent back to the queue: " + m.why);
-             }
-             TX_ASSIGN_OR_RETURN(service::TaskDetail now, tasks.Show(m.task.id));
-             return ToJson(now.task, now.attempts);
-           });
-         });
-
-  h.Get("/api/workers", [with_store, &opts](const httplib::Request& req, httplib::Response& res) {
-    with_store(res, 200, [&](store::Store& store) -> Result<json> {
-      TX_RETURN_IF_ERROR(OnlyParams(req, {"status", "limit"}));
-      std::vector<WorkerStatus> statuses;
-      if (req.has_param("status")) {
-        for (const auto& name : SplitCommas({req.get_param_value("status")})) {
-          TX_ASSIGN_OR_RETURN(WorkerStatus s, ParseWorkerStatus(name));
-          statuses.push_back(s);
+        break;
+      case TaskChange::Kind::kCancel:
+        TX_RETURN_IF_ERROR(Cancel(tasks, id, c.text));
+        break;
+      case TaskChange::Kind::kRetry: {
+        // "ready" is a retry of a failed or cancelled task, and a request for changes
+        // of one in review; a task that moves meanwhile is refused by the call made.
+        TX_ASSIGN_OR_RETURN(service::TaskDetail now, tasks.Show(id));
+        if (now.task.status == TaskStatus::kWaiting) {
+          return Error::Conflict("task " + id +
+                                 " is waiting for the answer to its agent's question: send "
+                                 "status 'ready' with 'answer'");
         }
+        if (now.task.status == TaskStatus::kReview) {
+          TX_RETURN_IF_ERROR(tasks.RequestChanges(id, c.text, c.fresh));
+        } else {
+          TX_RETURN_IF_ERROR(tasks.Retry(id, c.text, c.fresh));
+        }
+        break;
       }
-      TX_ASSIGN_OR_RETURN(int limit, CountParam(req, "limit", 0, 1, 100'000));
-      TX_ASSIGN_OR_RETURN(std::vector<Worker> all,
-                          service::WorkerService(store, store.clock(), opts).List(statuses));
-      if (limit > 0 && static_cast<int>(all.size()) > limit) all.resize(limit);  // newest first
-      const Moment now = store.clock().Now();
-      json out = {{"workers", json::array()}};
-      for (const auto& w : all) out["workers"].push_back(ToJson(w, now));
-      return out;
-    });
+      case TaskChange::Kind::kApprove:
+        TX_RETURN_IF_ERROR(tasks.Approve(id, c.text));
+        break;
+      case TaskChange::Kind::kAnswer:
+        TX_RETURN_IF_ERROR(tasks.Answer(id, c.text));
+        break;
+    }
+    TX_ASSIGN_OR_RETURN(service::TaskDetail d, tasks.Show(id));
+    return Shown(tasks, d);
   });
+}
 
-  h.Get(R"(/api/workers/([^/]+))", [with_store, &opts](const httplib::Request& req,
-                                                       httplib::Response& res) {
-    with_store(res, 200, [&](store::Store& store) -> Result<json> {
-      TX_ASSIGN_OR_RETURN(
-          Worker w, service::WorkerService(store, store.clock(), opts).Get(req.matches[1].str()));
-      return ToJson(w, store.clock().Now());
-    });
+// A task's branch under review, and its merge (docs/git.md): git runs here, where the task's
+// repository must be; the [git] settings are those of config.toml beside the store, read anew.
+void ApiServer::DiffTask(const httplib::Request& req, httplib::Response& res) {
+  const service::ServiceOptions& opts = options_.service;
+  ReplyWithStore(stores_, res, 200, [&](store::Store& store) -> Result<json> {
+    TX_RETURN_IF_ERROR(OnlyParams(req, {"stat"}));
+    TX_ASSIGN_OR_RETURN(
+        service::TaskDetail d,
+        service::TaskService(store, store.clock(), opts).Show(req.matches[1].str()));
+    TX_ASSIGN_OR_RETURN(git::Settings git, worker::LoadGitSettings(config_path_, d.task.repo));
+    bool stat = req.has_param("stat") && req.get_param_value("stat") != "0";
+    return git::DescribeBranch(d.task, git, !stat);
   });
+}
 
-  // GET /api/workers/ID/attempts: a worker's history, newest first, a page at a time.
-  h.Get(R"(/api/workers/([^/]+)/attempts)", [with_store, &opts](const httplib::Request& req,
-                                                                httplib::Response& res) {
-    with_store(res, 200, [&](store::Store& store) -> Result<json> {
-      TX_RETURN_IF_ERROR(OnlyParams(req, {"limit", "cursor"}));
-      TX_ASSIGN_OR_RETURN(int limit, CountParam(req, "limit", kDefaultPageSize, 1, kMaxPageSize));
-      TX_ASSIGN_OR_RETURN(std::int64_t cursor, CursorParam(req, "cursor"));
-      TX_ASSIGN_OR_RETURN(service::WorkerService::History history,
-                          service::WorkerService(store, store.clock(), opts)
-                              .Attempts(req.matches[1].str(), cursor, limit));
-      json out = {{"worker", ToJson(history.worker, store.clock().Now())},
-                  {"attempts", json::array()},
-                  {"next_cursor", nullptr}};
-      for (const auto& a : history.attempts) {
-        json& j = out["attempts"].emplace_back(ToJson(a.claim));
-        j["task_title"] = a.task_title;
-        j["cost_usd"] = a.has_usage ? json(a.cost_usd) : json();
-        j["cost_estimated"] = a.cost_estimated;
+void ApiServer::MergeTask(const httplib::Request& req, httplib::Response& res) {
+  const service::ServiceOptions& opts = options_.service;
+  ReplyWithStore(stores_, res, 200, [&](store::Store& store) -> Result<json> {
+    json body = json::object();
+    if (!req.body.empty()) {
+      TX_ASSIGN_OR_RETURN(body, ParseObject(req.body));
+    }
+    std::string note;
+    for (const auto& [key, value] : body.items()) {
+      if (key != "note" || !value.is_string()) {
+        return Error::InvalidArgument("a merge takes only \"note\" (a string), not \"" + key +
+                                      "\"");
       }
-      if (static_cast<int>(history.attempts.size()) == limit) {
-        out["next_cursor"] = std::to_string(history.attempts.back().claim.token);
+      note = value.get<std::string>();
+    }
+    service::TaskService tasks(store, store.clock(), opts);
+    TX_ASSIGN_OR_RETURN(service::TaskDetail d, tasks.Show(req.matches[1].str()));
+    TX_ASSIGN_OR_RETURN(git::Settings git, worker::LoadGitSettings(config_path_, d.task.repo));
+    TX_ASSIGN_OR_RETURN(git::TaskMerge m, git::MergeApprovedTask(tasks, d.task.id, git, note));
+    if (!m.merged) {
+      return Error::Conflict("task " + m.task.id +
+                             " not merged, and sent back to the queue: " + m.why);
+    }
+    TX_ASSIGN_OR_RETURN(service::TaskDetail now, tasks.Show(m.task.id));
+    return ToJson(now.task, now.attempts);
+  });
+}
+
+void ApiServer::ListWorkers(const httplib::Request& req, httplib::Response& res) {
+  const service::ServiceOptions& opts = options_.service;
+  ReplyWithStore(stores_, res, 200, [&](store::Store& store) -> Result<json> {
+    TX_RETURN_IF_ERROR(OnlyParams(req, {"status", "limit"}));
+    std::vector<WorkerStatus> statuses;
+    if (req.has_param("status")) {
+      for (const auto& name : SplitCommas({req.get_param_value("status")})) {
+        TX_ASSIGN_OR_RETURN(WorkerStatus s, ParseWorkerStatus(name));
+        statuses.push_back(s);
       }
-      return out;
-    });
+    }
+    TX_ASSIGN_OR_RETURN(int limit, CountParam(req, "limit", 0, 1, 100'000));
+    TX_ASSIGN_OR_RETURN(std::vector<Worker> all,
+                        service::WorkerService(store, store.clock(), opts).List(statuses));
+    if (limit > 0 && static_cast<int>(all.size()) > limit) all.resize(limit);  // newest first
+    const Moment now = store.clock().Now();
+    json out = {{"workers", json::array()}};
+    for (const auto& w : all) out["workers"].push_back(ToJson(w, now));
+    return out;
   });
+}
 
-  h.Get("/api/heartbeats", [with_store, &opts](const httplib::Request&, httplib::Response& res) {
-    with_store(res, 200, [&](store::Store& store) -> Result<json> {
-      TX_ASSIGN_OR_RETURN(std::vector<Worker> all,
-                          service::WorkerService(store, store.clock(), opts).List({}));
-      TX_ASSIGN_OR_RETURN(auto titles,
-                          service::TaskService(store, store.clock(), opts).CurrentTitles(all));
-      return HeartbeatDocument(all, titles);
-    });
+void ApiServer::ShowWorker(const httplib::Request& req, httplib::Response& res) {
+  const service::ServiceOptions& opts = options_.service;
+  ReplyWithStore(stores_, res, 200, [&](store::Store& store) -> Result<json> {
+    TX_ASSIGN_OR_RETURN(
+        Worker w, service::WorkerService(store, store.clock(), opts).Get(req.matches[1].str()));
+    return ToJson(w, store.clock().Now());
   });
+}
 
-  ServeDashboard(h);
+// GET /api/workers/ID/attempts: a worker's history, newest first, a page at a time.
+void ApiServer::ListWorkerAttempts(const httplib::Request& req, httplib::Response& res) {
+  const service::ServiceOptions& opts = options_.service;
+  ReplyWithStore(stores_, res, 200, [&](store::Store& store) -> Result<json> {
+    TX_RETURN_IF_ERROR(OnlyParams(req, {"limit", "cursor"}));
+    TX_ASSIGN_OR_RETURN(int limit, CountParam(req, "limit", kDefaultPageSize, 1, kMaxPageSize));
+    TX_ASSIGN_OR_RETURN(std::int64_t cursor, CursorParam(req, "cursor"));
+    TX_ASSIGN_OR_RETURN(service::WorkerService::History history,
+                        service::WorkerService(store, store.clock(), opts)
+                            .Attempts(req.matches[1].str(), cursor, limit));
+    json out = {{"worker", ToJson(history.worker, store.clock().Now())},
+                {"attempts", json::array()},
+                {"next_cursor", nullptr}};
+    for (const auto& a : history.attempts) {
+      json& j = out["attempts"].emplace_back(ToJson(a.claim));
+      j["task_title"] = a.task_title;
+      j["cost_usd"] = a.has_usage ? json(a.cost_usd) : json();
+      j["cost_estimated"] = a.cost_estimated;
+    }
+    if (static_cast<int>(history.attempts.size()) == limit) {
+      out["next_cursor"] = std::to_string(history.attempts.back().claim.token);
+    }
+    return out;
+  });
+}
+
+void ApiServer::ListHeartbeats(const httplib::Request&, httplib::Response& res) {
+  const service::ServiceOptions& opts = options_.service;
+  ReplyWithStore(stores_, res, 200, [&](store::Store& store) -> Result<json> {
+    TX_ASSIGN_OR_RETURN(std::vector<Worker> all,
+                        service::WorkerService(store, store.clock(), opts).List({}));
+    TX_ASSIGN_OR_RETURN(auto titles,
+                        service::TaskService(store, store.clock(), opts).CurrentTitles(all));
+    return HeartbeatDocument(all, titles);
+  });
+}
+
+// The dashboard's page and files (api/dashboard.h).
+void ApiServer::DashboardPage(const httplib::Request& req, httplib::Response& res) {
+  ServeDashboardPage(req, res);
+}
+
+void ApiServer::DashboardAsset(const httplib::Request& req, httplib::Response& res) {
+  ServeDashboardAsset(req, res);
 }
 
 }  // namespace tx::api
