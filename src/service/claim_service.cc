@@ -368,13 +368,10 @@ Result<ClaimService::BatchResult> ClaimService::ReportAndClaimBatch(
   }
   Result<BatchResult> result(std::in_place);
   const Moment now = clock_.Now();
-  // Where the store claims at the commit (PostgreSQL), the claims arrive here once committed.
-  std::vector<store::ClaimedTask> claimed_at_commit;
   Status s = store_.Write([&](store::Txn& txn) -> Status {
     BatchResult& out = *result;
     out.reported.clear();  // a transaction run again (a dropped connection) starts over
     out.claimed.clear();
-    claimed_at_commit.clear();
     TX_RETURN_IF_ERROR(txn.LockClaims(tokens));
     // The worker is read once and written once, however many claims it ends and makes.
     TX_ASSIGN_OR_RETURN(Worker worker, LoadWorker(txn, worker_id));
@@ -393,15 +390,6 @@ Result<ClaimService::BatchResult> ClaimService::ReportAndClaimBatch(
       store::PickCriteria criteria{worker.queues, worker.capabilities, worker.name, worker.slot,
                                    now};
       if (criteria.queues.empty()) criteria.queues = {"default"};
-      store::ClaimOrder order{worker.id, now, lease_ms > 0 ? lease_ms : options_.default_lease_ms,
-                              ""};
-      order.lease_text = FormatDuration(order.lease_ms);
-      // Writes what ClaimLocked would write for each task, and the worker as the reports left
-      // it (when they changed it), then busy on the last task claimed.
-      if (txn.ClaimReadyAtCommit(criteria, want, order, finished.empty() ? nullptr : &worker,
-                                 &claimed_at_commit)) {
-        return Ok();
-      }
       out.claimed.reserve(want);
       while (static_cast<int>(out.claimed.size()) < want) {
         TX_ASSIGN_OR_RETURN(std::vector<Task> picked,
@@ -419,9 +407,6 @@ Result<ClaimService::BatchResult> ClaimService::ReportAndClaimBatch(
     if (finished.empty() && out.claimed.empty()) return Ok();
     return txn.UpdateWorker(worker);
   });
-  for (store::ClaimedTask& m : claimed_at_commit) {
-    result->claimed.push_back(ClaimResult{std::move(m.claim), std::move(m.task)});
-  }
   if (!s.ok()) result = s.error();
   return result;
 }

@@ -68,19 +68,6 @@ struct PickCriteria {
   bool gated() const { return !blocked_agents.empty() || !blocked_agent_queues.empty(); }
 };
 
-// For Txn::ClaimReadyAtCommit: who claims, when, and for how long.
-struct ClaimOrder {
-  std::string worker_id;
-  Millis now = 0;
-  Millis lease_ms = 0;
-  std::string lease_text;  // the lease as the task.claimed event spells it (FormatDuration)
-};
-
-struct ClaimedTask {
-  Task task;
-  Claim claim;
-};
-
 // One attempt of a worker, as its history lists it: the claim, its task's title, and what the
 // usage ledger says it cost (no row: has_usage false).
 struct WorkerAttempt {
@@ -124,22 +111,6 @@ class Txn {
     TX_ASSIGN_OR_RETURN(std::optional<Task> t, PickNextReady(criteria));
     if (t) out.push_back(std::move(*t));
     return out;
-  }
-  // Up to `limit` tasks picked as PickReady picks them, each claimed as ClaimService::ClaimLocked
-  // claims a picked task: the task goes to running (attempt + 1, started and updated at
-  // order.now); a claim with a fresh token, attempt = the task's claims so far + 1, leased for
-  // order.lease_ms from order.now; a task.claimed event {"attempt":A,"lease":"<lease_text>",
-  // "token":T}; and order.worker_id marked busy on the last task claimed, its heartbeat at now.
-  // `worker`, when given, is written first, as UpdateWorker writes it. The work is sent with the
-  // commit, and `out` is filled, best first, once the transaction has committed (left empty if
-  // it does not): nothing the transaction does after this call may depend on it. Returns false,
-  // having done nothing, where the store does not offer it (the default): the caller then picks
-  // and claims by parts. On PostgreSQL the pick, the writes and the commit go in one round trip,
-  // so the picked rows stay locked no longer than the commit takes.
-  virtual bool ClaimReadyAtCommit(const PickCriteria& criteria, int limit, const ClaimOrder& order,
-                                  const Worker* worker, std::vector<ClaimedTask>* out) {
-    (void)criteria, (void)limit, (void)order, (void)worker, (void)out;
-    return false;
   }
   // The earliest run_after later than criteria.now among ready tasks in the criteria's queues
   // (a retry waiting out its backoff): when an idle worker should look again. nullopt if none.

@@ -365,7 +365,7 @@ constexpr int kTaskCols = 30;
   "FROM picked"
 #define PICKED_CLAIMS \
   "SELECT count(*) FROM claims WHERE task_id = current_setting('tx.picked', true)"
-// The same for up to $6 rows (PickReady, ClaimReadyAtCommit): the picked rows go into the setting
+// The same for up to $6 rows (PickReady): the picked rows go into the setting
 // as a JSON array of {id, token}, best first. When no row is picked the server need not evaluate
 // `ids` at all, so the setting is emptied first (RESET_PICKED, in the same round trip) and an empty
 // one reads as no rows. (`numbered` is read twice, so it is computed once: one token per row.)
@@ -382,33 +382,6 @@ constexpr int kTaskCols = 30;
   "'[]')::jsonb) AS (id text, token bigint)) WITH ORDINALITY AS p(id, token, ord)"
 #define PICKED_MANY_CLAIMS \
   "SELECT p.id, (SELECT count(*) FROM claims c WHERE c.task_id = p.id) FROM " PICKED_ROWS
-// ClaimReadyAtCommit's writes, sent right after the pick in the same round trip, so that they read
-// the claims in a snapshot taken once the rows are locked (see PICKED_CLAIMS): each picked task
-// goes to running, gets its claim with the token the pick reserved and its task.claimed event, in
-// pick order, and the worker is marked busy on the last, exactly as ClaimService::ClaimLocked
-// writes them. $1 now, $2 the worker, $3 the lease in ms, $4 the lease as the event spells it.
-// Returns each task's claims before this one and its new attempt.
-#define CLAIM_PICKED                                                                            \
-  "WITH n AS (SELECT p.id, p.token, p.ord, "                                                    \
-  "(SELECT count(*) FROM claims c WHERE c.task_id = p.id) AS prev FROM " PICKED_ROWS            \
-  "), "                                                                                         \
-  "t AS (UPDATE tasks SET status = 'running', attempt = tasks.attempt + 1, started_at = $1, "   \
-  "updated_at = $1 FROM n WHERE tasks.id = n.id AND tasks.id = ANY(ARRAY(SELECT id FROM n)) "   \
-  "RETURNING tasks.id, tasks.attempt), "                                                        \
-  "c AS (INSERT INTO claims (task_id, worker_id, attempt, claimed_at, lease_ms, "               \
-  "lease_expires_at, renewed_count, status, ended_at, end_reason, exit_code, token) "           \
-  "SELECT n.id, $2, n.prev + 1, $1, $3, $1 + $3, 0, 'active', 0, '', NULL, n.token FROM n "     \
-  "ORDER BY n.ord), "                                                                           \
-  "e AS (INSERT INTO events (type, at, task_id, worker_id, data) SELECT 'task.claimed', $1, "   \
-  "n.id, "                                                                                      \
-  "$2, '{\"attempt\":' || t.attempt || ',\"lease\":\"' || $4 || '\",\"token\":' || n.token || " \
-  "'}' "                                                                                        \
-  "FROM n JOIN t ON t.id = n.id ORDER BY n.ord), "                                              \
-  "w AS (UPDATE workers SET status = 'busy', last_heartbeat_at = $1, "                          \
-  "current_task_id = (SELECT id FROM n ORDER BY ord DESC LIMIT 1) "                             \
-  "WHERE id = $2 AND EXISTS (SELECT 1 FROM n)) "                                                \
-  "SELECT n.id, n.prev, t.attempt FROM n LEFT JOIN t ON t.id = n.id ORDER BY n.ord"
-
 // In a write transaction (READ COMMITTED) every task, claim and worker row that is read is
 // locked FOR UPDATE until the commit: a service's read-modify-write of a row then runs as if
 // alone, as under SQLite's single writer, while transactions on other rows go on in parallel.
@@ -606,67 +579,6 @@ class PgTxn final : public Txn {
     for (int i = 0; i < claims.size(); ++i) picked_[claims.Text(i, 0)].claims = claims.Int(i, 1);
     for (const Task& t : out) tasks_[t.id] = t;
     return out;
-  }
-
-  bool ClaimReadyAtCommit(const PickCriteria& c, int limit, const ClaimOrder& order,
-                          const Worker* worker, std::vector<ClaimedTask>* out) override {
-    if (!write_ || limit <= 0 || out == nullptr || at_commit_.out != nullptr || c.gated()) {
-      return false;
-    }
-    if (worker != nullptr) (void)UpdateWorker(*worker);  // only queues: it cannot fail here
-    Params p = PickParams(c);
-    p.Add(limit);
-    Queue(RESET_PICKED, {});
-    Queue(c.queues.size() == 1 ? PICK_MANY_FOR_CLAIM(PICK_ONE_QUEUE)
-                               : PICK_MANY_FOR_CLAIM(PICK_QUEUES),
-          p, &at_commit_.picked);
-    FenceEvents();
-    c_.Queue(CLAIM_PICKED,
-             Params().Add(order.now).Add(order.worker_id).Add(order.lease_ms).Add(order.lease_text),
-             &at_commit_.made);
-    at_commit_.order = order;
-    at_commit_.out = out;
-    return true;
-  }
-
-  // Once committed: the claims ClaimReadyAtCommit made, read from the answers the commit brought.
-  Status ReadClaimsMadeAtCommit() {
-    AtCommit& a = at_commit_;
-    if (a.out == nullptr) return Ok();
-    a.out->clear();
-    // Cannot happen (the claims are made from the rows picked, in one statement), and if it did
-    // the transaction has committed: say so, so that nobody takes it for nothing done.
-    auto committed_but = [](const std::string& what) {
-      return Error::Internal("the claims committed, but " + what +
-                             "; they expire after their lease");
-    };
-    if (a.made.size() != a.picked.size()) {
-      return committed_but(std::to_string(a.made.size()) + " claims came back for " +
-                           std::to_string(a.picked.size()) + " tasks picked");
-    }
-    for (int i = 0; i < a.picked.size(); ++i) {
-      ClaimedTask& ct = a.out->emplace_back();
-      if (Status read = ReadTask(a.picked, i, ct.task); !read.ok()) {
-        return committed_but("a picked task could not be read: " + read.error().message());
-      }
-      if (a.made.View(i, 0) != ct.task.id || a.made.IsNull(i, 2)) {
-        return committed_but("they do not match the tasks picked, at " + ct.task.id);
-      }
-      ct.task.status = TaskStatus::kRunning;
-      ct.task.attempt = static_cast<int>(a.made.Int(i, 2));
-      ct.task.started_at = a.order.now;
-      ct.task.updated_at = a.order.now;
-      Claim& claim = ct.claim;
-      claim.token = a.picked.Int(i, kTaskCols);
-      claim.task_id = ct.task.id;
-      claim.worker_id = a.order.worker_id;
-      claim.attempt = static_cast<int>(a.made.Int(i, 1)) + 1;
-      claim.claimed_at = a.order.now;
-      claim.lease_ms = a.order.lease_ms;
-      claim.lease_expires_at = a.order.now + a.order.lease_ms;
-      claim.status = ClaimStatus::kActive;
-    }
-    return Ok();
   }
 
   Result<std::optional<Millis>> NextReadyAt(const PickCriteria& c) override {
@@ -1635,14 +1547,6 @@ class PgTxn final : public Txn {
   std::vector<Claim> pending_inserts_;
   std::unordered_map<std::int64_t, ClaimAt> pending_claim_at_;  // token → its pending write
   std::vector<PendingEvent> pending_events_;
-
-  // ClaimReadyAtCommit's answers, filled by the commit, and where they go.
-  struct AtCommit {
-    Rows picked, made;
-    ClaimOrder order;
-    std::vector<ClaimedTask>* out = nullptr;
-  };
-  AtCommit at_commit_;
 };
 
 // The database server's clock, read without asking it: this machine's monotonic clock plus the
@@ -1797,11 +1701,8 @@ class PgStore final : public Store {
     // committed is unknown.
     committing_ = true;
     s = conn_->Commit();
-    if (!s.ok()) {
-      conn_->Rollback();
-      return s;
-    }
-    return txn.ReadClaimsMadeAtCommit();
+    if (!s.ok()) conn_->Rollback();
+    return s;
   }
 
   std::unique_ptr<Conn> conn_;
