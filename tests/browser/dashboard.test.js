@@ -330,7 +330,9 @@ describe('the dashboard of a running pool', () => {
     // Counted before drawn: the bars come with the next redraw, so wait for them too.
     const greenPixels = () => {
       const c = document.querySelector('#chart');
-      const probe = document.createElement('canvas').getContext('2d');
+      // The probe is a canvas in memory too: an accelerated one is read back through the GPU
+      // process, which under load answers slowly or with transparent black (no colour matches).
+      const probe = document.createElement('canvas').getContext('2d', {willReadFrequently: true});
       probe.fillStyle = getComputedStyle(document.documentElement).getPropertyValue('--green').trim();
       probe.fillRect(0, 0, 1, 1);
       const [r, g, b] = probe.getImageData(0, 0, 1, 1).data;
@@ -349,7 +351,11 @@ describe('the dashboard of a running pool', () => {
     const drawn = await page.evaluate(async () => {
       const c = document.querySelector('#chart');
       const stats = await (await fetch('/api/stats')).json();
-      return JSON.stringify({canvas: [c.width, c.height, c.clientWidth, c.clientHeight, window.devicePixelRatio],
+      const probe = document.createElement('canvas').getContext('2d', {willReadFrequently: true});
+      probe.fillStyle = getComputedStyle(document.documentElement).getPropertyValue('--green').trim();
+      probe.fillRect(0, 0, 1, 1);
+      return JSON.stringify({green: [probe.fillStyle, ...probe.getImageData(0, 0, 1, 1).data],
+        canvas: [c.width, c.height, c.clientWidth, c.clientHeight, window.devicePixelRatio],
         lost: c.getContext('2d', {willReadFrequently: true}).isContextLost?.(),
         data: Object.assign({}, c.dataset), from: stats.from, to: stats.to, bucket: stats.bucket_ms,
         busy: stats.throughput.filter((b) => b.done || b.failed)});
