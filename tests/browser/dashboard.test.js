@@ -10,7 +10,7 @@ import {join} from 'node:path';
 import {after, before, describe, test} from 'node:test';
 import {fileURLToPath} from 'node:url';
 
-import {Pool, launchBrowser, openDashboard, pageUntil, until} from './harness.js';
+import {Pool, SLOW, launchBrowser, openDashboard, pageUntil, until} from './harness.js';
 
 const DOCS = fileURLToPath(new URL('../../docs/', import.meta.url));
 // The stand-in for Claude Code (tests/agents/standin/claude), run under a profile of its own.
@@ -278,8 +278,26 @@ describe('the dashboard of a running pool', () => {
     await page.click('#detail-actions button[data-act=approve]');
     await pageUntil(page, () => document.querySelector('#detail-body').dataset.status === 'approved');
     assert.ok(await page.locator('#detail-overdue').isHidden());
+    // The merge's POST is waited for: a click the page lost (a redraw moving the button under the
+    // pointer as it landed) is clicked again, as a person would, and said so.
+    const mergeSent = () => page.waitForRequest((r) => r.method() === 'POST' &&
+        r.url().endsWith(`/api/tasks/${task.id}/merge`), {timeout: 5000 * SLOW});
+    let sent = mergeSent();
     await page.click('#detail-actions button[data-act=merge]');
-    await pageUntil(page, () => document.querySelector('#detail-body').dataset.status === 'done', null, 20000);
+    if (!(await sent.catch(() => null))) {
+      console.log('# the click on merge sent nothing: clicked again');
+      sent = mergeSent();
+      await page.click('#detail-actions button[data-act=merge]');
+      assert.ok(await sent.catch(() => null), 'two clicks on merge sent no request');
+    }
+    await pageUntil(page, () => document.querySelector('#detail-body').dataset.status === 'done', null, 60000)
+        .catch(async (e) => {
+          // What the page and the store say, to tell a lost click from a refused merge.
+          const events = (await pool.json('events')).filter((ev) => ev.task_id === task.id).map((ev) => ev.type);
+          throw new Error(`${e.message}; toasts: ${await page.locator('#toasts').innerText()}; ` +
+                          `status on the page: ${await page.evaluate(() => document.querySelector('#detail-body').dataset.status)}; ` +
+                          `the task's events: ${events.join(' ')}; ${JSON.stringify((await pool.json('task', 'show', task.id)).metadata)}`);
+        });
     await pageUntil(page, () => /Merged task-/.test(document.querySelector('#toasts').innerText));
     assert.equal(await pool.git(repo, 'log', '--format=%s', 'main'), 'add the feature\nbase\n');
     assert.equal(await pool.git(repo, 'branch', '--list', 'tx/*'), '');
