@@ -15,6 +15,7 @@
 #include "store/postgres/change_watch.h"
 #include "store/postgres/migrations.h"
 #include "store/postgres/pg_conn.h"
+#include "store/postgres/pg_sql.h"
 #include "store/row_codec.h"
 
 namespace tx::store::postgres {
@@ -29,22 +30,6 @@ constexpr int kMaxAttempts = 50;
 // go one statement each, which costs the server less than unpacking a JSON document (the one
 // or two of a transaction that claims or reports a single task).
 constexpr std::size_t kSetWriteRows = 3;
-
-// Taken once by a transaction before its first event (see tx_event_horizon in migrations.cc).
-#define EVENT_FENCE                                                            \
-  "SELECT pg_advisory_xact_lock_shared(1953890304 + (last_value >> 31)::int, " \
-  "(last_value & 2147483647)::int) FROM events_id_seq"
-
-// The tail of a `WITH u AS (UPDATE … RETURNING 1)` that must change exactly one row: the server
-// raises (tx_expect_one, SQLSTATE P0002, read back as not found with message $n) and the
-// transaction aborts there, before the COMMIT that may be queued behind it.
-#define EXPECT_ONE(n) "SELECT tx_expect_one(count(*), " n ") FROM u"
-
-#define TASK_COLS                                                                                \
-  "seq, id, title, description, instructions, deliverables, steps, priority, queue, requires, "  \
-  "after, owner, workdir, command, agent, timeout_ms, max_attempts, review, repo, base_branch, " \
-  "metadata, result, error, status, attempt, run_after, created_at, updated_at, started_at, "    \
-  "finished_at"
 
 // Reads the task whose columns start at column `at` (TASK_COLS order).
 Status ReadTask(const Rows& r, int i, Task& t, int at) {
@@ -119,10 +104,6 @@ Params TaskParams(const Task& t) {
   return p;
 }
 
-#define CLAIM_COLS                                                               \
-  "token, task_id, worker_id, attempt, claimed_at, lease_ms, lease_expires_at, " \
-  "renewed_count, status, ended_at, end_reason, exit_code"
-
 Status ReadClaim(const Rows& r, int i, Claim& c) {
   c.token = r.Int(i, 0);
   c.task_id = r.Text(i, 1);
@@ -138,11 +119,6 @@ Status ReadClaim(const Rows& r, int i, Claim& c) {
   if (!r.IsNull(i, 11)) c.exit_code = static_cast<int>(r.Int(i, 11));
   return Ok();
 }
-
-#define WORKER_COLS                                                                      \
-  "id, name, slot, hostname, pid, capabilities, queues, status, heartbeat_interval_ms, " \
-  "registered_at, last_heartbeat_at, current_task_id, reason, metadata, request, pool, " \
-  "busy_heartbeat_interval_ms"
 
 // Reads the worker whose columns start at column `at` (WORKER_COLS order).
 Status ReadWorker(const Rows& r, int i, Worker& w, int at) {
@@ -234,10 +210,6 @@ Status ReadLimit(const Rows& r, int i, AgentLimit& l) {
   return Ok();
 }
 
-#define DELIVERY_COLS                                                                           \
-  "seq, id, sink, event_id, event_type, task_id, body, status, attempts, created_at, next_at, " \
-  "last_at, last_error"
-
 Status ReadDelivery(const Rows& r, int i, Delivery& d) {
   d.seq = r.Int(i, 0);
   d.id = r.Text(i, 1);
@@ -298,90 +270,6 @@ std::vector<std::string> FirstColumn(const Rows& r) {
 
 std::vector<std::string> JsonList(std::string_view text) { return StringList(std::string(text)); }
 
-#define GET_TASK "SELECT " TASK_COLS " FROM tasks WHERE id = $1"
-#define GET_CLAIM "SELECT " CLAIM_COLS " FROM claims WHERE token = $1"
-// A claim with its task and its worker, all three rows locked: every caller that holds a token
-// goes on to change the three (ClaimService::CheckToken, EndClaim).
-#define CLAIM_AND_ROWS                                                                     \
-  "SELECT c.token, c.task_id, c.worker_id, c.attempt, c.claimed_at, c.lease_ms, "          \
-  "c.lease_expires_at, c.renewed_count, c.status, c.ended_at, c.end_reason, c.exit_code, " \
-  "t.seq, t.id, t.title, t.description, t.instructions, t.deliverables, t.steps, "         \
-  "t.priority, t.queue, t.requires, t.after, t.owner, t.workdir, t.command, t.agent, "     \
-  "t.timeout_ms, t.max_attempts, t.review, t.repo, t.base_branch, t.metadata, t.result, "  \
-  "t.error, t.status, t.attempt, t.run_after, t.created_at, t.updated_at, t.started_at, "  \
-  "t.finished_at, "                                                                        \
-  "w.id, w.name, w.slot, w.hostname, w.pid, w.capabilities, w.queues, w.status, "          \
-  "w.heartbeat_interval_ms, w.registered_at, w.last_heartbeat_at, w.current_task_id, "     \
-  "w.reason, w.metadata, w.request, w.pool, w.busy_heartbeat_interval_ms "                 \
-  "FROM claims c JOIN tasks t ON t.id = c.task_id JOIN workers w ON w.id = c.worker_id "
-#define GET_CLAIM_AND_ROWS CLAIM_AND_ROWS "WHERE c.token = $1 FOR UPDATE OF c, t, w"
-// The dependents of a claim's task, sent right after GET_CLAIM_AND_ROWS in the same round trip:
-// a statement of its own, so that it reads after the locks are held. (A subquery of the locking
-// statement would read the snapshot taken before it waited for a lock, and could miss a
-// dependent that the lock's holder had just added.)
-#define DEPENDENTS_OF_TOKEN                                                         \
-  "SELECT coalesce(json_agg(task_id ORDER BY task_id)::text, '[]') FROM task_deps " \
-  "WHERE depends_on = (SELECT task_id FROM claims WHERE token = $1)"
-// GET_CLAIM_AND_ROWS for several tokens ($1, an array literal), locked in token order (so that
-// two such transactions take their locks in the same order), and the dependents of each claim's
-// task, sent right after it (for the reason above).
-#define GET_CLAIMS_AND_ROWS \
-  CLAIM_AND_ROWS "WHERE c.token = ANY($1::bigint[]) ORDER BY c.token FOR UPDATE OF c, t, w"
-#define DEPENDENTS_OF_TOKENS                                                           \
-  "SELECT c.task_id, coalesce((SELECT json_agg(d.task_id ORDER BY d.task_id) "         \
-  "FROM task_deps d WHERE d.depends_on = c.task_id)::text, '[]') FROM claims c WHERE " \
-  "c.token = ANY($1::bigint[])"
-constexpr int kClaimCols = 12;
-constexpr int kTaskCols = 30;
-
-// The pick, for a write: the best eligible row, locked (rows other claimers hold are skipped,
-// not waited for), with what the claim that follows needs — the fencing token reserved for it,
-// and, from PICKED_CLAIMS sent right after in the same round trip, how many claims the task had
-// (the attempt number) — so that claiming costs one round trip for the pick and nothing more
-// until the commit. The outer query works for the chosen row only, not for every row the scan
-// skips; it leaves the row's id in a transaction-local setting for PICKED_CLAIMS, which counts
-// in a snapshot of its own, taken once the row is locked (a subquery here would count in the
-// snapshot taken before the pick, and miss a claim made meanwhile on a task since requeued).
-#define PICK_WHERE                                \
-  "status = 'ready' AND run_after <= $2 "         \
-  "AND (owner = '' OR owner = $3 OR owner = $4) " \
-  "AND (requires = '[]' OR requires::jsonb <@ $5::jsonb) "
-#define PICK_ONE_QUEUE \
-  "SELECT " TASK_COLS " FROM tasks WHERE queue = ($1::jsonb ->> 0) AND " PICK_WHERE
-#define PICK_QUEUES             \
-  "SELECT " TASK_COLS           \
-  " FROM tasks WHERE queue IN " \
-  "(SELECT jsonb_array_elements_text($1::jsonb)) AND " PICK_WHERE
-#define PICK_ORDER "ORDER BY priority DESC, seq LIMIT 1 FOR UPDATE SKIP LOCKED"
-// The agent tasks a gated pick passes over (PickCriteria::blocked_agents, $6, and
-// blocked_agent_queues, $7, as JSON arrays): a separate statement, so the usual pick stays as is.
-#define AGENT_GATE \
-  "AND (command <> '[]' OR NOT ($6::jsonb ? agent OR $6::jsonb ? '*' OR $7::jsonb ? queue)) "
-#define PICK_ONE_QUEUE_GATED PICK_ONE_QUEUE AGENT_GATE
-#define PICK_QUEUES_GATED PICK_QUEUES AGENT_GATE
-#define PICK_FOR_CLAIM(pick)                                                                  \
-  "WITH picked AS (" pick PICK_ORDER                                                          \
-  ") SELECT picked.*, nextval('claims_token_seq'), set_config('tx.picked', picked.id, true) " \
-  "FROM picked"
-#define PICKED_CLAIMS \
-  "SELECT count(*) FROM claims WHERE task_id = current_setting('tx.picked', true)"
-// The same for up to $6 rows (PickReady): the picked rows go into the setting
-// as a JSON array of {id, token}, best first. When no row is picked the server need not evaluate
-// `ids` at all, so the setting is emptied first (RESET_PICKED, in the same round trip) and an empty
-// one reads as no rows. (`numbered` is read twice, so it is computed once: one token per row.)
-#define RESET_PICKED "SELECT set_config('tx.picked', '', true)"
-#define PICK_MANY_FOR_CLAIM(pick)                                                         \
-  "WITH picked AS (" pick                                                                 \
-  "ORDER BY priority DESC, seq LIMIT $6 FOR UPDATE SKIP LOCKED), "                        \
-  "numbered AS (SELECT picked.*, nextval('claims_token_seq') AS token FROM picked), "     \
-  "ids AS (SELECT set_config('tx.picked', coalesce(json_agg(json_build_object('id', id, " \
-  "'token', token) ORDER BY priority DESC, seq), '[]')::text, true) FROM numbered) "      \
-  "SELECT numbered.* FROM numbered, ids ORDER BY priority DESC, seq"
-#define PICKED_ROWS                                                                         \
-  "ROWS FROM (jsonb_to_recordset(coalesce(nullif(current_setting('tx.picked', true), ''), " \
-  "'[]')::jsonb) AS (id text, token bigint)) WITH ORDINALITY AS p(id, token, ord)"
-#define PICKED_MANY_CLAIMS \
-  "SELECT p.id, (SELECT count(*) FROM claims c WHERE c.task_id = p.id) FROM " PICKED_ROWS
 // In a write transaction (READ COMMITTED) every task, claim and worker row that is read is
 // locked FOR UPDATE until the commit: a service's read-modify-write of a row then runs as if
 // alone, as under SQLite's single writer, while transactions on other rows go on in parallel.
@@ -441,21 +329,12 @@ class PgTxn final : public Txn {
         .Add(f.search)
         .Add(f.created_since)
         .Add(f.created_until);
-    // A search reads every row it passes (no index holds titles), as on SQLite.
-#define TASK_FILTER                                                                               \
-  "WHERE ($1 = '' OR status::text = $1) AND ($2 = '' OR queue = $2) AND ($3 = '' OR owner = $3) " \
-  "AND ($6::text = '' OR agent = $6::text) "                                                      \
-  "AND ($7::text = '' OR left(id, length($7::text)) = $7::text "                                  \
-  "     OR strpos(lower(title), lower($7::text)) > 0) "                                           \
-  "AND ($8::bigint = 0 OR created_at >= $8::bigint) "                                             \
-  "AND ($9::bigint = 0 OR created_at < $9::bigint) "
     TX_ASSIGN_OR_RETURN(Rows r, Exec(f.newest_first ? "SELECT " TASK_COLS " FROM tasks " TASK_FILTER
                                                       "AND ($5 = 0 OR seq < $5) "
                                                       "ORDER BY seq DESC LIMIT $4"
                                                     : "SELECT " TASK_COLS " FROM tasks " TASK_FILTER
                                                       "AND seq > $5 ORDER BY seq LIMIT $4",
                                      p));
-#undef TASK_FILTER
     return ReadAll<Task>(r, ReadTask);
   }
 
@@ -699,7 +578,6 @@ class PgTxn final : public Txn {
   }
 
   Result<std::optional<Claim>> GetActiveClaimForTask(std::string_view task_id) override {
-#define ACTIVE_CLAIM "SELECT " CLAIM_COLS " FROM claims WHERE task_id = $1 AND status = 'active'"
     TX_ASSIGN_OR_RETURN(
         Rows r, Exec(write_ ? ACTIVE_CLAIM " FOR UPDATE" : ACTIVE_CLAIM, Params().Add(task_id)));
     return ReadOne<Claim>(r, ReadClaim);
@@ -745,17 +623,12 @@ class PgTxn final : public Txn {
   }
 
   Result<std::vector<Claim>> ListActiveClaims() override {
-#define ACTIVE_CLAIMS "SELECT " CLAIM_COLS " FROM claims WHERE status = 'active' ORDER BY token"
     TX_ASSIGN_OR_RETURN(Rows r, Exec(write_ ? ACTIVE_CLAIMS " FOR UPDATE" : ACTIVE_CLAIMS));
     return ReadAll<Claim>(r, ReadClaim);
   }
 
   Result<std::vector<Claim>> ListActiveClaimsExpiredAt(const Moment& at) override {
     Millis now = at.wall;  // the server's clock: PostgreSQL rows have no steady readings
-#define EXPIRED_CLAIMS                                               \
-  "SELECT " CLAIM_COLS                                               \
-  " FROM claims WHERE status = 'active' AND lease_expires_at <= $1 " \
-  "ORDER BY token"
     TX_ASSIGN_OR_RETURN(
         Rows r, Exec(write_ ? EXPIRED_CLAIMS " FOR UPDATE" : EXPIRED_CLAIMS, Params().Add(now)));
     return ReadAll<Claim>(r, ReadClaim);
@@ -847,7 +720,6 @@ class PgTxn final : public Txn {
   }
 
   Result<std::optional<Worker>> GetWorker(std::string_view id) override {
-#define GET_WORKER "SELECT " WORKER_COLS " FROM workers WHERE id = $1"
     if (write_) {
       if (auto it = workers_.find(std::string(id)); it != workers_.end()) return {it->second};
       TX_ASSIGN_OR_RETURN(Rows r, Exec(GET_WORKER " FOR UPDATE", Params().Add(id)));
@@ -866,16 +738,6 @@ class PgTxn final : public Txn {
       names.emplace_back(ToString(st));
       only_live = only_live && IsLive(st);
     }
-    // Live workers only: the literal terms let the planner use the partial index workers_live.
-#define LIVE_WORKERS                                                   \
-  "SELECT " WORKER_COLS                                                \
-  " FROM workers WHERE status <> 'stopped' AND status <> 'dead' "      \
-  "AND status::text IN (SELECT jsonb_array_elements_text($1::jsonb)) " \
-  "ORDER BY registered_at DESC, seq DESC"
-#define SOME_WORKERS                                  \
-  "SELECT " WORKER_COLS                               \
-  " FROM workers WHERE $1 = '[]' OR status::text IN " \
-  "(SELECT jsonb_array_elements_text($1::jsonb)) ORDER BY registered_at DESC, seq DESC"
     const char* sql = only_live ? (write_ ? LIVE_WORKERS " FOR UPDATE" : LIVE_WORKERS)
                                 : (write_ ? SOME_WORKERS " FOR UPDATE" : SOME_WORKERS);
     TX_ASSIGN_OR_RETURN(Rows r, Exec(sql, Params().Add(ListText(names))));
@@ -887,12 +749,6 @@ class PgTxn final : public Txn {
   }
 
   Result<std::vector<Worker>> GetWorkers(const std::vector<std::string>& ids) override {
-// = ANY(ARRAY(...)), not IN (SELECT ...): the array is built once and looked up in the primary
-// key, where the semi-join planned a scan of the whole fleet's rows for every batch of beats.
-#define SOME_WORKERS_BY_ID             \
-  "SELECT " WORKER_COLS                \
-  " FROM workers WHERE id = ANY(ARRAY" \
-  "(SELECT jsonb_array_elements_text($1::jsonb))) ORDER BY id"
     TX_ASSIGN_OR_RETURN(Rows r, Exec(write_ ? SOME_WORKERS_BY_ID " FOR UPDATE" : SOME_WORKERS_BY_ID,
                                      Params().Add(ListText(ids))));
     TX_ASSIGN_OR_RETURN(std::vector<Worker> out, ReadAll<Worker>(r, ReadWorker));
@@ -904,10 +760,6 @@ class PgTxn final : public Txn {
 
   Result<std::vector<Worker>> ListLiveWorkersInSlot(std::string_view pool,
                                                     std::string_view slot) override {
-#define SLOT_WORKERS                                              \
-  "SELECT " WORKER_COLS                                           \
-  " FROM workers WHERE status <> 'stopped' AND status <> 'dead' " \
-  "AND slot = $1 AND pool = $2 ORDER BY registered_at DESC, seq DESC"
     TX_ASSIGN_OR_RETURN(Rows r, Exec(write_ ? SLOT_WORKERS " FOR UPDATE" : SLOT_WORKERS,
                                      Params().Add(slot).Add(pool)));
     TX_ASSIGN_OR_RETURN(std::vector<Worker> out, ReadAll<Worker>(r, ReadWorker));
@@ -964,10 +816,6 @@ class PgTxn final : public Txn {
     return r.Int(0, 0);
   }
 
-#define USAGE_COLS                                                                               \
-  "token, task_id, attempt, worker_id, agent, account, queue, session_id, model, input_tokens, " \
-  "output_tokens, cache_read_tokens, cache_write_tokens, cost_micro_usd, cost_estimated, "       \
-  "turns, denials, started_at, updated_at"
   Status PutUsage(const AttemptUsage& u) override {
     Params p;
     p.Add(u.token)
@@ -1066,7 +914,6 @@ class PgTxn final : public Txn {
     return out;
   }
 
-#define LIMIT_COLS "profile, account, until, since, reason, task_id, strikes, resumed"
   Status PutAgentLimit(const AgentLimit& l) override {
     Queue("INSERT INTO agent_limits (" LIMIT_COLS
           ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (profile, account) DO UPDATE "
@@ -1085,7 +932,6 @@ class PgTxn final : public Txn {
   }
 
   Result<std::vector<AgentLimit>> ListAgentLimits() override {
-#define LIST_LIMITS "SELECT " LIMIT_COLS " FROM agent_limits ORDER BY profile, account"
     // Locked in a write: the limit is read, then replaced, by the attempt that met it.
     TX_ASSIGN_OR_RETURN(Rows r, Exec(write_ ? LIST_LIMITS " FOR UPDATE" : LIST_LIMITS));
     return ReadAll<AgentLimit>(r, ReadLimit);
@@ -1151,7 +997,6 @@ class PgTxn final : public Txn {
   }
 
   Result<std::optional<Delivery>> GetDelivery(std::string_view id) override {
-#define GET_DELIVERY "SELECT " DELIVERY_COLS " FROM notify_deliveries WHERE id = $1"
     TX_ASSIGN_OR_RETURN(Rows r,
                         Exec(write_ ? GET_DELIVERY " FOR UPDATE" : GET_DELIVERY, Params().Add(id)));
     return ReadOne<Delivery>(r, ReadDelivery);
@@ -1187,9 +1032,6 @@ class PgTxn final : public Txn {
     return ReadAll<Delivery>(r, ReadDelivery);
   }
 
-#define ORCHESTRATOR_COLS \
-  "id, dir, status, pid, hostname, started_at, seen_at, config, request, pool"
-#define GET_ORCHESTRATOR "SELECT " ORCHESTRATOR_COLS " FROM orchestrators WHERE id = $1"
   Result<std::optional<OrchestratorState>> GetOrchestrator(std::string_view id) override {
     TX_ASSIGN_OR_RETURN(
         Rows r, Exec(write_ ? GET_ORCHESTRATOR " FOR UPDATE" : GET_ORCHESTRATOR, Params().Add(id)));
@@ -1225,8 +1067,6 @@ class PgTxn final : public Txn {
   }
 
   Result<ReconcilerRecord> GetReconcilerRecord() override {
-#define GET_RECONCILER \
-  "SELECT leader, leader_since, last_reconcile_at, last_report FROM orchestrator WHERE id = 1"
     TX_ASSIGN_OR_RETURN(Rows r, Exec(write_ ? GET_RECONCILER " FOR UPDATE" : GET_RECONCILER));
     if (r.empty()) return Error::Internal("the reconciler's row is missing");
     return ReconcilerRecord{r.Text(0, 0), r.Int(0, 1), r.Int(0, 2), Object(r.Text(0, 3))};
