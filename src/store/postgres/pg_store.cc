@@ -1,7 +1,6 @@
 #include "store/postgres/pg_store.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <random>
@@ -14,6 +13,7 @@
 #include "store/location.h"
 #include "store/postgres/change_watch.h"
 #include "store/postgres/migrations.h"
+#include "store/postgres/pg_clock.h"
 #include "store/postgres/pg_conn.h"
 #include "store/postgres/pg_rows.h"
 #include "store/postgres/pg_sql.h"
@@ -890,19 +890,6 @@ class PgTxn final : public Txn {
   WriteBehind writes_;
 };
 
-// The database server's clock, read without asking it: this machine's monotonic clock plus the
-// offset to the server's, measured at each (re)connect and every few minutes. Every host that
-// shares the store then agrees on "now" to within a round trip, whatever its own wall clock
-// says, and a step of the local wall clock (NTP, a VM resumed) changes nothing.
-class ServerClock final : public Clock {
- public:
-  Millis NowMs() const override { return MonotonicEpochMs() + offset_.load(); }
-  void set_offset(Millis offset) { offset_ = offset; }
-
- private:
-  std::atomic<Millis> offset_{0};
-};
-
 // The key of the advisory lock whose holder leads the reconciler (any constant of ours; advisory
 // locks are per database).
 constexpr const char* kLeaderLock = "SELECT pg_try_advisory_lock(7478000002)";
@@ -923,10 +910,6 @@ class AdvisoryLeadership final : public Leadership {
  private:
   PgConnPtr conn_;
 };
-
-// How often the offset to the server's clock is measured again (the two clocks drift apart by
-// parts per million).
-constexpr Millis kClockRemeasureMs = 5 * 60'000;
 
 class PgStore final : public Store {
  public:
