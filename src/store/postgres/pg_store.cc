@@ -15,6 +15,7 @@
 #include "store/postgres/migrations.h"
 #include "store/postgres/pg_clock.h"
 #include "store/postgres/pg_conn.h"
+#include "store/postgres/pg_lead.h"
 #include "store/postgres/pg_rows.h"
 #include "store/postgres/pg_sql.h"
 #include "store/postgres/pg_write_behind.h"
@@ -890,27 +891,6 @@ class PgTxn final : public Txn {
   WriteBehind writes_;
 };
 
-// The key of the advisory lock whose holder leads the reconciler (any constant of ours; advisory
-// locks are per database).
-constexpr const char* kLeaderLock = "SELECT pg_try_advisory_lock(7478000002)";
-
-// Held on a connection of its own, outside the store's transactions: a session-level lock, which
-// the server drops when the session ends — when its holder exits or is killed, at once; when its
-// host vanishes, once the server's TCP keepalives (set short here) give up on the connection.
-class AdvisoryLeadership final : public Leadership {
- public:
-  explicit AdvisoryLeadership(PgConnPtr conn) : conn_(std::move(conn)) {}
-  bool Held() override {
-    if (!conn_) return false;
-    PgResultPtr r(pq::PQexec(conn_.get(), "SELECT 1"));
-    if (pq::PQresultStatus(r.get()) != PGRES_TUPLES_OK) conn_.reset();  // lost: never taken back
-    return conn_ != nullptr;
-  }
-
- private:
-  PgConnPtr conn_;
-};
-
 class PgStore final : public Store {
  public:
   explicit PgStore(std::unique_ptr<Conn> conn) : conn_(std::move(conn)) { ClockMeasured(); }
@@ -944,28 +924,9 @@ class PgStore final : public Store {
   const Clock& clock() const override { return clock_; }
   bool SharedByHosts() const override { return true; }
 
-  // The lock is asked for on a connection kept for it between tries (a standby asks every
-  // second), which becomes the Leadership's once the lock is granted.
+  // On lead_conn_, kept between tries (pg_lead.h).
   Result<std::unique_ptr<Leadership>> TryLead() override {
-    if (lead_conn_ && pq::PQstatus(lead_conn_.get()) != CONNECTION_OK) lead_conn_.reset();
-    if (!lead_conn_) {
-      TX_ASSIGN_OR_RETURN(lead_conn_, Connect(conn_->url()));
-      // The server notices a leader's vanished host in about 11 s and drops its lock.
-      PgResultPtr keepalives(pq::PQexec(lead_conn_.get(),
-                                        "SET tcp_keepalives_idle = 5; "
-                                        "SET tcp_keepalives_interval = 2; "
-                                        "SET tcp_keepalives_count = 3"));
-    }
-    PgResultPtr r(pq::PQexec(lead_conn_.get(), kLeaderLock));
-    if (pq::PQresultStatus(r.get()) != PGRES_TUPLES_OK) {
-      std::string why = pq::PQerrorMessage(lead_conn_.get());
-      lead_conn_.reset();
-      return Error::Unavailable("cannot ask for the reconciler's lead: " + why);
-    }
-    if (std::string_view(pq::PQgetvalue(r.get(), 0, 0)) != "t") {
-      return std::unique_ptr<Leadership>();
-    }
-    return std::unique_ptr<Leadership>(new AdvisoryLeadership(std::move(lead_conn_)));
+    return TryAdvisoryLead(lead_conn_, conn_->url());
   }
 
  private:
