@@ -1600,6 +1600,22 @@ TEST_F(Cli, ABigBatchIsAddedInTheOrderOfItsLinesAndItsFirstBadLineIsNamed) {
   }
   EXPECT_TRUE(RefusedWithoutWriting({"task", "add", "--batch", "bad-big.jsonl"}, 2,
                                     "line 7001: unknown field 'titel'"));
+  // Lines are inserted while later ones are still decoded: the first line refused, in order,
+  // is the one named, whether the service or the decoding refuses it.
+  {
+    std::ofstream mixed(Path("mixed-big.jsonl"));
+    for (int i = 1; i <= 9'000; ++i) {
+      if (i == 2'500) {
+        mixed << "{\"title\": \"x\", \"after\": [\"task-zzzzzzzz\"]}\n";
+      } else if (i == 6'000) {
+        mixed << "{\"titel\": \"typo\"}\n";
+      } else {
+        mixed << "{\"title\": \"t" << i << "\"}\n";
+      }
+    }
+  }
+  EXPECT_TRUE(RefusedWithoutWriting({"task", "add", "--batch", "mixed-big.jsonl"}, 3,
+                                    "line 2500: task task-zzzzzzzz (in --after) not found"));
   RunResult added = Tx({"task", "add", "--batch", "big.jsonl"});
   ASSERT_EQ(added.exit_code, 0) << added.err;
   std::istringstream lines(added.out);

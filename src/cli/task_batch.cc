@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
-#include <optional>
-#include <thread>
 
 #include "api/new_task.h"
 #include "core/validation.h"
@@ -12,62 +10,23 @@ namespace tx::cli {
 
 namespace {
 
-// Below this many lines one thread decodes them all: a thread costs more than it saves.
-constexpr std::size_t kLinesPerThread = 2'000;
-constexpr unsigned kMaxThreads = 4;
+// Lines a run holds: small enough that the inserts start soon, big enough that handing a run
+// over costs nothing beside decoding it.
+constexpr std::size_t kRunLines = 500;
+// Below this many lines no thread is started: one costs more than it saves.
+constexpr std::size_t kLinesForThreads = 2'000;
+// The inserts run on one thread and cost about three times the decoding: two threads decoding
+// keep ahead of them.
+constexpr unsigned kMaxThreads = 2;
 
 Error AtLine(std::size_t n, const Error& e) {
   return Error(e.code(), "line " + std::to_string(n) + ": " + e.message());
 }
 
-struct Line {
-  std::size_t number;
-  std::string text;
-};
-
-// The decoded tasks of a run of lines, or the error of the first that does not decode.
-struct Decoded {
-  BatchDrafts drafts;
-  std::optional<Error> error;
-};
-
-Decoded DecodeLines(const std::vector<Line>& lines, std::size_t begin, std::size_t end,
-                    const worker::WorkerConfig& config) {
-  Decoded out;
-  out.drafts.tasks.reserve(end - begin);
-  out.drafts.lines.reserve(end - begin);
-  for (std::size_t i = begin; i < end; ++i) {
-    const Line& line = lines[i];
-    nlohmann::json body = nlohmann::json::parse(line.text, nullptr, /*allow_exceptions=*/false);
-    if (body.is_discarded()) {
-      out.error = AtLine(line.number, Error::InvalidArgument("malformed JSON"));
-      return out;
-    }
-    if (NestsDeeperThan(line.text, kMaxJsonDepth)) {
-      out.error = AtLine(
-          line.number,
-          Error::InvalidArgument("nests deeper than " + std::to_string(kMaxJsonDepth) + " levels"));
-      return out;
-    }
-    if (!body.is_object()) {
-      out.error =
-          AtLine(line.number, Error::InvalidArgument("a task is a JSON object, one a line"));
-      return out;
-    }
-    Result<Task> t = api::DecodeAndPrepareNewTask(body, config);
-    if (!t.ok()) {
-      out.error = AtLine(line.number, t.error());
-      return out;
-    }
-    out.drafts.tasks.push_back(std::move(*t));
-    out.drafts.lines.push_back("line " + std::to_string(line.number));
-  }
-  return out;
-}
-
 }  // namespace
 
-Result<BatchDrafts> ReadTaskBatch(std::istream& in, const worker::WorkerConfig& config) {
+Result<std::unique_ptr<TaskBatch>> TaskBatch::Read(std::istream& in,
+                                                   const worker::WorkerConfig& config) {
   std::vector<Line> lines;
   std::string text;
   for (std::size_t n = 1; std::getline(in, text); ++n) {
@@ -76,29 +35,96 @@ Result<BatchDrafts> ReadTaskBatch(std::istream& in, const worker::WorkerConfig& 
   }
   if (in.bad()) return Error::Unavailable("the batch could not be read");
   if (lines.empty()) return Error::InvalidArgument("the batch holds no task");
-  // Decoding is a quarter of a big batch's time: its runs of lines are decoded on the machine's
-  // cores at once, before the one transaction that adds them.
-  unsigned threads = std::clamp<unsigned>(std::thread::hardware_concurrency(), 1, kMaxThreads);
-  std::size_t parts = std::clamp<std::size_t>(lines.size() / kLinesPerThread, 1, threads);
-  std::vector<Decoded> decoded(parts);
-  std::vector<std::thread> workers;
-  for (std::size_t p = 1; p < parts; ++p) {
-    workers.emplace_back([&, p] {
-      decoded[p] =
-          DecodeLines(lines, lines.size() * p / parts, lines.size() * (p + 1) / parts, config);
-    });
+  return std::make_unique<TaskBatch>(Key{}, std::move(lines), config);
+}
+
+TaskBatch::TaskBatch(Key, std::vector<Line> lines, const worker::WorkerConfig& config)
+    : lines_(std::move(lines)), config_(config), decoded_(runs()) {
+  {
+    MutexLock lock(mu_);
+    state_.assign(runs(), RunState::kWaiting);
   }
-  decoded[0] = DecodeLines(lines, 0, lines.size() / parts, config);
-  for (auto& w : workers) w.join();
-  BatchDrafts out;
-  out.tasks.reserve(lines.size());
-  out.lines.reserve(lines.size());
-  for (auto& d : decoded) {
-    if (d.error) return *d.error;  // the first bad line, as one thread would have found it
-    std::move(d.drafts.tasks.begin(), d.drafts.tasks.end(), std::back_inserter(out.tasks));
-    std::move(d.drafts.lines.begin(), d.drafts.lines.end(), std::back_inserter(out.lines));
+  if (lines_.size() < kLinesForThreads) return;
+  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  unsigned threads = std::min(cores - 1, kMaxThreads);
+  for (unsigned t = 0; t < threads; ++t) threads_.emplace_back([this] { DecodeRuns(); });
+}
+
+TaskBatch::~TaskBatch() {
+  {
+    MutexLock lock(mu_);
+    stopping_ = true;
   }
-  return out;
+  for (auto& t : threads_) t.join();
+}
+
+std::size_t TaskBatch::runs() const { return (lines_.size() + kRunLines - 1) / kRunLines; }
+
+std::optional<std::size_t> TaskBatch::TakeRun() {
+  MutexLock lock(mu_);
+  if (stopping_) return std::nullopt;
+  auto it = std::find(state_.begin(), state_.end(), RunState::kWaiting);
+  if (it == state_.end()) return std::nullopt;
+  *it = RunState::kDecoding;
+  return static_cast<std::size_t>(it - state_.begin());
+}
+
+void TaskBatch::DecodeRuns() {
+  while (std::optional<std::size_t> r = TakeRun()) DecodeRun(*r);
+}
+
+void TaskBatch::DecodeRun(std::size_t r) {
+  Run& out = decoded_[r];
+  std::size_t end = std::min(lines_.size(), (r + 1) * kRunLines);
+  out.tasks.reserve(end - r * kRunLines);
+  for (std::size_t i = r * kRunLines; i < end; ++i) {
+    const Line& line = lines_[i];
+    nlohmann::json body = nlohmann::json::parse(line.text, nullptr, /*allow_exceptions=*/false);
+    if (body.is_discarded()) {
+      out.error = AtLine(line.number, Error::InvalidArgument("malformed JSON"));
+      break;
+    }
+    if (NestsDeeperThan(line.text, kMaxJsonDepth)) {
+      out.error = AtLine(line.number, Error::InvalidArgument("nests deeper than " +
+                                                             std::to_string(kMaxJsonDepth) +
+                                                             " levels"));
+      break;
+    }
+    if (!body.is_object()) {
+      out.error = AtLine(line.number, Error::InvalidArgument("a task is a JSON object, one a line"));
+      break;
+    }
+    Result<Task> t = api::DecodeAndPrepareNewTask(body, config_);
+    if (!t.ok()) {
+      out.error = AtLine(line.number, t.error());
+      break;
+    }
+    out.tasks.push_back(std::move(*t));
+  }
+  MutexLock lock(mu_);
+  state_[r] = RunState::kDone;
+  done_.NotifyAll();
+}
+
+Result<Task*> TaskBatch::At(std::size_t i, std::string& label) {
+  if (i >= lines_.size()) return nullptr;
+  std::size_t r = i / kRunLines;
+  bool mine = false;
+  {
+    MutexLock lock(mu_);
+    if (state_[r] == RunState::kWaiting) {
+      state_[r] = RunState::kDecoding;
+      mine = true;
+    } else {
+      done_.Wait(mu_, [&]() TX_REQUIRES(mu_) { return state_[r] == RunState::kDone; });
+    }
+  }
+  if (mine) DecodeRun(r);
+  Run& run = decoded_[r];
+  std::size_t k = i % kRunLines;
+  if (k >= run.tasks.size()) return *run.error;  // the run's first bad line
+  label = "line " + std::to_string(lines_[i].number);
+  return &run.tasks[k];
 }
 
 }  // namespace tx::cli

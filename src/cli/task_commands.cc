@@ -123,20 +123,25 @@ Status AddBatch(Context& ctx, const CLI::App& cmd, const std::string& source) {
     file.open(source);
     if (!file) return PosixError("cannot read " + source, errno, ErrorCode::kNotFound);
   }
-  TX_ASSIGN_OR_RETURN(BatchDrafts drafts, ReadTaskBatch(source == "-" ? std::cin : file, config));
+  TX_ASSIGN_OR_RETURN(std::unique_ptr<TaskBatch> batch,
+                      TaskBatch::Read(source == "-" ? std::cin : file, config));
   TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
   service::TaskService tasks(*store, ctx.clock(), ctx.options());
-  TX_ASSIGN_OR_RETURN(std::vector<Task> added,
-                      tasks.AddMany(std::move(drafts.tasks), drafts.lines));
-  if (ctx.json()) {
-    nlohmann::json ids = nlohmann::json::array();
-    for (const Task& t : added) ids.push_back(t.id);
-    ctx.PrintJson({{"added", added.size()}, {"ids", std::move(ids)}});
-  } else {
-    for (const Task& t : added) {
-      ctx.out() << t.id << "  " << ToString(t.status) << "  " << Printable(t.title) << '\n';
+  TX_ASSIGN_OR_RETURN(std::size_t added,
+                      tasks.AddEach([&](std::size_t i, std::string& label) {
+                        return batch->At(i, label);
+                      }));
+  nlohmann::json ids = nlohmann::json::array();
+  std::string label;
+  for (std::size_t i = 0; i < added; ++i) {
+    TX_ASSIGN_OR_RETURN(const Task* t, batch->At(i, label));
+    if (ctx.json()) {
+      ids.push_back(t->id);
+    } else {
+      ctx.out() << t->id << "  " << ToString(t->status) << "  " << Printable(t->title) << '\n';
     }
   }
+  if (ctx.json()) ctx.PrintJson({{"added", added}, {"ids", std::move(ids)}});
   return Ok();
 }
 

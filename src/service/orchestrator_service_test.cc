@@ -232,6 +232,21 @@ TEST_F(OrchestratorServiceTest, TaskAddPastMaxQueueDepthIsRefusedWithBackpressur
   EXPECT_NE(r.error().message().find("queue full: 2 tasks ready of 2"), std::string::npos)
       << r.error().message();
   EXPECT_ERROR_CODE(tasks_.AddMany({third}), ErrorCode::kBackpressure);
+  // A bulk add that streams its drafts counts the room once they are in: the tasks it added
+  // itself are not taken for the queue's.
+  std::vector<Task> more(2, third);
+  auto each = [&](std::size_t i, std::string& label) -> Result<Task*> {
+    label = "line " + std::to_string(i + 1);
+    return i < more.size() ? &more[i] : nullptr;
+  };
+  auto streamed = tasks_.AddEach(each);
+  ASSERT_FALSE(streamed.ok());
+  EXPECT_EQ(streamed.error().code(), ErrorCode::kBackpressure);
+  EXPECT_NE(streamed.error().message().find("queue full: 2 tasks ready of 2 allowed "
+                                            "(max-queue-depth); 2 more refused"),
+            std::string::npos)
+      << streamed.error().message();
+  EXPECT_EQ(tasks_.List({}).value().size(), 2u);
   // A claimed task leaves the ready queue and makes room.
   Worker w = Register();
   ClaimNextFor(w);

@@ -33,12 +33,6 @@ Status TaskService::Insert(store::Txn& txn, Task& t, Millis now, const std::stri
     TX_ASSIGN_OR_RETURN(std::optional<Task> d, txn.GetTask(dep));
     if (!d) return Error::NotFound("task " + dep + " (in --after) not found");
   }
-  for (int tries = 0;; ++tries) {
-    t.id = NewTaskId();
-    TX_ASSIGN_OR_RETURN(std::optional<Task> clash, txn.GetTask(t.id));
-    if (!clash) break;
-    if (tries > 8) return Error::Internal("could not find a free task id");
-  }
   TX_ASSIGN_OR_RETURN(bool deps_done, detail::DependenciesDone(txn, t.after));
   t.status = deps_done ? TaskStatus::kReady : TaskStatus::kBlocked;
   t.attempt = 0;
@@ -46,7 +40,13 @@ Status TaskService::Insert(store::Txn& txn, Task& t, Millis now, const std::stri
   t.started_at = t.finished_at = 0;
   t.result.clear();
   t.error.clear();
-  TX_RETURN_IF_ERROR(txn.InsertTask(t));
+  // A fresh id, another if it is taken (the insert finds out as it writes).
+  for (int tries = 0;; ++tries) {
+    t.id = NewTaskId();
+    TX_ASSIGN_OR_RETURN(bool inserted, txn.InsertNewTask(t));
+    if (inserted) break;
+    if (tries > 8) return Error::Internal("could not find a free task id");
+  }
   // The event's data written out (keys in order, as a json object's dump would): a bulk add
   // spends no time building an object per task.
   std::string data = "{";
@@ -70,8 +70,10 @@ namespace {
 // Backpressure (tx orchestrator start --max-queue-depth): while an orchestrator runs with a
 // limit, adding `adding` tasks that would take the ready queue past it is refused. With several
 // orchestrators on one store, the smallest limit among those running holds.
+// `counted` of the tasks being added are already in the ready count (AddEach checks the room
+// after inserting them).
 Status CheckQueueRoom(store::Txn& txn, std::size_t adding, const ServiceOptions& options,
-                      Millis now) {
+                      Millis now, std::int64_t counted = 0) {
   TX_ASSIGN_OR_RETURN(std::vector<OrchestratorState> all, txn.ListOrchestrators());
   std::int64_t max = 0;
   for (const auto& o : all) {
@@ -86,6 +88,7 @@ Status CheckQueueRoom(store::Txn& txn, std::size_t adding, const ServiceOptions&
   }
   if (max == 0) return Ok();
   TX_ASSIGN_OR_RETURN(std::int64_t ready, txn.CountReadyTasks());
+  ready -= counted;
   if (ready + static_cast<std::int64_t>(adding) > max) {
     return Error::Backpressure(
         "queue full: " + std::to_string(ready) + " tasks ready of " + std::to_string(max) +
@@ -124,6 +127,25 @@ Result<std::vector<Task>> TaskService::AddMany(std::vector<Task> drafts,
     return Ok();
   }));
   return drafts;
+}
+
+Result<std::size_t> TaskService::AddEach(const DraftAt& draft_at) {
+  Millis now = clock_.NowMs();
+  return store_.WriteReturning([&](store::Txn& txn) -> Result<std::size_t> {
+    std::int64_t ready = 0;
+    std::string label;
+    for (std::size_t i = 0;; ++i) {
+      TX_ASSIGN_OR_RETURN(Task * t, draft_at(i, label));
+      if (t == nullptr) {
+        TX_RETURN_IF_ERROR(CheckQueueRoom(txn, i, options_, now, ready));
+        return i;
+      }
+      if (t->timeout_ms <= 0) t->timeout_ms = options_.default_task_timeout_ms;
+      Status inserted = Insert(txn, *t, now);
+      if (!inserted.ok()) return Error(inserted.error().code(), label + ": " + inserted.error().message());
+      if (t->status == TaskStatus::kReady) ++ready;
+    }
+  });
 }
 
 Result<Task> TaskService::AddSubtask(std::string_view parent_id, std::int64_t token, Task draft,

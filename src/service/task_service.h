@@ -3,6 +3,8 @@
 // operator's forced outcomes. Every method is one store transaction; a refused call writes
 // nothing.
 
+#include <cstddef>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -65,6 +67,15 @@ class TaskService {
   // label (labels[i], e.g. "line 7: ") when labels are given.
   Result<std::vector<Task>> AddMany(std::vector<Task> drafts,
                                     const std::vector<std::string>& labels = {});
+  // The i-th draft of a bulk add and its label ("line 7"), nullptr after the last, or the error
+  // that ends the add. Drafts are asked for one at a time, so a caller may still be decoding the
+  // later ones while the earlier are inserted; from 0 again if the store runs the transaction
+  // again. AddEach fills in each draft as Add returns it (id, status, times).
+  using DraftAt = std::function<Result<Task*>(std::size_t i, std::string& label)>;
+  // Adds every draft `draft_at` hands over in one transaction (all or nothing). The first draft
+  // refused, in order, ends it with its error prefixed by its label; the queue's room
+  // (max-queue-depth) is checked once the last is in, for them all. Returns how many were added.
+  Result<std::size_t> AddEach(const DraftAt& draft_at);
 
   // Adds `draft` as a subtask of `parent_id` for the agent that holds the parent's claim: one
   // transaction that checks the claim with `token` (active, unexpired, the parent's), then adds

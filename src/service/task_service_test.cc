@@ -58,6 +58,44 @@ TEST_F(TaskServiceTest, AddManyIsAllOrNothing) {
   EXPECT_EQ(tasks_.List({}).value().size(), 3u);
 }
 
+// AddEach asks for the drafts one by one, adds them in one transaction, and stops at the first
+// refused, named by its label, with nothing written.
+TEST_F(TaskServiceTest, AddEachAddsTheDraftsInOrderAndStopsAtTheFirstRefused) {
+  std::vector<Task> drafts(3);
+  drafts[0].title = "a";
+  drafts[1].title = "";  // invalid
+  drafts[2].title = "c";
+  std::vector<std::size_t> asked;
+  auto each = [&](std::size_t i, std::string& label) -> Result<Task*> {
+    asked.push_back(i);
+    if (i >= drafts.size()) return nullptr;
+    label = "draft " + std::to_string(i + 1);
+    return &drafts[i];
+  };
+  auto refused = tasks_.AddEach(each);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(refused.error().message().rfind("draft 2: ", 0), 0u) << refused.error().message();
+  EXPECT_EQ(asked, (std::vector<std::size_t>{0, 1}));
+  EXPECT_TRUE(tasks_.List({}).value().empty());
+  EXPECT_EQ(EventCount(), 0);
+
+  drafts[1].title = "b";
+  asked.clear();
+  ASSERT_OK_AND_ASSIGN(std::size_t added, tasks_.AddEach(each));
+  EXPECT_EQ(added, 3u);
+  EXPECT_EQ(asked, (std::vector<std::size_t>{0, 1, 2, 3}));
+  auto listed = tasks_.List({}).value();
+  ASSERT_EQ(listed.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    // Filled in as Add returns a task, and stored so.
+    EXPECT_EQ(drafts[i].status, TaskStatus::kReady);
+    EXPECT_EQ(listed[i].id, drafts[i].id);
+    EXPECT_EQ(listed[i].title, drafts[i].title);
+  }
+  EXPECT_EQ(EventCount(), 3);
+}
+
 TEST_F(TaskServiceTest, ListFiltersByStatusAndQueue) {
   AddTask("a");
   Task b;

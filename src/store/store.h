@@ -91,7 +91,15 @@ class Txn {
   // Tasks.
   virtual Result<std::optional<Task>> GetTask(std::string_view id) = 0;
   virtual Result<std::vector<Task>> ListTasks(const TaskFilter& filter) = 0;
-  virtual Status InsertTask(Task& task) = 0;  // sets task.seq
+  // Inserts the task and sets task.seq; false, with nothing written, when a task has its id
+  // already (the check costs nothing beside the insert's own).
+  virtual Result<bool> InsertNewTask(Task& task) = 0;
+  // InsertNewTask, an id already taken a conflict.
+  Status InsertTask(Task& task) {
+    TX_ASSIGN_OR_RETURN(bool inserted, InsertNewTask(task));
+    if (!inserted) return Error::Conflict("task " + task.id + " exists already");
+    return Ok();
+  }
   virtual Status UpdateTask(const Task& task) = 0;
   // Writes only the state of a task (status, attempt, run_after, result, error and its times):
   // what lifecycle transitions change. The hot path of claiming and completing.

@@ -132,6 +132,38 @@ TEST_P(StoreContract, TaskRoundTripsEveryField) {
   EXPECT_EQ(got->run_after, 77);
 }
 
+// A task whose id is taken is not inserted: InsertNewTask says so and writes nothing (the
+// service then draws another id), InsertTask calls it a conflict; the first task is untouched.
+TEST_P(StoreContract, AnIdAlreadyTakenInsertsNothing) {
+  Insert(NewTask("task-aaaaaaaa"));
+  Task again = NewTask("task-aaaaaaaa");
+  again.title = "another";
+  again.after = {"task-bbbbbbbb"};
+  bool inserted = true;
+  ASSERT_TRUE(store_
+                  ->Write([&](Txn& txn) -> Status {
+                    TX_ASSIGN_OR_RETURN(inserted, txn.InsertNewTask(again));
+                    return Ok();
+                  })
+                  .ok());
+  EXPECT_FALSE(inserted);
+  Status s = store_->Write([&](Txn& txn) { return txn.InsertTask(again); });
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code(), ErrorCode::kConflict);
+  std::optional<Task> got;
+  std::vector<std::string> dependents;
+  ASSERT_TRUE(store_
+                  ->Read([&](Txn& txn) -> Status {
+                    TX_ASSIGN_OR_RETURN(got, txn.GetTask("task-aaaaaaaa"));
+                    TX_ASSIGN_OR_RETURN(dependents, txn.ListDependents("task-bbbbbbbb"));
+                    return Ok();
+                  })
+                  .ok());
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->title, "title of task-aaaaaaaa");
+  EXPECT_TRUE(dependents.empty());
+}
+
 // Listing filters by status, queue and owner, in insertion order, and pages by the last seq seen.
 TEST_P(StoreContract, ListTasksFiltersAndPagesInInsertionOrder) {
   for (int i = 0; i < 5; ++i) {

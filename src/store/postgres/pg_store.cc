@@ -84,17 +84,19 @@ class PgTxn final : public Txn {
     return ReadAll<Task>(r, ReadTask);
   }
 
-  Status InsertTask(Task& t) override {
-    made_ready_ = made_ready_ || t.status == TaskStatus::kReady;
+  Result<bool> InsertNewTask(Task& t) override {
     TX_ASSIGN_OR_RETURN(
         Rows r, Exec("INSERT INTO tasks (" TASK_COLS ") VALUES (DEFAULT, $1, $2, $3, $4, $5, "
                      "$6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, "
-                     "$21, $22, $23, $24, $25, $26, $27, $28, $29) RETURNING seq",
+                     "$21, $22, $23, $24, $25, $26, $27, $28, $29) "
+                     "ON CONFLICT (id) DO NOTHING RETURNING seq",
                      TaskParams(t)));
+    if (r.empty()) return false;
+    made_ready_ = made_ready_ || t.status == TaskStatus::kReady;
     t.seq = r.Int(0, 0);
     if (write_) tasks_[t.id] = t;
-    if (t.after.empty()) return Ok();
-    return ReplaceDependencies(t.id, t.after);
+    if (!t.after.empty()) TX_RETURN_IF_ERROR(ReplaceDependencies(t.id, t.after));
+    return true;
   }
 
   Status UpdateTask(const Task& t) override {

@@ -324,17 +324,19 @@ class SqliteTxn final : public Txn {
 
   void WakeWatchersOnCommit() override { made_ready_ = true; }
 
-  Status InsertTask(Task& t) override {
-    made_ready_ = made_ready_ || t.status == TaskStatus::kReady;
+  Result<bool> InsertNewTask(Task& t) override {
     TX_ASSIGN_OR_RETURN(
         Stmt s, db_.Prepare("INSERT INTO tasks (" TASK_COLS ") VALUES (NULL, ?1, ?2, ?3, ?4, ?5, "
                             "?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, "
-                            "?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29)"));
+                            "?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29) "
+                            "ON CONFLICT (id) DO NOTHING"));
     BindTask(s, t);
     TX_RETURN_IF_ERROR(s.Run());
+    if (sqlite3_changes(db_.raw()) == 0) return false;
+    made_ready_ = made_ready_ || t.status == TaskStatus::kReady;
     t.seq = db_.LastInsertRowid();
-    if (t.after.empty()) return Ok();
-    return ReplaceDependencies(t.id, t.after);
+    if (!t.after.empty()) TX_RETURN_IF_ERROR(ReplaceDependencies(t.id, t.after));
+    return true;
   }
 
   Status UpdateTask(const Task& t) override {
