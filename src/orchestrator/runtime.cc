@@ -310,14 +310,7 @@ void Orchestrator::Apply(const std::vector<Action>& actions) {
 }
 
 void Orchestrator::Answer(const std::string& id, nlohmann::json answer) {
-  if (id.empty()) return;
-  if (!results_.contains(id)) result_order_.push_back(id);
-  results_[id] = std::move(answer);
-  while (result_order_.size() > 64) {
-    results_.erase(result_order_.front());
-    result_order_.pop_front();
-  }
-  pool_dirty_ = true;
+  if (answers_.Record(id, std::move(answer))) pool_dirty_ = true;
 }
 
 // A scale request is answered once every slot it asked for runs (ok), or the pool gave up on
@@ -659,7 +652,7 @@ void Orchestrator::Publish() {
                          {"live", pool_->live()},
                          {"stopping", stopping_},
                          {"slots", slots},
-                         {"results", results_},
+                         {"results", answers_.ToJson()},
                          {"updated_at", now}};
   Result<nlohmann::json> request = row_->Publish(id_, pid_, pool);
   last_publish_ = now;

@@ -48,7 +48,6 @@
 #include <sys/types.h>
 
 #include <atomic>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -64,6 +63,7 @@
 #include "orchestrator/config.h"
 #include "orchestrator/notify_loop.h"
 #include "orchestrator/pool_supervisor.h"
+#include "orchestrator/request_ledger.h"
 #include "service/orchestrator_service.h"
 #include "service/reconciler.h"
 #include "service/worker_service.h"
@@ -190,9 +190,8 @@ class Orchestrator {
   std::map<std::string, std::string> pending_creates_;  // request id → its slot
   // Settings of workers created through the API, by slot; they win over config_.slot_args.
   std::map<std::string, std::vector<std::string>> created_args_;
-  // Answers to requests, by id, published in the pool for their waiters; the oldest go first.
-  nlohmann::json results_ = nlohmann::json::object();
-  std::deque<std::string> result_order_;
+  // Answers to requests, published in the pool for their waiters.
+  RequestLedger answers_;
   nlohmann::json last_report_ = nlohmann::json::object();
 };
 
