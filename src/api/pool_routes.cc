@@ -12,6 +12,7 @@
 #include "api/requests.h"
 #include "api/server.h"
 #include "core/json.h"
+#include "core/pool_wire.h"
 #include "orchestrator/control.h"
 #include "service/agent_service.h"
 #include "service/claim_service.h"
@@ -55,11 +56,10 @@ json SessionJson(const service::Session& s, Millis now) {
 
 // Whether `w` is the process the running orchestrator supervises in w's slot.
 bool Supervised(const Worker& w, const OrchestratorState& o) {
-  if (w.slot.empty() || w.pool != o.id || !o.pool.contains("slots")) return false;
-  for (const auto& s : o.pool["slots"]) {
-    if (s.value("slot", "") == w.slot && s.value("pid", std::int64_t{0}) == w.pid) return true;
-  }
-  return false;
+  if (w.slot.empty() || w.pool != o.id) return false;
+  PoolSnapshot pool = o.pool.get<PoolSnapshot>();
+  const SlotSnapshot* s = pool.FindSlot(w.slot);
+  return s != nullptr && s->pid == w.pid;
 }
 
 // A session's id: its claim's token (GET /api/sessions), or the heartbeat document's sessionId,
@@ -115,7 +115,8 @@ void ApiServer::ScalePool(const httplib::Request& req, httplib::Response& res) {
     TX_ASSIGN_OR_RETURN(json body, ParseObject(req.body));
     TX_ASSIGN_OR_RETURN(int n, DecodeScale(body));
     TX_ASSIGN_OR_RETURN(std::string id, Target(options_, store, req));
-    return orchestrator::ScalePool(store, opts, id, n);
+    TX_ASSIGN_OR_RETURN(PoolAnswer answer, orchestrator::ScalePool(store, opts, id, n));
+    return json(answer);
   });
 }
 

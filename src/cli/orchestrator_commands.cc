@@ -19,6 +19,7 @@
 #include "cli/table.h"
 #include "core/duration.h"
 #include "core/json.h"
+#include "core/pool_wire.h"
 #include "exec/process_info.h"
 #include "exec/program.h"
 #include "log/process_log.h"
@@ -421,10 +422,10 @@ Handler SetupOrchestratorScale(CLI::App& cmd) {
     TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
     TX_ASSIGN_OR_RETURN(std::string target, orchestrator::TargetOrchestrator(*store, ctx.options(),
                                                                              *id, ctx.LocalPool()));
-    TX_ASSIGN_OR_RETURN(nlohmann::json answer,
+    TX_ASSIGN_OR_RETURN(PoolAnswer answer,
                         orchestrator::ScalePool(*store, ctx.options(), target, want));
     if (ctx.json()) {
-      ctx.PrintJson(answer);
+      ctx.PrintJson(nlohmann::json(answer));
     } else {
       ctx.out() << "pool scaled to " << want << " worker(s)\n";
     }

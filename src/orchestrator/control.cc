@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -63,21 +64,20 @@ Result<OrchestratorState> AwaitRow(store::Store& store, const service::ServiceOp
   }
 }
 
-// The answer to request `id`, once the orchestrator has given it.
-Result<nlohmann::json> AwaitAnswer(store::Store& store, const service::ServiceOptions& options,
-                                   const std::string& orchestrator, const std::string& id,
-                                   Millis timeout_ms) {
-  TX_ASSIGN_OR_RETURN(
-      OrchestratorState o,
+// The answer to request `id`, once the orchestrator has given it; a refusal as its error
+// (PoolAnswer::AsStatus).
+Result<PoolAnswer> AwaitAnswer(store::Store& store, const service::ServiceOptions& options,
+                               const std::string& orchestrator, const std::string& id,
+                               Millis timeout_ms) {
+  std::optional<PoolAnswer> answer;
+  TX_RETURN_IF_ERROR(
       AwaitRow(store, options, orchestrator, timeout_ms, [&](const OrchestratorState& now) {
-        return now.pool.contains("results") && now.pool["results"].contains(id);
+        PoolSnapshot pool = now.pool.get<PoolSnapshot>();
+        if (const PoolAnswer* a = pool.FindAnswer(id)) answer = *a;
+        return answer.has_value();
       }));
-  nlohmann::json answer = o.pool["results"][id];
-  if (answer.value("ok", false)) return answer;
-  std::string message = answer.value("message", std::string("refused"));
-  if (message.starts_with("no capacity")) return Error::Backpressure(message);
-  if (answer.value("code", std::string()) == "not_found") return Error::NotFound(message);
-  return Error::Conflict(message);
+  TX_RETURN_IF_ERROR(answer->AsStatus());
+  return std::move(*answer);
 }
 
 Millis AnswerTimeout(const OrchestratorState& o) {
@@ -100,8 +100,8 @@ Result<std::string> TargetOrchestrator(store::Store& store, const service::Servi
   return id;
 }
 
-Result<nlohmann::json> ScalePool(store::Store& store, const service::ServiceOptions& given,
-                                 const std::string& orchestrator, int n) {
+Result<PoolAnswer> ScalePool(store::Store& store, const service::ServiceOptions& given,
+                             const std::string& orchestrator, int n) {
   service::ServiceOptions options = service::WithDefaults(given);
   TX_ASSIGN_OR_RETURN(OrchestratorState o, Running(store, options, orchestrator));
   std::string id = NewRequestId("scale", store.clock().NowMs());
@@ -115,15 +115,13 @@ Result<Worker> AddWorker(store::Store& store, const service::ServiceOptions& giv
   service::ServiceOptions options = service::WithDefaults(given);
   TX_ASSIGN_OR_RETURN(OrchestratorState o, Running(store, options, orchestrator));
   std::string id = NewRequestId("create", store.clock().NowMs());
-  TX_RETURN_IF_ERROR(service::OrchestratorService(store, store.clock())
-                         .RequestCreate(orchestrator, id,
-                                        {{"args", spec.args},
-                                         {"instructions", spec.instructions},
-                                         {"workdir", spec.workdir}}));
-  TX_ASSIGN_OR_RETURN(nlohmann::json answer,
+  TX_RETURN_IF_ERROR(
+      service::OrchestratorService(store, store.clock())
+          .RequestCreate(orchestrator, {id, spec.args, spec.instructions, spec.workdir}));
+  TX_ASSIGN_OR_RETURN(PoolAnswer answer,
                       AwaitAnswer(store, options, orchestrator, id, AnswerTimeout(o)));
-  std::string slot = answer.value("slot", std::string());
-  std::int64_t pid = answer.value("pid", std::int64_t{0});
+  const std::string& slot = answer.slot;
+  std::int64_t pid = answer.pid.value_or(0);
   service::WorkerService workers(store, store.clock(), options);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kAnswerMarginMs);
   for (;;) {

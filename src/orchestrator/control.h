@@ -1,8 +1,9 @@
 #pragma once
 // Asking the running orchestrator of a store to change its pool, and waiting for the answer: what
 // `tx orchestrator scale` and the HTTP API's pool routes share. A request goes through the
-// orchestrator's row (OrchestratorService), which wakes it; it answers in the pool it publishes,
-// under "results"/<request id>. Each call polls the row every 50 ms, blocking its thread.
+// orchestrator's row (OrchestratorService), which wakes it; it answers in the pool it publishes
+// (PoolSnapshot::results by request id, core/pool_wire.h). Each call polls the row every 50 ms,
+// blocking its thread.
 //
 // Each call addresses one orchestrator by id (OrchestratorState::id): TargetOrchestrator finds the
 // one a command means. Errors: conflict when it does not run (or it is stopping); backpressure
@@ -15,6 +16,7 @@
 
 #include "core/error.h"
 #include "core/orchestrator.h"
+#include "core/pool_wire.h"
 #include "core/worker.h"
 #include "service/options.h"
 #include "store/store.h"
@@ -27,9 +29,9 @@ namespace tx::orchestrator {
 Result<std::string> TargetOrchestrator(store::Store& store, const service::ServiceOptions& options,
                                        const std::string& wanted, const std::string& local);
 
-// Wants `n` workers; returns once every wanted slot runs: {"ok": true, "workers": n}.
-Result<nlohmann::json> ScalePool(store::Store& store, const service::ServiceOptions& options,
-                                 const std::string& id, int n);
+// Wants `n` workers; returns once every wanted slot runs: its answer (ok, workers = n).
+Result<PoolAnswer> ScalePool(store::Store& store, const service::ServiceOptions& options,
+                             const std::string& id, int n);
 
 // What one created worker runs with (POST /api/workers).
 struct WorkerSpec {

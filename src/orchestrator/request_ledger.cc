@@ -4,10 +4,10 @@
 
 namespace tx::orchestrator {
 
-bool RequestLedger::Record(const std::string& id, nlohmann::json answer) {
+bool RequestLedger::Record(const std::string& id, PoolAnswer answer) {
   if (id.empty()) return false;
-  if (!answers_.contains(id)) order_.push_back(id);
-  answers_[id] = std::move(answer);
+  auto [it, added] = answers_.insert_or_assign(id, std::move(answer));
+  if (added) order_.push_back(id);
   while (order_.size() > kCapacity) {
     answers_.erase(order_.front());
     order_.pop_front();
@@ -15,9 +15,9 @@ bool RequestLedger::Record(const std::string& id, nlohmann::json answer) {
   return true;
 }
 
-const nlohmann::json* RequestLedger::Find(const std::string& id) const {
+const PoolAnswer* RequestLedger::Find(const std::string& id) const {
   auto it = answers_.find(id);
-  return it == answers_.end() ? nullptr : &*it;
+  return it == answers_.end() ? nullptr : &it->second;
 }
 
 }  // namespace tx::orchestrator

@@ -14,34 +14,39 @@ std::string Id(const char* prefix, std::size_t i) {
   return id;
 }
 
-nlohmann::json Ok(int n) { return {{"ok", true}, {"workers", n}}; }
+PoolAnswer Scaled(int n) {
+  PoolAnswer a;
+  a.ok = true;
+  a.workers = n;
+  return a;
+}
 
 TEST(RequestLedgerTest, ARecordedAnswerIsFoundByItsId) {
   RequestLedger ledger;
-  EXPECT_TRUE(ledger.Record("scale-1", Ok(3)));
+  EXPECT_TRUE(ledger.Record("scale-1", Scaled(3)));
   ASSERT_NE(ledger.Find("scale-1"), nullptr);
-  EXPECT_EQ(*ledger.Find("scale-1"), Ok(3));
+  EXPECT_EQ(*ledger.Find("scale-1"), Scaled(3));
   EXPECT_EQ(ledger.Find("scale-2"), nullptr);
   EXPECT_EQ(ledger.size(), 1u);
 }
 
 TEST(RequestLedgerTest, AnEmptyIdIsNeverRecorded) {
   RequestLedger ledger;
-  EXPECT_FALSE(ledger.Record("", Ok(1)));
+  EXPECT_FALSE(ledger.Record("", Scaled(1)));
   EXPECT_EQ(ledger.size(), 0u);
   EXPECT_EQ(ledger.ToJson(), nlohmann::json::object());
 }
 
 TEST(RequestLedgerTest, AnsweringAgainReplacesTheAnswerAndKeepsItsPlace) {
   RequestLedger ledger;
-  ledger.Record("a", Ok(1));
-  ledger.Record("b", Ok(2));
-  ledger.Record("a", {{"ok", false}, {"message", "the orchestrator is stopping"}});
+  ledger.Record("a", Scaled(1));
+  ledger.Record("b", Scaled(2));
+  ledger.Record("a", PoolAnswer::Refused("the orchestrator is stopping"));
   EXPECT_EQ(ledger.size(), 2u);
-  EXPECT_EQ(ledger.Find("a")->value("ok", true), false);
+  EXPECT_FALSE(ledger.Find("a")->ok);
   // "a" is still the oldest: the next kCapacity - 1 answers push it out, not "b" first.
   for (std::size_t i = 0; i < RequestLedger::kCapacity - 1; ++i) {
-    ledger.Record(Id("n", i), Ok(0));
+    ledger.Record(Id("n", i), Scaled(0));
   }
   EXPECT_EQ(ledger.Find("a"), nullptr);
   EXPECT_NE(ledger.Find("b"), nullptr);
@@ -50,24 +55,32 @@ TEST(RequestLedgerTest, AnsweringAgainReplacesTheAnswerAndKeepsItsPlace) {
 TEST(RequestLedgerTest, OnlyTheNewestAnswersAreKept) {
   RequestLedger ledger;
   const std::size_t n = RequestLedger::kCapacity + 10;
-  for (std::size_t i = 0; i < n; ++i) ledger.Record(Id("r", i), Ok(static_cast<int>(i)));
+  for (std::size_t i = 0; i < n; ++i) {
+    ledger.Record(Id("r", i), Scaled(static_cast<int>(i)));
+  }
   EXPECT_EQ(ledger.size(), RequestLedger::kCapacity);
   for (std::size_t i = 0; i < 10; ++i) EXPECT_EQ(ledger.Find(Id("r", i)), nullptr);
   for (std::size_t i = 10; i < n; ++i) {
     ASSERT_NE(ledger.Find(Id("r", i)), nullptr) << i;
-    EXPECT_EQ(*ledger.Find(Id("r", i)), Ok(static_cast<int>(i)));
+    EXPECT_EQ(*ledger.Find(Id("r", i)), Scaled(static_cast<int>(i)));
   }
-  EXPECT_EQ(ledger.ToJson().size(), RequestLedger::kCapacity);
+  EXPECT_EQ(ledger.answers().size(), RequestLedger::kCapacity);
 }
 
 // The published pool's "results": an object of the answers by id, as waiters read it.
 TEST(RequestLedgerTest, ItsJsonViewIsTheAnswersById) {
   RequestLedger ledger;
-  ledger.Record("retire-1", {{"ok", true}, {"slot", "slot-2"}});
-  ledger.Record("create-1", {{"ok", true}, {"slot", "slot-3"}, {"pid", 42}});
-  EXPECT_EQ(ledger.ToJson().dump(),
-            R"({"create-1":{"ok":true,"pid":42,"slot":"slot-3"},)"
-            R"("retire-1":{"ok":true,"slot":"slot-2"}})");
+  PoolAnswer retired;
+  retired.ok = true;
+  retired.slot = "slot-2";
+  PoolAnswer created;
+  created.ok = true;
+  created.slot = "slot-3";
+  created.pid = 42;
+  ledger.Record("retire-1", retired);
+  ledger.Record("create-1", created);
+  EXPECT_EQ(ledger.ToJson().dump(), R"({"create-1":{"ok":true,"pid":42,"slot":"slot-3"},)"
+                                    R"("retire-1":{"ok":true,"slot":"slot-2"}})");
 }
 
 }  // namespace

@@ -309,7 +309,7 @@ void Orchestrator::Apply(const std::vector<Action>& actions) {
   ResolveRequests(actions);
 }
 
-void Orchestrator::Answer(const std::string& id, nlohmann::json answer) {
+void Orchestrator::Answer(const std::string& id, PoolAnswer answer) {
   if (answers_.Record(id, std::move(answer))) pool_dirty_ = true;
 }
 
@@ -324,15 +324,18 @@ void Orchestrator::ResolveRequests(const std::vector<Action>& actions) {
   for (auto it = pending_creates_.begin(); it != pending_creates_.end();) {
     const Slot* s = pool_->Find(it->second);
     if (s == nullptr || !pool_->wants(s->index)) {
-      Answer(it->first,
-             {{"ok", false},
-              {"message", failure.empty() ? "no capacity: the pool is at max-workers (" +
-                                                std::to_string(config_.policy.max_workers) + ")"
-                                          : failure}});
+      Answer(it->first, PoolAnswer::Refused(
+                            failure.empty() ? "no capacity: the pool is at max-workers (" +
+                                                  std::to_string(config_.policy.max_workers) + ")"
+                                            : failure));
     } else if (s->state == SlotState::kFailed) {
-      Answer(it->first, {{"ok", false}, {"message", it->second + " failed: " + s->failure}});
+      Answer(it->first, PoolAnswer::Refused(it->second + " failed: " + s->failure));
     } else if (s->state == SlotState::kRunning) {
-      Answer(it->first, {{"ok", true}, {"slot", s->name}, {"pid", s->pid}});
+      PoolAnswer created;
+      created.ok = true;
+      created.slot = s->name;
+      created.pid = s->pid;
+      Answer(it->first, std::move(created));
     } else {
       ++it;
       continue;
@@ -351,8 +354,12 @@ void Orchestrator::ResolveRequests(const std::vector<Action>& actions) {
   }
   if (failure.empty() && waiting) return;
   for (const auto& id : pending_scale_ids_) {
-    Answer(id, failure.empty() ? nlohmann::json{{"ok", true}, {"workers", pool_->desired()}}
-                               : nlohmann::json{{"ok", false}, {"message", failure}});
+    PoolAnswer scaled = PoolAnswer::Refused(failure);
+    if (failure.empty()) {
+      scaled.ok = true;
+      scaled.workers = pool_->desired();
+    }
+    Answer(id, std::move(scaled));
   }
   pending_scale_ids_.clear();
 }
@@ -362,22 +369,17 @@ void Orchestrator::ForgetUnwantedSlotArgs() {
                 [&](const auto& entry) { return !pool_->wants(SlotIndex(entry.first)); });
 }
 
-void Orchestrator::CreateSlot(const nlohmann::json& request) {
-  std::string id = request.value("id", std::string());
+void Orchestrator::CreateSlot(const CreateRequest& request) {
+  const std::string& id = request.id;
   if (stopping_) {
-    Answer(id, {{"ok", false}, {"message", "the orchestrator is stopping"}});
+    Answer(id, PoolAnswer::Refused("the orchestrator is stopping"));
     return;
   }
-  std::vector<std::string> args;
-  if (request.contains("args") && request["args"].is_array()) {
-    for (const auto& a : request["args"]) {
-      if (a.is_string()) args.push_back(a.get<std::string>());
-    }
-  }
+  std::vector<std::string> args = request.args;
   Millis now = Now();
   int index = pool_->Grow(now);
   std::string slot = SlotName(index);
-  std::string workdir = request.value("workdir", std::string());
+  std::string workdir = request.workdir;
   if (workdir.empty()) workdir = config_.store_dir + "/workers/" + slot;
   std::error_code ec;
   std::filesystem::create_directories(workdir, ec);
@@ -385,7 +387,7 @@ void Orchestrator::CreateSlot(const nlohmann::json& request) {
       ec ? Status(Error::Unavailable("cannot create " + workdir + ": " + ec.message())) : Ok();
   // The agents read their standing instructions from here: Claude Code from CLAUDE.md, Codex and
   // most others from AGENTS.md.
-  std::string instructions = request.value("instructions", std::string());
+  const std::string& instructions = request.instructions;
   for (const char* name : {"CLAUDE.md", "AGENTS.md"}) {
     if (written.ok() && !instructions.empty()) {
       written = exec::WriteFileAtomically(workdir + "/" + name, instructions, 0600);
@@ -393,7 +395,7 @@ void Orchestrator::CreateSlot(const nlohmann::json& request) {
   }
   if (!written.ok()) {
     pool_->Retire(index);
-    Answer(id, {{"ok", false}, {"message", written.error().message()}});
+    Answer(id, PoolAnswer::Refused(written.error().message()));
     return;
   }
   args.insert(args.end(), {"--workdir", workdir});
@@ -403,14 +405,14 @@ void Orchestrator::CreateSlot(const nlohmann::json& request) {
   pool_dirty_ = true;
 }
 
-void Orchestrator::RetireSlot(const nlohmann::json& request) {
-  std::string id = request.value("id", std::string());
-  std::string slot = request.value("slot", std::string());
-  bool force = request.value("force", false);
+void Orchestrator::RetireSlot(const RetireRequest& request) {
+  const std::string& id = request.id;
+  const std::string& slot = request.slot;
+  bool force = request.force;
   int index = SlotIndex(slot);
   const Slot* s = pool_->Find(slot);
   if (index < 1 || !pool_->wants(index) || s == nullptr) {
-    Answer(id, {{"ok", false}, {"code", "not_found"}, {"message", "the pool has no slot " + slot}});
+    Answer(id, PoolAnswer::Refused("the pool has no slot " + slot, "not_found"));
     return;
   }
   pid_t pid = s->pid;
@@ -427,7 +429,10 @@ void Orchestrator::RetireSlot(const nlohmann::json& request) {
       if (!asked.ok()) spdlog::warn("{}: {}", slot, asked.error().message());
     }
   }
-  Answer(id, {{"ok", true}, {"slot", slot}});
+  PoolAnswer retired;
+  retired.ok = true;
+  retired.slot = slot;
+  Answer(id, std::move(retired));
 }
 
 void Orchestrator::WorkerExited(const std::string& slot, pid_t pid, const nlohmann::json& exit,
@@ -634,26 +639,25 @@ void Orchestrator::CheckTheStoreIsThere(Millis now) {
 
 void Orchestrator::Publish() {
   Millis now = Now();
-  nlohmann::json slots = nlohmann::json::array();
+  PoolSnapshot pool;
+  pool.desired = pool_->desired();
+  pool.max_workers = config_.policy.max_workers;
+  pool.live = pool_->live();
+  pool.stopping = stopping_;
   for (const auto& s : pool_->slots()) {
-    slots.push_back(
-        {{"slot", s.name},
-         {"state", ToString(s.state)},
-         {"pid", s.pid},
-         {"started_at", s.started_at},
-         {"restarts", s.restarts},
-         {"next_start_at",
-          s.state == SlotState::kBackoff || s.state == SlotState::kFailed ? s.next_start_at : 0},
-         {"last_exit", s.last_exit},
-         {"failure", s.failure}});
+    pool.slots.push_back(
+        {.slot = s.name,
+         .state = ToString(s.state),
+         .pid = s.pid,
+         .started_at = s.started_at,
+         .restarts = s.restarts,
+         .next_start_at =
+             s.state == SlotState::kBackoff || s.state == SlotState::kFailed ? s.next_start_at : 0,
+         .last_exit = s.last_exit,
+         .failure = s.failure});
   }
-  nlohmann::json pool = {{"desired", pool_->desired()},
-                         {"max_workers", config_.policy.max_workers},
-                         {"live", pool_->live()},
-                         {"stopping", stopping_},
-                         {"slots", slots},
-                         {"results", answers_.ToJson()},
-                         {"updated_at", now}};
+  pool.results = answers_.answers();
+  pool.updated_at = now;
   Result<nlohmann::json> request = row_->Publish(id_, pid_, pool);
   last_publish_ = now;
   pool_dirty_ = false;
@@ -661,31 +665,28 @@ void Orchestrator::Publish() {
     spdlog::warn("publish: {}", request.error().message());
     return;
   }
-  const nlohmann::json& r = *request;
-  if (r.contains("workers") && r["workers"].is_number_integer()) {
-    int n = r["workers"].get<int>();
-    std::string id = r.value("scale_id", std::string());
+  Act(request->get<PoolRequest>(), now);
+  if (!config_.heartbeat_file.empty()) WriteHeartbeatFile();
+}
+
+void Orchestrator::Act(const PoolRequest& r, Millis now) {
+  if (r.workers) {
     if (stopping_) {
-      Answer(id, {{"ok", false}, {"message", "the orchestrator is stopping"}});
+      Answer(r.scale_id, PoolAnswer::Refused("the orchestrator is stopping"));
     } else {
-      spdlog::info("scale to {} requested", n);
-      pool_->Scale(n, now);
-      if (!id.empty()) pending_scale_ids_.push_back(id);
+      spdlog::info("scale to {} requested", *r.workers);
+      pool_->Scale(*r.workers, now);
+      if (!r.scale_id.empty()) pending_scale_ids_.push_back(r.scale_id);
     }
     pool_dirty_ = true;
   }
-  if (r.contains("create") && r["create"].is_array()) {
-    for (const auto& c : r["create"]) CreateSlot(c);
-  }
-  if (r.contains("retire") && r["retire"].is_array()) {
-    for (const auto& c : r["retire"]) RetireSlot(c);
-  }
-  if (r.contains("stop") && r["stop"].is_string()) {
-    bool force = r["stop"] == "force";
+  for (const auto& c : r.create) CreateSlot(c);
+  for (const auto& c : r.retire) RetireSlot(c);
+  if (r.stop != PoolStop::kNone) {
+    bool force = r.stop == PoolStop::kForce;
     spdlog::info("stop requested{}", force ? " (force)" : "");
     BeginShutdown(force);
   }
-  if (!config_.heartbeat_file.empty()) WriteHeartbeatFile();
 }
 
 void Orchestrator::WriteHeartbeatFile() {
@@ -724,11 +725,11 @@ void Orchestrator::BeginShutdown(bool force) {
     // A scale still waiting for its slots will not get them: say so, or the shrinking pool would
     // look like the scale succeeded.
     for (const auto& id : pending_scale_ids_) {
-      Answer(id, {{"ok", false}, {"message", "the orchestrator is stopping"}});
+      Answer(id, PoolAnswer::Refused("the orchestrator is stopping"));
     }
     pending_scale_ids_.clear();
     for (const auto& [id, slot] : pending_creates_) {
-      Answer(id, {{"ok", false}, {"message", "the orchestrator is stopping"}});
+      Answer(id, PoolAnswer::Refused("the orchestrator is stopping"));
     }
     pending_creates_.clear();
     // Adopted orphans are not signalled: their parent's death already sent them the SIGTERM that

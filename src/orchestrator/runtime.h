@@ -57,6 +57,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/pool_wire.h"
 #include "exec/child.h"
 #include "exec/unique_fd.h"
 #include "log/process_log.h"
@@ -143,9 +144,11 @@ class Orchestrator {
   // Answers the requests that waited on the pool (scale, create) once it has settled.
   void ResolveRequests(const std::vector<Action>& actions);
   // Records the answer to request `id` for its waiter (orchestrator/control.h).
-  void Answer(const std::string& id, nlohmann::json answer);
-  void CreateSlot(const nlohmann::json& request);
-  void RetireSlot(const nlohmann::json& request);
+  void Answer(const std::string& id, PoolAnswer answer);
+  // Acts on what the operator asked since the last publish.
+  void Act(const PoolRequest& request, Millis now);
+  void CreateSlot(const CreateRequest& request);
+  void RetireSlot(const RetireRequest& request);
   // Forgets the created workers' settings of slots no longer wanted, so that a slot wanted again
   // later runs with the pool's own settings.
   void ForgetUnwantedSlotArgs();

@@ -265,9 +265,10 @@ Result<std::vector<OrchestratorState>> OrchestratorService::List() {
 
 namespace {
 
-// Records a request on a running orchestrator's row and wakes it: each field of `fields` is set,
+// Records a request on a running orchestrator's row and wakes it: each field of `fields` (a
+// PoolRequest's JSON, or with `append` one CreateRequest or RetireRequest under its key) is set,
 // or, with `append`, pushed onto the array of that name (so that queued requests do not overwrite
-// one another).
+// one another). The event carries `fields` as they are.
 Result<OrchestratorState> Ask(store::Store& store, Millis now, const std::string& id,
                               const std::string& what, const nlohmann::json& fields,
                               bool append = false) {
@@ -307,26 +308,28 @@ Result<OrchestratorState> OrchestratorService::RequestScale(const std::string& i
                                                             const std::string& request_id) {
   if (n < 0)
     return Error::InvalidArgument("the number of workers must be >= 0, not " + std::to_string(n));
-  return Ask(store_, clock_.NowMs(), id, "scale", {{"workers", n}, {"scale_id", request_id}});
+  PoolRequest scale;
+  scale.workers = n;
+  scale.scale_id = request_id;
+  return Ask(store_, clock_.NowMs(), id, "scale", scale);
 }
 
 Result<OrchestratorState> OrchestratorService::RequestCreate(const std::string& id,
-                                                             const std::string& request_id,
-                                                             const nlohmann::json& spec) {
-  nlohmann::json item = spec;
-  item["id"] = request_id;
-  return Ask(store_, clock_.NowMs(), id, "create", {{"create", item}}, true);
+                                                             const CreateRequest& request) {
+  return Ask(store_, clock_.NowMs(), id, "create", {{"create", request}}, true);
 }
 
 Result<OrchestratorState> OrchestratorService::RequestRetire(const std::string& id,
                                                              const std::string& request_id,
                                                              const std::string& slot, bool force) {
   return Ask(store_, clock_.NowMs(), id, "retire",
-             {{"retire", {{"id", request_id}, {"slot", slot}, {"force", force}}}}, true);
+             {{"retire", RetireRequest{request_id, slot, force}}}, true);
 }
 
 Result<OrchestratorState> OrchestratorService::RequestStop(const std::string& id, bool force) {
-  return Ask(store_, clock_.NowMs(), id, "stop", {{"stop", force ? "force" : "graceful"}});
+  PoolRequest stop;
+  stop.stop = force ? PoolStop::kForce : PoolStop::kGraceful;
+  return Ask(store_, clock_.NowMs(), id, "stop", stop);
 }
 
 }  // namespace tx::service

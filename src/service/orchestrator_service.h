@@ -19,6 +19,7 @@
 
 #include "core/clock.h"
 #include "core/orchestrator.h"
+#include "core/pool_wire.h"
 #include "service/options.h"
 #include "store/store.h"
 
@@ -96,16 +97,15 @@ class OrchestratorService {
   Result<std::vector<OrchestratorState>> List();
 
   // An operator's requests (tx orchestrator scale|stop, the HTTP API's pool routes): recorded on
-  // row `id` for its running orchestrator, which is woken and answers in its published pool under
-  // "results"/<request id>. conflict when it does not run (status stopped), and for a change
-  // of the pool while it stops. invalid_argument for n < 0.
+  // row `id` (as a PoolRequest, core/pool_wire.h) for its running orchestrator, which is woken and
+  // answers in its published pool (PoolSnapshot::results, by request id). conflict when it does not
+  // run (status stopped), and for a change of the pool while it stops. invalid_argument for n < 0.
   Result<OrchestratorState> RequestScale(const std::string& id, int n,
                                          const std::string& request_id);
   Result<OrchestratorState> RequestStop(const std::string& id, bool force);
-  // One more supervised worker, started with `spec` ({"args": [worker flags], "instructions",
-  // "workdir"}). Requests queue up: none overwrites another.
-  Result<OrchestratorState> RequestCreate(const std::string& id, const std::string& request_id,
-                                          const nlohmann::json& spec);
+  // One more supervised worker, started as `request` says (its id is the request's). Requests
+  // queue up: none overwrites another.
+  Result<OrchestratorState> RequestCreate(const std::string& id, const CreateRequest& request);
   // Takes `slot` out of the pool: its worker stops (gracefully, or now with `force`) and is not
   // replaced.
   Result<OrchestratorState> RequestRetire(const std::string& id, const std::string& request_id,

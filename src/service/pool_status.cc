@@ -3,6 +3,7 @@
 #include <map>
 #include <string>
 
+#include "core/pool_wire.h"
 #include "service/orchestrator_service.h"
 
 namespace tx::service {
@@ -58,20 +59,19 @@ Result<nlohmann::json> PoolStatus(store::Store& store, const ServiceOptions& giv
   for (const auto& w : all) {
     if (!w.slot.empty() && w.pool == o.id && !by_slot.count(w.slot)) by_slot[w.slot] = &w;
   }
+  PoolSnapshot pool = o.pool.get<PoolSnapshot>();
   nlohmann::json slots = nlohmann::json::array();
-  if (o.pool.contains("slots")) {
-    for (const auto& s : o.pool["slots"]) {
-      nlohmann::json j = s;
-      j["worker_id"] = j["worker_status"] = j["task_id"] = j["heartbeat_age_ms"] = nullptr;
-      if (auto it = by_slot.find(s.value("slot", "")); it != by_slot.end()) {
-        const Worker& w = *it->second;
-        j["worker_id"] = w.id;
-        j["worker_status"] = ToString(w.status);
-        if (!w.current_task_id.empty()) j["task_id"] = w.current_task_id;
-        if (w.last_heartbeat_at > 0) j["heartbeat_age_ms"] = now - w.last_heartbeat_at;
-      }
-      slots.push_back(std::move(j));
+  for (const auto& s : pool.slots) {
+    nlohmann::json j = s;
+    j["worker_id"] = j["worker_status"] = j["task_id"] = j["heartbeat_age_ms"] = nullptr;
+    if (auto it = by_slot.find(s.slot); it != by_slot.end()) {
+      const Worker& w = *it->second;
+      j["worker_id"] = w.id;
+      j["worker_status"] = ToString(w.status);
+      if (!w.current_task_id.empty()) j["task_id"] = w.current_task_id;
+      if (w.last_heartbeat_at > 0) j["heartbeat_age_ms"] = now - w.last_heartbeat_at;
     }
+    slots.push_back(std::move(j));
   }
   return nlohmann::json{{"id", o.id},
                         {"status", Judged(o, is_alive)},
@@ -80,9 +80,9 @@ Result<nlohmann::json> PoolStatus(store::Store& store, const ServiceOptions& giv
                         {"dir", o.dir},
                         {"started_at", o.started_at},
                         {"uptime_ms", o.started_at > 0 && is_alive ? now - o.started_at : 0},
-                        {"desired", o.pool.value("desired", 0)},
-                        {"max_workers", o.pool.value("max_workers", 0)},
-                        {"live", o.pool.value("live", 0)},
+                        {"desired", pool.desired},
+                        {"max_workers", pool.max_workers},
+                        {"live", pool.live},
                         {"slots", slots},
                         {"queue", by_status},
                         {"last_reconcile_at", record.last_reconcile_at},
