@@ -20,8 +20,8 @@
 #include <string_view>
 
 #include "api/requests.h"
-#include "api/worker_protocol.h"
 #include "core/json.h"
+#include "service/worker_wire.h"
 
 namespace {
 
@@ -150,20 +150,21 @@ void CheckNewWorker(std::string_view name, const json& body) {
 // The remote-worker protocol's bodies: lenient (unknown fields are ignored), so only the generic
 // checks, plus the token of a fenced call kept exactly.
 void CheckFenced(std::string_view name, const json& body) {
-  using tx::api::FencedCall;
+  using tx::service::FencedCall;
   for (FencedCall call : {FencedCall::kRenew, FencedCall::kRelease, FencedCall::kReport,
                           FencedCall::kFail, FencedCall::kGiveUp, FencedCall::kAsk}) {
-    auto r = tx::api::DecodeFenced(call, body);
+    auto r = tx::service::DecodeFenced(call, body);
     ExpectInvalidArgumentIfRefused(name, r);
     if (r.ok()) Expect(SameInteger(body, "token", r->token), name, "token changed");
   }
 }
 
 void CheckClaim(std::string_view name, const json& body) {
-  auto r = tx::api::DecodeClaim(body);
+  auto r = tx::service::DecodeClaim(body);
   ExpectInvalidArgumentIfRefused(name, r);
   if (!r.ok()) return;
-  Expect(r->wait_ms >= 0 && r->wait_ms <= tx::api::kMaxClaimWaitMs, name, "wait_ms out of range");
+  Expect(r->wait_ms >= 0 && r->wait_ms <= tx::service::kMaxClaimWaitMs, name,
+         "wait_ms out of range");
   Expect(SameInteger(body, "wait_ms", r->wait_ms), name, "wait_ms changed");
 }
 
@@ -179,9 +180,9 @@ constexpr Decoder kDecoders[] = {
     {"DecodeScale", CheckScale},
     {"DecodeStop", CheckStop},
     {"DecodeNewWorker", CheckNewWorker},
-    {"DecodeRegistration", Decode<&tx::api::DecodeRegistration>},
-    {"DecodeHeartbeat", Decode<&tx::api::DecodeHeartbeat>},
-    {"DecodeDeregister", Decode<&tx::api::DecodeDeregister>},
+    {"DecodeRegistration", Decode<&tx::service::DecodeRegistration>},
+    {"DecodeHeartbeat", Decode<&tx::service::DecodeHeartbeat>},
+    {"DecodeDeregister", Decode<&tx::service::DecodeDeregister>},
     {"DecodeClaim", CheckClaim},
     {"DecodeFenced", CheckFenced},
 };

@@ -5,8 +5,8 @@
 #include <set>
 #include <string_view>
 
-#include "api/body_fields.h"
 #include "core/argv.h"
+#include "core/body_fields.h"
 #include "core/duration.h"
 
 namespace tx::api {

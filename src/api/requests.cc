@@ -6,8 +6,8 @@
 #include <utility>
 #include <vector>
 
-#include "api/body_fields.h"
 #include "core/argv.h"
+#include "core/body_fields.h"
 #include "core/duration.h"
 #include "core/validation.h"
 

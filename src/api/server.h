@@ -21,12 +21,12 @@
 #include "api/http_server.h"
 #include "api/server_options.h"
 #include "api/store_pool.h"
-#include "api/worker_protocol.h"
 #include "core/error.h"
 #include "core/mutex.h"
 #include "core/thread_annotations.h"
 #include "core/worker.h"
 #include "service/options.h"
+#include "service/worker_wire.h"
 #include "worker/budgets_source.h"
 #include "worker/config.h"
 
@@ -133,14 +133,14 @@ class ApiServer {
   void ReportAndClaimBatch(const httplib::Request& req, httplib::Response& res);
   void ShipLog(const httplib::Request& req, httplib::Response& res);
   // The calls of the protocol on a claim (RenewClaim, ReleaseClaim, ...).
-  void Fenced(const httplib::Request& req, httplib::Response& res, FencedCall call);
+  void Fenced(const httplib::Request& req, httplib::Response& res, service::FencedCall call);
   // What most of the protocol's handlers do around their call (worker_routes.cc says).
   template <typename Fn>
   void Serve(const httplib::Request& req, httplib::Response& res, int ok_status, Fn fn);
 
   // Whether `req` carries the credential of `worker_id`'s registration over HTTP (worker
-  // protocol, kCredentialHeader): nullopt when it does, else why not (a 403). Verified hashes are
-  // kept, so that a heartbeat reads no store; `held` is used on a miss when given.
+  // protocol, service::kCredentialHeader): nullopt when it does, else why not (a 403). Verified
+  // hashes are kept, so that a heartbeat reads no store; `held` is used on a miss when given.
   std::optional<std::string> RefuseUnlessActsFor(const httplib::Request& req,
                                                  const std::string& worker_id, store::Store* held);
 

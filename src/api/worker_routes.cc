@@ -20,7 +20,6 @@
 #include "api/http_util.h"
 #include "api/requests.h"
 #include "api/server.h"
-#include "api/worker_protocol.h"
 #include "core/ids.h"
 #include "core/json.h"
 #include "exec/unique_fd.h"
@@ -29,6 +28,7 @@
 #include "service/claim_service.h"
 #include "service/task_service.h"
 #include "service/worker_service.h"
+#include "service/worker_wire.h"
 #include "store/location.h"
 
 namespace tx::api {
@@ -133,11 +133,11 @@ Status CheckMergeOnBase(const Task& task, const json& merge) {
 std::optional<std::string> ApiServer::RefuseUnlessActsFor(const httplib::Request& req,
                                                           const std::string& worker_id,
                                                           store::Store* held) {
-  const std::string presented = req.get_header_value(kCredentialHeader);
+  const std::string presented = req.get_header_value(service::kCredentialHeader);
   const std::string refusal = "this call acts for worker " + worker_id +
                               ": it needs the credential that worker's registration returned "
                               "(header " +
-                              kCredentialHeader + ")";
+                              service::kCredentialHeader + ")";
   if (presented.empty()) return refusal;
   std::string expected;
   {
@@ -161,7 +161,8 @@ std::optional<std::string> ApiServer::RefuseUnlessActsFor(const httplib::Request
     });
     if (!read.ok()) return read.error().message();
     if (!w) return refusal;
-    if (auto it = w->metadata.find(kCredentialKey); it != w->metadata.end() && it->is_string()) {
+    if (auto it = w->metadata.find(service::kCredentialKey);
+        it != w->metadata.end() && it->is_string()) {
       expected = it->get<std::string>();
     }
     if (expected.empty()) {
@@ -207,24 +208,23 @@ void ApiServer::Serve(const httplib::Request& req, httplib::Response& res, int o
 
 void ApiServer::RegisterWorker(const httplib::Request& req, httplib::Response& res) {
   const service::ServiceOptions& opts = options_.service;
-  Serve(req, res, 201,
-        [&](store::Store& store, const json& body) -> Result<json> {
-          TX_ASSIGN_OR_RETURN(service::Registration r, DecodeRegistration(body));
-          // Over HTTP a worker token could claim any slot's name: it never replaces a worker
-          // that still heartbeats (a pool's supervised slot, or another machine's).
-          r.replace_fresh = false;
-          const std::string credential = NewToken();
-          r.metadata[kCredentialKey] = Sha256Hex(credential);
-          std::vector<Worker> replaced;
-          TX_ASSIGN_OR_RETURN(
-              Worker w,
-              service::WorkerService(store, store.clock(), opts).Register(std::move(r), &replaced));
-          const Moment now = store.clock().Now();
-          json out = {
-              {"worker", ToJson(w, now)}, {"credential", credential}, {"replaced", json::array()}};
-          for (const auto& old : replaced) out["replaced"].push_back(ToJson(old, now));
-          return out;
-        });
+  Serve(req, res, 201, [&](store::Store& store, const json& body) -> Result<json> {
+    TX_ASSIGN_OR_RETURN(service::Registration r, service::DecodeRegistration(body));
+    // Over HTTP a worker token could claim any slot's name: it never replaces a worker
+    // that still heartbeats (a pool's supervised slot, or another machine's).
+    r.replace_fresh = false;
+    const std::string credential = NewToken();
+    r.metadata[service::kCredentialKey] = Sha256Hex(credential);
+    std::vector<Worker> replaced;
+    TX_ASSIGN_OR_RETURN(
+        Worker w,
+        service::WorkerService(store, store.clock(), opts).Register(std::move(r), &replaced));
+    const Moment now = store.clock().Now();
+    json out = {
+        {"worker", ToJson(w, now)}, {"credential", credential}, {"replaced", json::array()}};
+    for (const auto& old : replaced) out["replaced"].push_back(ToJson(old, now));
+    return out;
+  });
 }
 
 // Recorded with the other heartbeats that arrive within a few milliseconds, in one
@@ -233,7 +233,7 @@ void ApiServer::RegisterWorker(const httplib::Request& req, httplib::Response& r
 void ApiServer::WorkerHeartbeat(const httplib::Request& req, httplib::Response& res) {
   Result<json> body = ParseObject(req.body);
   if (!body.ok()) return ReplyError(res, body.error());
-  Result<HeartbeatBody> hb = DecodeHeartbeat(*body);
+  Result<service::HeartbeatBody> hb = service::DecodeHeartbeat(*body);
   if (!hb.ok()) return ReplyError(res, hb.error());
   if (auto refused = RefuseUnlessActsFor(req, hb->worker_id, nullptr)) {
     return ReplyError(res, 403, "forbidden", *refused);
@@ -246,15 +246,14 @@ void ApiServer::WorkerHeartbeat(const httplib::Request& req, httplib::Response& 
 
 void ApiServer::DeregisterWorker(const httplib::Request& req, httplib::Response& res) {
   const service::ServiceOptions& opts = options_.service;
-  Serve(req, res, 200,
-        [&](store::Store& store, const json& body, Caller& caller) -> Result<json> {
-          TX_ASSIGN_OR_RETURN(DeregisterBody d, DecodeDeregister(body));
-          TX_RETURN_IF_ERROR(caller.ActsFor(d.worker_id));
-          TX_ASSIGN_OR_RETURN(
-              Worker w,
-              service::WorkerService(store, store.clock(), opts).Deregister(d.worker_id, d.reason));
-          return json{{"worker", ToJson(w, store.clock().Now())}};
-        });
+  Serve(req, res, 200, [&](store::Store& store, const json& body, Caller& caller) -> Result<json> {
+    TX_ASSIGN_OR_RETURN(service::DeregisterBody d, service::DecodeDeregister(body));
+    TX_RETURN_IF_ERROR(caller.ActsFor(d.worker_id));
+    TX_ASSIGN_OR_RETURN(
+        Worker w,
+        service::WorkerService(store, store.clock(), opts).Deregister(d.worker_id, d.reason));
+    return json{{"worker", ToJson(w, store.clock().Now())}};
+  });
 }
 
 // The next task for this worker, waiting up to wait_ms for one (a long poll): 200 with the
@@ -262,7 +261,7 @@ void ApiServer::DeregisterWorker(const httplib::Request& req, httplib::Response&
 void ApiServer::ClaimTask(const httplib::Request& req, httplib::Response& res) {
   const service::ServiceOptions& opts = options_.service;
   Serve(req, res, 200, [&](store::Store& store, const json& body, Caller& caller) -> Result<json> {
-    TX_ASSIGN_OR_RETURN(ClaimBody c, DecodeClaim(body));
+    TX_ASSIGN_OR_RETURN(service::ClaimBody c, service::DecodeClaim(body));
     TX_RETURN_IF_ERROR(caller.ActsFor(c.worker_id));
     TX_ASSIGN_OR_RETURN(std::optional<service::ClaimResult> held, HeldClaim(store, c.worker_id));
     if (held) return ClaimJson(*held);
@@ -320,36 +319,37 @@ void ApiServer::InspectClaim(const httplib::Request& req, httplib::Response& res
   Reply(res, 200, {{"claim", ToJson(*c)}, {"server_time", store.clock().NowMs()}});
 }
 
-// The calls on a claim, each fenced by its token (FencedCall).
-void ApiServer::Fenced(const httplib::Request& req, httplib::Response& res, FencedCall call) {
+// The calls on a claim, each fenced by its token (service::FencedCall).
+void ApiServer::Fenced(const httplib::Request& req, httplib::Response& res,
+                       service::FencedCall call) {
   const service::ServiceOptions& opts = options_.service;
   Serve(req, res, 200, [&](store::Store& store, const json& body, Caller& caller) -> Result<json> {
-    TX_ASSIGN_OR_RETURN(FencedBody f, DecodeFenced(call, body));
+    TX_ASSIGN_OR_RETURN(service::FencedBody f, service::DecodeFenced(call, body));
     TX_RETURN_IF_ERROR(caller.ActsForClaim(f.token));
     service::ClaimService claims(store, store.clock(), opts);
     switch (call) {
-      case FencedCall::kRenew: {
+      case service::FencedCall::kRenew: {
         TX_ASSIGN_OR_RETURN(Claim c, claims.Renew(f.task_id, f.token));
         return json{{"claim", ToJson(c)}};
       }
-      case FencedCall::kGiveUp: {
+      case service::FencedCall::kGiveUp: {
         TX_ASSIGN_OR_RETURN(Claim c, claims.GiveUp(f.task_id, f.token, f.reason));
         return json{{"claim", ToJson(c)}};
       }
-      case FencedCall::kRelease: {
+      case service::FencedCall::kRelease: {
         TX_ASSIGN_OR_RETURN(Task t, claims.Release(f.task_id, f.token, f.reason));
         return json{{"task", ToJson(t, {})}};
       }
-      case FencedCall::kReport: {
+      case service::FencedCall::kReport: {
         TX_ASSIGN_OR_RETURN(Task t, claims.Report(f.task_id, f.token, f.outcome, f.text,
                                                   f.exit_code, f.branch ? &*f.branch : nullptr));
         return json{{"task", ToJson(t, {})}};
       }
-      case FencedCall::kFail: {
+      case service::FencedCall::kFail: {
         TX_ASSIGN_OR_RETURN(Task t, claims.Fail(f.task_id, f.token, f.reason, f.text, f.exit_code));
         return json{{"task", ToJson(t, {})}};
       }
-      case FencedCall::kAsk: {
+      case service::FencedCall::kAsk: {
         TX_ASSIGN_OR_RETURN(Task t, claims.Ask(f.task_id, f.token, f.text));
         return json{{"task", ToJson(t, {})}};
       }
@@ -359,27 +359,27 @@ void ApiServer::Fenced(const httplib::Request& req, httplib::Response& res, Fenc
 }
 
 void ApiServer::RenewClaim(const httplib::Request& req, httplib::Response& res) {
-  Fenced(req, res, FencedCall::kRenew);
+  Fenced(req, res, service::FencedCall::kRenew);
 }
 
 void ApiServer::ReleaseClaim(const httplib::Request& req, httplib::Response& res) {
-  Fenced(req, res, FencedCall::kRelease);
+  Fenced(req, res, service::FencedCall::kRelease);
 }
 
 void ApiServer::ReportOutcome(const httplib::Request& req, httplib::Response& res) {
-  Fenced(req, res, FencedCall::kReport);
+  Fenced(req, res, service::FencedCall::kReport);
 }
 
 void ApiServer::FailAttempt(const httplib::Request& req, httplib::Response& res) {
-  Fenced(req, res, FencedCall::kFail);
+  Fenced(req, res, service::FencedCall::kFail);
 }
 
 void ApiServer::GiveUpClaim(const httplib::Request& req, httplib::Response& res) {
-  Fenced(req, res, FencedCall::kGiveUp);
+  Fenced(req, res, service::FencedCall::kGiveUp);
 }
 
 void ApiServer::AskQuestion(const httplib::Request& req, httplib::Response& res) {
-  Fenced(req, res, FencedCall::kAsk);
+  Fenced(req, res, service::FencedCall::kAsk);
 }
 
 // The outcome of an auto-merge that a worker made on its own machine (git/review.h
@@ -389,7 +389,7 @@ void ApiServer::AskQuestion(const httplib::Request& req, httplib::Response& res)
 void ApiServer::RecordAutoMerge(const httplib::Request& req, httplib::Response& res) {
   const service::ServiceOptions& opts = options_.service;
   Serve(req, res, 200, [&](store::Store& store, const json& body, Caller& caller) -> Result<json> {
-    TX_ASSIGN_OR_RETURN(AutoMergeBody b, DecodeAutoMerge(body));
+    TX_ASSIGN_OR_RETURN(service::AutoMergeBody b, service::DecodeAutoMerge(body));
     service::TaskService tasks(store, store.clock(), opts);
     TX_ASSIGN_OR_RETURN(service::TaskDetail d, tasks.Show(b.task_id));
     std::int64_t last = 0;
@@ -417,7 +417,7 @@ void ApiServer::RecordAutoMerge(const httplib::Request& req, httplib::Response& 
 void ApiServer::RecordUsage(const httplib::Request& req, httplib::Response& res) {
   const service::ServiceOptions& opts = options_.service;
   Serve(req, res, 200, [&](store::Store& store, const json& body, Caller& caller) -> Result<json> {
-    TX_ASSIGN_OR_RETURN(AttemptUsage u, DecodeUsage(body));
+    TX_ASSIGN_OR_RETURN(AttemptUsage u, service::DecodeUsage(body));
     TX_RETURN_IF_ERROR(caller.ActsForClaim(u.token));
     TX_RETURN_IF_ERROR(service::AgentService(store, store.clock(), opts).RecordUsage(u));
     return json{{"ok", true}};
@@ -446,7 +446,7 @@ void ApiServer::TaskUsage(const httplib::Request& req, httplib::Response& res) {
 void ApiServer::EndLimited(const httplib::Request& req, httplib::Response& res) {
   const service::ServiceOptions& opts = options_.service;
   Serve(req, res, 200, [&](store::Store& store, const json& body, Caller& caller) -> Result<json> {
-    TX_ASSIGN_OR_RETURN(LimitedBody b, DecodeLimited(body));
+    TX_ASSIGN_OR_RETURN(service::LimitedBody b, service::DecodeLimited(body));
     TX_RETURN_IF_ERROR(caller.ActsForClaim(b.token));
     TX_ASSIGN_OR_RETURN(
         Task t,
@@ -458,7 +458,7 @@ void ApiServer::EndLimited(const httplib::Request& req, httplib::Response& res) 
 void ApiServer::EndUnavailable(const httplib::Request& req, httplib::Response& res) {
   const service::ServiceOptions& opts = options_.service;
   Serve(req, res, 200, [&](store::Store& store, const json& body, Caller& caller) -> Result<json> {
-    TX_ASSIGN_OR_RETURN(UnavailableBody b, DecodeUnavailable(body));
+    TX_ASSIGN_OR_RETURN(service::UnavailableBody b, service::DecodeUnavailable(body));
     TX_RETURN_IF_ERROR(caller.ActsForClaim(b.token));
     TX_ASSIGN_OR_RETURN(Task t, service::AgentService(store, store.clock(), opts)
                                     .EndUnavailable(b.task_id, b.token, b.reason, b.agent, b.why));
@@ -469,7 +469,7 @@ void ApiServer::EndUnavailable(const httplib::Request& req, httplib::Response& r
 void ApiServer::EndOverBudget(const httplib::Request& req, httplib::Response& res) {
   const service::ServiceOptions& opts = options_.service;
   Serve(req, res, 200, [&](store::Store& store, const json& body, Caller& caller) -> Result<json> {
-    TX_ASSIGN_OR_RETURN(OverBudgetBody b, DecodeOverBudget(body));
+    TX_ASSIGN_OR_RETURN(service::OverBudgetBody b, service::DecodeOverBudget(body));
     TX_RETURN_IF_ERROR(caller.ActsForClaim(b.token));
     TX_ASSIGN_OR_RETURN(
         Task t,
@@ -485,7 +485,7 @@ void ApiServer::EndOverBudget(const httplib::Request& req, httplib::Response& re
 void ApiServer::NoteProgress(const httplib::Request& req, httplib::Response& res) {
   const service::ServiceOptions& opts = options_.service;
   Serve(req, res, 200, [&](store::Store& store, const json& body, Caller& caller) -> Result<json> {
-    TX_ASSIGN_OR_RETURN(NoteBody b, DecodeNote(body));
+    TX_ASSIGN_OR_RETURN(service::NoteBody b, service::DecodeNote(body));
     TX_RETURN_IF_ERROR(caller.ActsForClaim(b.token));
     TX_ASSIGN_OR_RETURN(
         service::NoteResult n,
@@ -497,7 +497,7 @@ void ApiServer::NoteProgress(const httplib::Request& req, httplib::Response& res
 void ApiServer::AddSubtask(const httplib::Request& req, httplib::Response& res) {
   const service::ServiceOptions& opts = options_.service;
   Serve(req, res, 201, [&](store::Store& store, const json& body, Caller& caller) -> Result<json> {
-    TX_ASSIGN_OR_RETURN(SubtaskBody b, DecodeSubtask(body));
+    TX_ASSIGN_OR_RETURN(service::SubtaskBody b, service::DecodeSubtask(body));
     TX_RETURN_IF_ERROR(caller.ActsForClaim(b.token));
     TX_RETURN_IF_ERROR(worker::PrepareGitTask(config_, false, b.task));
     TX_RETURN_IF_ERROR(worker::PrepareAgentTask(config_, b.task));
@@ -518,7 +518,7 @@ void ApiServer::AddSubtask(const httplib::Request& req, httplib::Response& res) 
 void ApiServer::AgentState(const httplib::Request& req, httplib::Response& res) {
   const service::ServiceOptions& opts = options_.service;
   Serve(req, res, 200, [&](store::Store& store, const json& body) -> Result<json> {
-    TX_ASSIGN_OR_RETURN(Budgets budgets, DecodeAgentState(body));
+    TX_ASSIGN_OR_RETURN(Budgets budgets, service::DecodeAgentState(body));
     // The fleet's budgets are the server's (config.toml beside the store, as it now
     // reads); a worker's own count only where the server sets none.
     if (Budgets fleet = budgets_->Current(); fleet.any()) budgets = fleet;
@@ -541,7 +541,7 @@ void ApiServer::AgentState(const httplib::Request& req, httplib::Response& res) 
 void ApiServer::ReportAndClaimBatch(const httplib::Request& req, httplib::Response& res) {
   const service::ServiceOptions& opts = options_.service;
   Serve(req, res, 200, [&](store::Store& store, const json& body, Caller& caller) -> Result<json> {
-    TX_ASSIGN_OR_RETURN(BatchBody b, DecodeBatch(body));
+    TX_ASSIGN_OR_RETURN(service::BatchBody b, service::DecodeBatch(body));
     TX_RETURN_IF_ERROR(caller.ActsFor(b.worker_id));
     TX_ASSIGN_OR_RETURN(service::ClaimService::BatchResult r,
                         service::ClaimService(store, store.clock(), opts)

@@ -14,18 +14,6 @@ using detail::Emit;
 using detail::LoadTask;
 using detail::LoadWorker;
 
-std::string_view ToString(Outcome o) {
-  switch (o) {
-    case Outcome::kDone:
-      return "done";
-    case Outcome::kReview:
-      return "review";
-    case Outcome::kFail:
-      return "fail";
-  }
-  return "unknown";
-}
-
 namespace {
 
 Status CheckCanClaim(const Worker& w, const Moment& now) {

@@ -7,6 +7,7 @@
 
 #include "core/json.h"
 #include "core/validation.h"
+#include "service/worker_wire.h"
 
 namespace tx::worker {
 namespace {
@@ -22,7 +23,13 @@ Millis LocalNowMs() {
       .count();
 }
 
-json ExitCodeJson(std::optional<int> code) { return code ? json(*code) : json(); }
+// The body of a call on the claim `token` of `task_id`, the rest to fill in.
+service::FencedBody OnClaim(std::string_view task_id, std::int64_t token) {
+  service::FencedBody body;
+  body.task_id = task_id;
+  body.token = token;
+  return body;
+}
 
 }  // namespace
 
@@ -87,18 +94,7 @@ Result<json> HttpCoordinator::Get(const std::string& path) {
 
 Result<Worker> HttpCoordinator::Register(const service::Registration& r,
                                          std::vector<Worker>* replaced) {
-  TX_ASSIGN_OR_RETURN(
-      json reply,
-      Post("/api/worker/register", {{"name", r.name},
-                                    {"slot", r.slot},
-                                    {"pool", r.pool},
-                                    {"hostname", r.hostname},
-                                    {"pid", r.pid},
-                                    {"capabilities", r.capabilities},
-                                    {"queues", r.queues},
-                                    {"heartbeat_interval_ms", r.heartbeat_interval_ms},
-                                    {"busy_heartbeat_interval_ms", r.busy_heartbeat_interval_ms},
-                                    {"metadata", r.metadata}}));
+  TX_ASSIGN_OR_RETURN(json reply, Post("/api/worker/register", service::EncodeRegistration(r)));
   if (auto c = reply.find("credential"); c != reply.end() && c->is_string()) {
     set_credential(c->get<std::string>());
   }
@@ -113,10 +109,8 @@ Result<Worker> HttpCoordinator::Register(const service::Registration& r,
 
 Result<Worker> HttpCoordinator::Heartbeat(std::string_view worker_id,
                                           const service::HeartbeatUpdate& u) {
-  json body = {
-      {"worker_id", worker_id}, {"metadata", u.metadata}, {"clear_request", u.clear_request}};
-  if (u.status) body["status"] = ToString(*u.status);
-  TX_ASSIGN_OR_RETURN(json reply, Post("/api/worker/heartbeat", body));
+  TX_ASSIGN_OR_RETURN(json reply, Post("/api/worker/heartbeat",
+                                       service::EncodeHeartbeat({std::string(worker_id), u})));
   return WorkerFromJson(reply["worker"]);
 }
 
@@ -127,18 +121,18 @@ Result<Worker> HttpCoordinator::GetWorker(std::string_view worker_id) {
 
 Result<Worker> HttpCoordinator::Deregister(std::string_view worker_id, const std::string& reason) {
   TX_ASSIGN_OR_RETURN(
-      json reply, Post("/api/worker/deregister", {{"worker_id", worker_id}, {"reason", reason}}));
+      json reply,
+      Post("/api/worker/deregister", service::EncodeDeregister({std::string(worker_id), reason})));
   return WorkerFromJson(reply["worker"]);
 }
 
 Result<std::optional<service::ClaimResult>> HttpCoordinator::ClaimNext(
     std::string_view worker_id, Millis lease_ms, Millis wait_ms, const service::AgentGate* gate) {
   client_.set_read_timeout(std::chrono::milliseconds(wait_ms + kLongPollSlackMs));
-  json body = {{"worker_id", worker_id}, {"lease_ms", lease_ms}, {"wait_ms", wait_ms}};
-  if (gate != nullptr && (!gate->blocked_agents.empty() || !gate->blocked_agent_queues.empty())) {
-    body["gate"] = {{"agents", gate->blocked_agents}, {"queues", gate->blocked_agent_queues}};
-  }
-  httplib::Result r = client_.Post("/api/worker/claim", body.dump(), "application/json");
+  service::ClaimBody body{std::string(worker_id), lease_ms, wait_ms, {}};
+  if (gate != nullptr) body.gate = *gate;
+  httplib::Result r =
+      client_.Post("/api/worker/claim", service::EncodeClaim(body).dump(), "application/json");
   client_.set_read_timeout(kRequestTimeoutMs / 1000, 0);
   claim_backoff_ms_ = 0;
   if (r && r->status == 204 && r->has_header("Retry-After")) {
@@ -159,55 +153,59 @@ Result<Claim> HttpCoordinator::Inspect(std::int64_t token) {
 
 Result<Claim> HttpCoordinator::Renew(std::string_view task_id, std::int64_t token) {
   TX_ASSIGN_OR_RETURN(json reply,
-                      Post("/api/worker/renew", {{"task_id", task_id}, {"token", token}}));
+                      Post("/api/worker/renew", service::EncodeFenced(service::FencedCall::kRenew,
+                                                                      OnClaim(task_id, token))));
   return ClaimFromJson(reply["claim"]);
 }
 
 Result<Task> HttpCoordinator::Release(std::string_view task_id, std::int64_t token,
                                       EndReason reason) {
-  TX_ASSIGN_OR_RETURN(json reply,
-                      Post("/api/worker/release",
-                           {{"task_id", task_id}, {"token", token}, {"reason", ToString(reason)}}));
+  service::FencedBody body = OnClaim(task_id, token);
+  body.reason = reason;
+  TX_ASSIGN_OR_RETURN(json reply, Post("/api/worker/release",
+                                       service::EncodeFenced(service::FencedCall::kRelease, body)));
   return TaskFromJson(reply["task"]);
 }
 
 Result<Task> HttpCoordinator::Report(std::string_view task_id, std::int64_t token,
                                      service::Outcome outcome, const std::string& text,
                                      std::optional<int> exit_code, const json* branch) {
-  json body = {{"task_id", task_id},
-               {"token", token},
-               {"outcome", ToString(outcome)},
-               {"text", text},
-               {"exit_code", ExitCodeJson(exit_code)}};
-  if (branch != nullptr) body["branch"] = *branch;
-  TX_ASSIGN_OR_RETURN(json reply, Post("/api/worker/report", body));
+  service::FencedBody body = OnClaim(task_id, token);
+  body.outcome = outcome;
+  body.text = text;
+  body.exit_code = exit_code;
+  if (branch != nullptr) body.branch = *branch;
+  TX_ASSIGN_OR_RETURN(json reply, Post("/api/worker/report",
+                                       service::EncodeFenced(service::FencedCall::kReport, body)));
   return TaskFromJson(reply["task"]);
 }
 
 Result<Task> HttpCoordinator::Ask(std::string_view task_id, std::int64_t token,
                                   const std::string& question) {
+  service::FencedBody body = OnClaim(task_id, token);
+  body.text = question;
   TX_ASSIGN_OR_RETURN(
-      json reply,
-      Post("/api/worker/ask", {{"task_id", task_id}, {"token", token}, {"question", question}}));
+      json reply, Post("/api/worker/ask", service::EncodeFenced(service::FencedCall::kAsk, body)));
   return TaskFromJson(reply["task"]);
 }
 
 Result<Task> HttpCoordinator::Fail(std::string_view task_id, std::int64_t token, EndReason reason,
                                    const std::string& error, std::optional<int> exit_code) {
-  TX_ASSIGN_OR_RETURN(json reply,
-                      Post("/api/worker/fail", {{"task_id", task_id},
-                                                {"token", token},
-                                                {"reason", ToString(reason)},
-                                                {"error", error},
-                                                {"exit_code", ExitCodeJson(exit_code)}}));
+  service::FencedBody body = OnClaim(task_id, token);
+  body.reason = reason;
+  body.text = error;
+  body.exit_code = exit_code;
+  TX_ASSIGN_OR_RETURN(json reply, Post("/api/worker/fail",
+                                       service::EncodeFenced(service::FencedCall::kFail, body)));
   return TaskFromJson(reply["task"]);
 }
 
 Result<Claim> HttpCoordinator::GiveUp(std::string_view task_id, std::int64_t token,
                                       EndReason reason) {
-  TX_ASSIGN_OR_RETURN(json reply,
-                      Post("/api/worker/give-up",
-                           {{"task_id", task_id}, {"token", token}, {"reason", ToString(reason)}}));
+  service::FencedBody body = OnClaim(task_id, token);
+  body.reason = reason;
+  TX_ASSIGN_OR_RETURN(json reply, Post("/api/worker/give-up",
+                                       service::EncodeFenced(service::FencedCall::kGiveUp, body)));
   return ClaimFromJson(reply["claim"]);
 }
 
@@ -220,15 +218,15 @@ class ServerMergeRecord : public git::MergeRecord {
   ServerMergeRecord(std::function<Result<json>(const json&)> post, std::int64_t token)
       : post_(std::move(post)), token_(token) {}
   Result<Task> Merged(std::string_view id, const json& merge) override {
-    return Record({{"task_id", id}, {"token", token_}, {"merge", merge}});
+    return Record({std::string(id), token_, merge, ""});
   }
   Result<Task> MergeRefused(std::string_view id, const std::string& why) override {
-    return Record({{"task_id", id}, {"token", token_}, {"why", why}});
+    return Record({std::string(id), token_, std::nullopt, why});
   }
 
  private:
-  Result<Task> Record(const json& body) {
-    TX_ASSIGN_OR_RETURN(json reply, post_(body));
+  Result<Task> Record(const service::AutoMergeBody& body) {
+    TX_ASSIGN_OR_RETURN(json reply, post_(service::EncodeAutoMerge(body)));
     return TaskFromJson(reply["task"]);
   }
   std::function<Result<json>(const json&)> post_;
@@ -248,7 +246,7 @@ Result<git::TaskMerge> HttpCoordinator::AutoMerge(std::string_view task_id, std:
 }
 
 Status HttpCoordinator::RecordUsage(const AttemptUsage& usage) {
-  TX_RETURN_IF_ERROR(Post("/api/worker/usage", {{"usage", ToJson(usage)}}));
+  TX_RETURN_IF_ERROR(Post("/api/worker/usage", service::EncodeUsage(usage)));
   return Ok();
 }
 
@@ -270,53 +268,48 @@ Result<double> HttpCoordinator::TaskCost(std::string_view task_id) {
 
 Result<Task> HttpCoordinator::EndLimited(std::string_view task_id, std::int64_t token,
                                          const service::LimitReport& limit) {
-  TX_ASSIGN_OR_RETURN(json reply, Post("/api/worker/limited", {{"task_id", task_id},
-                                                               {"token", token},
-                                                               {"agent", limit.profile},
-                                                               {"account", limit.account},
-                                                               {"accounts", limit.accounts},
-                                                               {"reset_at", limit.reset_at},
-                                                               {"reason", limit.reason}}));
+  TX_ASSIGN_OR_RETURN(
+      json reply,
+      Post("/api/worker/limited", service::EncodeLimited({std::string(task_id), token, limit})));
   return TaskFromJson(reply["task"]);
 }
 
 Result<Task> HttpCoordinator::EndUnavailable(std::string_view task_id, std::int64_t token,
                                              EndReason reason, const std::string& profile,
                                              const std::string& why) {
-  TX_ASSIGN_OR_RETURN(json reply, Post("/api/worker/unavailable", {{"task_id", task_id},
-                                                                   {"token", token},
-                                                                   {"reason", ToString(reason)},
-                                                                   {"agent", profile},
-                                                                   {"why", why}}));
+  TX_ASSIGN_OR_RETURN(
+      json reply,
+      Post("/api/worker/unavailable",
+           service::EncodeUnavailable({std::string(task_id), token, reason, profile, why})));
   return TaskFromJson(reply["task"]);
 }
 
 Result<Task> HttpCoordinator::EndOverBudget(std::string_view task_id, std::int64_t token,
                                             const std::string& why) {
-  TX_ASSIGN_OR_RETURN(json reply, Post("/api/worker/over-budget",
-                                       {{"task_id", task_id}, {"token", token}, {"why", why}}));
+  TX_ASSIGN_OR_RETURN(json reply,
+                      Post("/api/worker/over-budget",
+                           service::EncodeOverBudget({std::string(task_id), token, why})));
   return TaskFromJson(reply["task"]);
 }
 
 Result<Task> HttpCoordinator::Note(std::string_view task_id, std::int64_t token,
                                    const std::string& text) {
   TX_ASSIGN_OR_RETURN(json reply, Post("/api/worker/note",
-                                       {{"task_id", task_id}, {"token", token}, {"text", text}}));
+                                       service::EncodeNote({std::string(task_id), token, text})));
   return TaskFromJson(reply["task"]);
 }
 
 Result<Task> HttpCoordinator::AddSubtask(std::string_view parent_id, std::int64_t token,
                                          const Task& draft, std::optional<int> max_subtasks) {
-  json body = {{"task_id", parent_id}, {"token", token}, {"task", ToJson(draft, {})}};
-  if (max_subtasks) body["max_subtasks"] = *max_subtasks;
-  TX_ASSIGN_OR_RETURN(json reply, Post("/api/worker/subtask", body));
+  TX_ASSIGN_OR_RETURN(
+      json reply, Post("/api/worker/subtask", service::EncodeSubtask({std::string(parent_id), token,
+                                                                      draft, max_subtasks})));
   return TaskFromJson(reply["task"]);
 }
 
 Result<Coordinator::AgentState> HttpCoordinator::GetAgentState(const Budgets& budgets) {
-  json body = json::object();
-  if (budgets.any()) body["budgets"] = ToJson(budgets);
-  TX_ASSIGN_OR_RETURN(json reply, Post("/api/worker/agent-state", body));
+  TX_ASSIGN_OR_RETURN(json reply,
+                      Post("/api/worker/agent-state", service::EncodeAgentState(budgets)));
   AgentState out;
   for (const auto& l : reply.value("limits", json::array())) {
     TX_ASSIGN_OR_RETURN(AgentLimit limit, LimitFromJson(l));

@@ -1,6 +1,6 @@
-#include "api/body_fields.h"
+#include "core/body_fields.h"
 
-namespace tx::api {
+namespace tx {
 
 using nlohmann::json;
 
@@ -65,4 +65,4 @@ Status ReadObject(const json& body, std::string_view field, std::optional<json>&
   return Ok();
 }
 
-}  // namespace tx::api
+}  // namespace tx

@@ -1,14 +1,29 @@
-#include "api/worker_protocol.h"
+#include "service/worker_wire.h"
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
-#include "api/body_fields.h"
+#include "core/body_fields.h"
 #include "core/json.h"
 
-namespace tx::api {
+namespace tx::service {
 
 using nlohmann::json;
+
+// Here, beside the decoder of "outcome", rather than in claim_service.cc: the names are the
+// wire's, and the fuzz target builds this file without the services.
+std::string_view ToString(Outcome o) {
+  switch (o) {
+    case Outcome::kDone:
+      return "done";
+    case Outcome::kReview:
+      return "review";
+    case Outcome::kFail:
+      return "fail";
+  }
+  return "unknown";
+}
 
 namespace {
 
@@ -60,8 +75,21 @@ Status NoCredentialIn(const std::optional<json>& metadata) {
 }
 }  // namespace
 
-Result<service::Registration> DecodeRegistration(const json& body) {
-  service::Registration r;
+json EncodeRegistration(const Registration& r) {
+  return {{"name", r.name},
+          {"slot", r.slot},
+          {"pool", r.pool},
+          {"hostname", r.hostname},
+          {"pid", r.pid},
+          {"capabilities", r.capabilities},
+          {"queues", r.queues},
+          {"heartbeat_interval_ms", r.heartbeat_interval_ms},
+          {"busy_heartbeat_interval_ms", r.busy_heartbeat_interval_ms},
+          {"metadata", r.metadata}};
+}
+
+Result<Registration> DecodeRegistration(const json& body) {
+  Registration r;
   TX_RETURN_IF_ERROR(ReadString(body, "name", r.name));
   TX_RETURN_IF_ERROR(ReadString(body, "slot", r.slot));
   TX_RETURN_IF_ERROR(ReadString(body, "pool", r.pool));
@@ -79,6 +107,14 @@ Result<service::Registration> DecodeRegistration(const json& body) {
   TX_RETURN_IF_ERROR(NoCredentialIn(metadata));
   if (metadata) r.metadata = std::move(*metadata);
   return r;
+}
+
+json EncodeHeartbeat(const HeartbeatBody& b) {
+  json body = {{"worker_id", b.worker_id},
+               {"metadata", b.update.metadata},
+               {"clear_request", b.update.clear_request}};
+  if (b.update.status) body["status"] = ToString(*b.update.status);
+  return body;
 }
 
 Result<HeartbeatBody> DecodeHeartbeat(const json& body) {
@@ -104,11 +140,23 @@ Result<HeartbeatBody> DecodeHeartbeat(const json& body) {
   return h;
 }
 
+json EncodeDeregister(const DeregisterBody& b) {
+  return {{"worker_id", b.worker_id}, {"reason", b.reason}};
+}
+
 Result<DeregisterBody> DecodeDeregister(const json& body) {
   DeregisterBody d;
   TX_RETURN_IF_ERROR(RequiredString(body, "worker_id", d.worker_id));
   TX_RETURN_IF_ERROR(ReadString(body, "reason", d.reason));
   return d;
+}
+
+json EncodeClaim(const ClaimBody& b) {
+  json body = {{"worker_id", b.worker_id}, {"lease_ms", b.lease_ms}, {"wait_ms", b.wait_ms}};
+  if (!b.gate.blocked_agents.empty() || !b.gate.blocked_agent_queues.empty()) {
+    body["gate"] = {{"agents", b.gate.blocked_agents}, {"queues", b.gate.blocked_agent_queues}};
+  }
+  return body;
 }
 
 Result<ClaimBody> DecodeClaim(const json& body) {
@@ -145,10 +193,19 @@ Status ReadToken(const json& body, std::string& task_id, std::int64_t& token) {
 
 }  // namespace
 
+json EncodeUsage(const AttemptUsage& usage) { return {{"usage", ToJson(usage)}}; }
+
 Result<AttemptUsage> DecodeUsage(const json& body) {
   auto it = body.find("usage");
   if (it == body.end()) return Error::InvalidArgument("field 'usage' is required");
   return UsageFromJson(*it);
+}
+
+json EncodeLimited(const LimitedBody& b) {
+  return {{"task_id", b.task_id},         {"token", b.token},
+          {"agent", b.limit.profile},     {"account", b.limit.account},
+          {"accounts", b.limit.accounts}, {"reset_at", b.limit.reset_at},
+          {"reason", b.limit.reason}};
 }
 
 Result<LimitedBody> DecodeLimited(const json& body) {
@@ -168,6 +225,14 @@ Result<LimitedBody> DecodeLimited(const json& body) {
   return b;
 }
 
+json EncodeUnavailable(const UnavailableBody& b) {
+  return {{"task_id", b.task_id},
+          {"token", b.token},
+          {"reason", ToString(b.reason)},
+          {"agent", b.agent},
+          {"why", b.why}};
+}
+
 Result<UnavailableBody> DecodeUnavailable(const json& body) {
   UnavailableBody b;
   TX_RETURN_IF_ERROR(ReadToken(body, b.task_id, b.token));
@@ -178,6 +243,10 @@ Result<UnavailableBody> DecodeUnavailable(const json& body) {
   return b;
 }
 
+json EncodeOverBudget(const OverBudgetBody& b) {
+  return {{"task_id", b.task_id}, {"token", b.token}, {"why", b.why}};
+}
+
 Result<OverBudgetBody> DecodeOverBudget(const json& body) {
   OverBudgetBody b;
   TX_RETURN_IF_ERROR(ReadToken(body, b.task_id, b.token));
@@ -185,11 +254,21 @@ Result<OverBudgetBody> DecodeOverBudget(const json& body) {
   return b;
 }
 
+json EncodeNote(const NoteBody& b) {
+  return {{"task_id", b.task_id}, {"token", b.token}, {"text", b.text}};
+}
+
 Result<NoteBody> DecodeNote(const json& body) {
   NoteBody b;
   TX_RETURN_IF_ERROR(ReadToken(body, b.task_id, b.token));
   TX_RETURN_IF_ERROR(RequiredString(body, "text", b.text));
   return b;
+}
+
+json EncodeSubtask(const SubtaskBody& b) {
+  json body = {{"task_id", b.parent_id}, {"token", b.token}, {"task", ToJson(b.task, {})}};
+  if (b.max_subtasks) body["max_subtasks"] = *b.max_subtasks;
+  return body;
 }
 
 Result<SubtaskBody> DecodeSubtask(const json& body) {
@@ -209,10 +288,45 @@ Result<SubtaskBody> DecodeSubtask(const json& body) {
   return b;
 }
 
+json EncodeAgentState(const Budgets& budgets) {
+  json body = json::object();
+  if (budgets.any()) body["budgets"] = ToJson(budgets);
+  return body;
+}
+
 Result<Budgets> DecodeAgentState(const json& body) {
   auto it = body.find("budgets");
   if (it == body.end() || it->is_null()) return Budgets{};
   return BudgetsFromJson(*it);
+}
+
+json EncodeFenced(FencedCall call, const FencedBody& b) {
+  json body = {{"task_id", b.task_id}, {"token", b.token}};
+  // An absent exit code is written as null, never left out.
+  auto exit_code = [&] { return b.exit_code ? json(*b.exit_code) : json(); };
+  switch (call) {
+    case FencedCall::kRenew:
+      break;
+    case FencedCall::kRelease:
+    case FencedCall::kGiveUp:
+      body["reason"] = ToString(b.reason);
+      break;
+    case FencedCall::kReport:
+      body["outcome"] = ToString(b.outcome);
+      body["text"] = b.text;
+      body["exit_code"] = exit_code();
+      if (b.branch) body["branch"] = *b.branch;
+      break;
+    case FencedCall::kFail:
+      body["reason"] = ToString(b.reason);
+      body["error"] = b.text;
+      body["exit_code"] = exit_code();
+      break;
+    case FencedCall::kAsk:
+      body["question"] = b.text;
+      break;
+  }
+  return body;
 }
 
 Result<FencedBody> DecodeFenced(FencedCall call, const json& body) {
@@ -238,11 +352,11 @@ Result<FencedBody> DecodeFenced(FencedCall call, const json& body) {
       std::string outcome;
       TX_RETURN_IF_ERROR(RequiredString(body, "outcome", outcome));
       if (outcome == "done") {
-        f.outcome = service::Outcome::kDone;
+        f.outcome = Outcome::kDone;
       } else if (outcome == "review") {
-        f.outcome = service::Outcome::kReview;
+        f.outcome = Outcome::kReview;
       } else if (outcome == "fail" || outcome == "failed") {
-        f.outcome = service::Outcome::kFail;
+        f.outcome = Outcome::kFail;
       } else {
         return Error::InvalidArgument("field 'outcome' must be done, review or fail, not '" +
                                       outcome + "'");
@@ -268,6 +382,16 @@ Result<FencedBody> DecodeFenced(FencedCall call, const json& body) {
   return f;
 }
 
+json EncodeAutoMerge(const AutoMergeBody& b) {
+  json body = {{"task_id", b.task_id}, {"token", b.token}};
+  if (b.merge) {
+    body["merge"] = *b.merge;
+  } else {
+    body["why"] = b.why;
+  }
+  return body;
+}
+
 Result<AutoMergeBody> DecodeAutoMerge(const json& body) {
   AutoMergeBody b;
   TX_RETURN_IF_ERROR(RequiredString(body, "task_id", b.task_id));
@@ -281,22 +405,39 @@ Result<AutoMergeBody> DecodeAutoMerge(const json& body) {
   return b;
 }
 
+json EncodeBatch(const BatchBody& b) {
+  json finished = json::array();
+  for (const auto& f : b.finished) {
+    FencedBody report;
+    report.task_id = f.task_id;
+    report.token = f.token;
+    report.outcome = f.outcome;
+    report.text = f.text;
+    report.exit_code = f.exit_code;
+    finished.push_back(EncodeFenced(FencedCall::kReport, report));
+  }
+  return {{"worker_id", b.worker_id},
+          {"finished", std::move(finished)},
+          {"claim", b.claim},
+          {"lease_ms", b.lease_ms}};
+}
+
 Result<BatchBody> DecodeBatch(const json& body) {
   BatchBody b;
   TX_RETURN_IF_ERROR(RequiredString(body, "worker_id", b.worker_id));
   TX_RETURN_IF_ERROR(ReadMillis(body, "lease_ms", 0, 7 * 24 * 3'600'000, b.lease_ms));
   std::int64_t claim = 0;
   TX_RETURN_IF_ERROR(ReadInteger(body, "claim", claim));
-  if (claim < 0 || claim > service::ClaimService::kMaxBatch) {
+  if (claim < 0 || claim > ClaimService::kMaxBatch) {
     return Error::InvalidArgument("field 'claim' must be from 0 to " +
-                                  std::to_string(service::ClaimService::kMaxBatch));
+                                  std::to_string(ClaimService::kMaxBatch));
   }
   b.claim = static_cast<int>(claim);
   if (auto it = body.find("finished"); it != body.end() && !it->is_null()) {
     if (!it->is_array()) return WrongType("finished", "an array of reports");
-    if (it->size() > static_cast<std::size_t>(service::ClaimService::kMaxBatch)) {
+    if (it->size() > static_cast<std::size_t>(ClaimService::kMaxBatch)) {
       return Error::InvalidArgument("field 'finished' holds more than " +
-                                    std::to_string(service::ClaimService::kMaxBatch) + " reports");
+                                    std::to_string(ClaimService::kMaxBatch) + " reports");
     }
     for (std::size_t i = 0; i < it->size(); ++i) {
       const json& one = (*it)[i];
@@ -313,4 +454,4 @@ Result<BatchBody> DecodeBatch(const json& body) {
   return b;
 }
 
-}  // namespace tx::api
+}  // namespace tx::service

@@ -1,5 +1,6 @@
 #pragma once
-// Reading the fields of a JSON request body, one way for every decoder of the HTTP API: each
+// Reading the fields of a JSON request body, one way for every decoder of the HTTP API (api/
+// requests.h, api/new_task.h, the remote-worker protocol's service/worker_wire.h): each
 // reader leaves `out` as it is when the field is absent or null, and refuses a wrong type with an
 // invalid argument naming the field. Pure: no I/O.
 
@@ -12,7 +13,7 @@
 
 #include "core/error.h"
 
-namespace tx::api {
+namespace tx {
 
 // Refuses any key of `body` not in `known`, naming it.
 Status OnlyKnownFields(const nlohmann::json& body, const std::set<std::string_view>& known);
@@ -25,4 +26,4 @@ Status ReadStrings(const nlohmann::json& body, std::string_view field,
 Status ReadObject(const nlohmann::json& body, std::string_view field,
                   std::optional<nlohmann::json>& out);
 
-}  // namespace tx::api
+}  // namespace tx
