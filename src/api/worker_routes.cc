@@ -44,10 +44,6 @@ constexpr Millis kClaimRecheckMs = 1'000;
 // The largest copy of an attempt's log the server keeps for a remote worker.
 constexpr std::int64_t kMaxShippedLogBytes = 64 << 20;
 
-json ClaimJson(const service::ClaimResult& c) {
-  return {{"claim", ToJson(c.claim)}, {"task", ToJson(c.task, {})}};
-}
-
 Result<std::int64_t> IntegerParam(const httplib::Request& req, const char* name) {
   if (!req.has_param(name)) {
     return Error::InvalidArgument("parameter '" + std::string(name) + "' is required");
@@ -264,7 +260,7 @@ void ApiServer::ClaimTask(const httplib::Request& req, httplib::Response& res) {
     TX_ASSIGN_OR_RETURN(service::ClaimBody c, service::DecodeClaim(body));
     TX_RETURN_IF_ERROR(caller.ActsFor(c.worker_id));
     TX_ASSIGN_OR_RETURN(std::optional<service::ClaimResult> held, HeldClaim(store, c.worker_id));
-    if (held) return ClaimJson(*held);
+    if (held) return service::EncodeClaimReply(*held);
     service::ClaimService claims(store, store.clock(), opts);
     service::WorkerService workers(store, store.clock(), opts);
     // Waiting claims hold server threads: past half of them, a claim does not wait, and its
@@ -284,7 +280,7 @@ void ApiServer::ClaimTask(const httplib::Request& req, httplib::Response& res) {
           c.gate.blocked_agents.empty() && c.gate.blocked_agent_queues.empty() ? nullptr : &c.gate;
       TX_ASSIGN_OR_RETURN(std::optional<service::ClaimResult> got,
                           claims.ClaimNext(c.worker_id, c.lease_ms, gate));
-      if (got) return ClaimJson(*got);
+      if (got) return service::EncodeClaimReply(*got);
       TX_ASSIGN_OR_RETURN(Worker w, workers.Get(c.worker_id));
       if (w.request != WorkerRequest::kNone) return json();  // it has something else to do
       auto now = std::chrono::steady_clock::now();
@@ -525,13 +521,11 @@ void ApiServer::AgentState(const httplib::Request& req, httplib::Response& res) 
     service::AgentService agents(store, store.clock(), opts);
     TX_RETURN_IF_ERROR(agents.ResumeExpired());
     TX_ASSIGN_OR_RETURN(std::vector<AgentLimit> limits, agents.Limits());
-    json out = {{"limits", json::array()}};
-    for (const auto& l : limits) out["limits"].push_back(ToJson(l));
+    service::AgentStateReply out{std::move(limits), std::nullopt};
     if (budgets.any()) {
-      TX_ASSIGN_OR_RETURN(BudgetState b, agents.CheckBudgets(budgets));
-      out["budget"] = ToJson(b);
+      TX_ASSIGN_OR_RETURN(out.budget, agents.CheckBudgets(budgets));
     }
-    return out;
+    return service::EncodeAgentStateReply(out);
   });
 }
 
@@ -548,7 +542,7 @@ void ApiServer::ReportAndClaimBatch(const httplib::Request& req, httplib::Respon
                             .ReportAndClaimBatch(b.worker_id, b.finished, b.claim, b.lease_ms));
     json out = {{"reported", json::array()}, {"claims", json::array()}};
     for (const Task& t : r.reported) out["reported"].push_back(ToJson(t, {}));
-    for (const auto& c : r.claimed) out["claims"].push_back(ClaimJson(c));
+    for (const auto& c : r.claimed) out["claims"].push_back(service::EncodeClaimReply(c));
     return out;
   });
 }

@@ -454,4 +454,35 @@ Result<BatchBody> DecodeBatch(const json& body) {
   return b;
 }
 
+json EncodeClaimReply(const ClaimResult& c) {
+  return {{"claim", ToJson(c.claim)}, {"task", ToJson(c.task, {})}};
+}
+
+Result<std::optional<ClaimResult>> DecodeClaimReply(const json& reply) {
+  if (!reply.is_object() || !reply.contains("claim")) return std::optional<ClaimResult>();
+  ClaimResult out;
+  TX_ASSIGN_OR_RETURN(out.claim, ClaimFromJson(reply["claim"]));
+  TX_ASSIGN_OR_RETURN(out.task, TaskFromJson(reply.value("task", json())));
+  return std::optional<ClaimResult>(std::move(out));
+}
+
+json EncodeAgentStateReply(const AgentStateReply& r) {
+  json out = {{"limits", json::array()}};
+  for (const auto& l : r.limits) out["limits"].push_back(ToJson(l));
+  if (r.budget) out["budget"] = ToJson(*r.budget);
+  return out;
+}
+
+Result<AgentStateReply> DecodeAgentStateReply(const json& reply) {
+  AgentStateReply out;
+  for (const auto& l : reply.value("limits", json::array())) {
+    TX_ASSIGN_OR_RETURN(AgentLimit limit, LimitFromJson(l));
+    out.limits.push_back(std::move(limit));
+  }
+  if (auto b = reply.find("budget"); b != reply.end() && b->is_object()) {
+    TX_ASSIGN_OR_RETURN(out.budget, BudgetStateFromJson(*b));
+  }
+  return out;
+}
+
 }  // namespace tx::service

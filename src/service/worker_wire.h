@@ -179,4 +179,24 @@ struct BatchBody {
 nlohmann::json EncodeBatch(const BatchBody& b);
 Result<BatchBody> DecodeBatch(const nlohmann::json& body);
 
+// Replies. The claim's and the agent state's are types here; the others the route still writes
+// and HttpCoordinator reads key by key: most are one domain type under its key ({"worker"},
+// {"claim"}, {"task"}, as core/json.h writes it), and register's is {"worker", "credential",
+// "replaced"}. The server adds "server_time" to every reply (HttpCoordinator takes it for the
+// fleet's clock).
+
+// claim's reply, and each of batch's "claims": {"claim", "task"}. Reading it, a reply without
+// "claim" (a 204 reads as null) is no claim: nullopt.
+nlohmann::json EncodeClaimReply(const ClaimResult& c);
+Result<std::optional<ClaimResult>> DecodeClaimReply(const nlohmann::json& reply);
+
+// agent-state's reply: {"limits": [as ToJson(AgentLimit)]}, and "budget" (as ToJson(BudgetState))
+// when there are budgets to count against.
+struct AgentStateReply {
+  std::vector<AgentLimit> limits;
+  std::optional<BudgetState> budget;
+};
+nlohmann::json EncodeAgentStateReply(const AgentStateReply& r);
+Result<AgentStateReply> DecodeAgentStateReply(const nlohmann::json& reply);
+
 }  // namespace tx::service

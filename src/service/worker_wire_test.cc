@@ -341,5 +341,52 @@ TEST(WorkerWireTest, ABatchWritesItsReportsAsReportBodies) {
   EXPECT_EQ(EncodeBatch(back), j);
 }
 
+TEST(WorkerWireTest, AClaimReplyCarriesTheClaimAndItsTaskOrNothing) {
+  ClaimResult c;
+  c.claim.token = kToken;
+  c.claim.task_id = kTaskId;
+  c.claim.worker_id = "worker-1";
+  c.claim.attempt = 1;
+  c.task.id = kTaskId;
+  c.task.title = "build it";
+  c.task.status = TaskStatus::kRunning;
+  json j = EncodeClaimReply(c);
+  EXPECT_EQ(j, json({{"claim", ToJson(c.claim)}, {"task", ToJson(c.task, {})}}));
+  std::optional<ClaimResult> back = Decoded(DecodeClaimReply(j));
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->claim.token, kToken);
+  EXPECT_EQ(back->claim.worker_id, "worker-1");
+  EXPECT_EQ(back->task.title, "build it");
+  EXPECT_EQ(EncodeClaimReply(*back), j);
+  EXPECT_FALSE(Decoded(DecodeClaimReply(json())));  // a 204
+  EXPECT_FALSE(Decoded(DecodeClaimReply({{"server_time", 1}})));
+}
+
+TEST(WorkerWireTest, AnAgentStateReplyCarriesABudgetOnlyWhenCounted) {
+  AgentStateReply r;
+  AgentLimit limit;
+  limit.profile = "claude";
+  limit.until = 1'700'000'000'000;
+  limit.reason = "5-hour limit";
+  r.limits.push_back(limit);
+  json j = EncodeAgentStateReply(r);
+  EXPECT_EQ(j, json({{"limits", json::array({ToJson(limit)})}}));
+  AgentStateReply back = Decoded(DecodeAgentStateReply(j));
+  EXPECT_EQ(back.limits, r.limits);
+  EXPECT_FALSE(back.budget);
+
+  BudgetState spent;
+  spent.day = "2026-11-28";
+  spent.spent_usd = 3.5;
+  r.budget = spent;
+  j = EncodeAgentStateReply(r);
+  EXPECT_EQ(j["budget"], ToJson(spent));
+  back = Decoded(DecodeAgentStateReply(j));
+  ASSERT_TRUE(back.budget);
+  EXPECT_EQ(back.budget->day, "2026-11-28");
+  EXPECT_EQ(back.budget->spent_usd, 3.5);
+  EXPECT_EQ(EncodeAgentStateReply(back), j);
+}
+
 }  // namespace
 }  // namespace tx::service

@@ -139,11 +139,7 @@ Result<std::optional<service::ClaimResult>> HttpCoordinator::ClaimNext(
     claim_backoff_ms_ = 1000 * std::max(1, std::atoi(r->get_header_value("Retry-After").c_str()));
   }
   TX_ASSIGN_OR_RETURN(json reply, Decode(r, "POST /api/worker/claim"));
-  if (!reply.is_object() || !reply.contains("claim")) return std::optional<service::ClaimResult>();
-  service::ClaimResult out;
-  TX_ASSIGN_OR_RETURN(out.claim, ClaimFromJson(reply["claim"]));
-  TX_ASSIGN_OR_RETURN(out.task, TaskFromJson(reply["task"]));
-  return std::optional<service::ClaimResult>(std::move(out));
+  return service::DecodeClaimReply(reply);
 }
 
 Result<Claim> HttpCoordinator::Inspect(std::int64_t token) {
@@ -310,15 +306,8 @@ Result<Task> HttpCoordinator::AddSubtask(std::string_view parent_id, std::int64_
 Result<Coordinator::AgentState> HttpCoordinator::GetAgentState(const Budgets& budgets) {
   TX_ASSIGN_OR_RETURN(json reply,
                       Post("/api/worker/agent-state", service::EncodeAgentState(budgets)));
-  AgentState out;
-  for (const auto& l : reply.value("limits", json::array())) {
-    TX_ASSIGN_OR_RETURN(AgentLimit limit, LimitFromJson(l));
-    out.limits.push_back(std::move(limit));
-  }
-  if (auto b = reply.find("budget"); b != reply.end() && b->is_object()) {
-    TX_ASSIGN_OR_RETURN(out.budget, BudgetStateFromJson(*b));
-  }
-  return out;
+  TX_ASSIGN_OR_RETURN(service::AgentStateReply state, service::DecodeAgentStateReply(reply));
+  return AgentState{std::move(state.limits), state.budget.value_or(BudgetState{})};
 }
 
 Status HttpCoordinator::ShipLog(std::string_view task_id, int attempt, std::int64_t token,
