@@ -85,13 +85,14 @@ void TaskBatch::DecodeRun(std::size_t r) {
       break;
     }
     if (NestsDeeperThan(line.text, kMaxJsonDepth)) {
-      out.error = AtLine(line.number, Error::InvalidArgument("nests deeper than " +
-                                                             std::to_string(kMaxJsonDepth) +
-                                                             " levels"));
+      out.error = AtLine(
+          line.number,
+          Error::InvalidArgument("nests deeper than " + std::to_string(kMaxJsonDepth) + " levels"));
       break;
     }
     if (!body.is_object()) {
-      out.error = AtLine(line.number, Error::InvalidArgument("a task is a JSON object, one a line"));
+      out.error =
+          AtLine(line.number, Error::InvalidArgument("a task is a JSON object, one a line"));
       break;
     }
     Result<Task> t = api::DecodeAndPrepareNewTask(body, config_);

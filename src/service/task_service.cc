@@ -142,7 +142,9 @@ Result<std::size_t> TaskService::AddEach(const DraftAt& draft_at) {
       }
       if (t->timeout_ms <= 0) t->timeout_ms = options_.default_task_timeout_ms;
       Status inserted = Insert(txn, *t, now);
-      if (!inserted.ok()) return Error(inserted.error().code(), label + ": " + inserted.error().message());
+      if (!inserted.ok()) {
+        return Error(inserted.error().code(), label + ": " + inserted.error().message());
+      }
       if (t->status == TaskStatus::kReady) ++ready;
     }
   });
