@@ -1,13 +1,14 @@
 # What `cmake --install` puts under the prefix, and the .deb CPack makes of it (docs/operations.md,
-# "Installing"): tx, tx-http and tx-agent side by side (tx finds the other two beside itself),
-# the man page and the shell completions that tx prints from its command table, the systemd
+# "Installing"): tx and tx-agent side by side (tx finds tx-agent beside itself), tx's HTTP module
+# in LIBDIR/tx (tx's RUNPATH finds it there), the man page and the shell completions that tx prints from its command table, the systemd
 # units, an example config.toml and the documentation.
 include(GNUInstallDirs)
 
-install(TARGETS tx tx-http tx-agent RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS tx tx-agent RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS tx_http LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/tx)
 
 # Made at install time by the tx just built, so that they never drift from its --help and a
-# `cmake --build --target tx tx-http` is all an install needs; the units get the installed path
+# `cmake --build --target tx` is all an install needs; the units get the installed path
 # of tx.
 install(CODE "
   set(TX_EXE \"$<TARGET_FILE:tx>\")

@@ -49,5 +49,5 @@ build() {
   fi
   echo "== building $type"
   cmake --build "$dir" -- -j"$(nproc)" | grep -Ev '^\[[0-9]+/[0-9]+\] ' || true
-  test -x "$dir/tx" && test -x "$dir/tx-http"
+  test -x "$dir/tx" && test -f "$dir/libtx_http.so"
 }

@@ -121,6 +121,19 @@ class ApiTest : public ::testing::Test {
   int port_ = 0;
 };
 
+// tx serve is tx with its HTTP module opened (exec/http_module.h), found beside it in the build.
+TEST_F(ApiTest, TheServerIsTxWithItsHttpModuleOpened) {
+  Serve();
+  std::string pid = std::to_string(server_->pid());
+  EXPECT_EQ(std::filesystem::read_symlink("/proc/" + pid + "/exe").filename(), "tx");
+  std::string maps = ReadFile("/proc/" + pid + "/maps");
+  std::filesystem::path module = std::filesystem::path(TX_BINARY).parent_path() / "libtx_http.so";
+  EXPECT_NE(maps.find(std::filesystem::canonical(module).string()), std::string::npos) << maps;
+  auto health = Client().Get("/healthz");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+}
+
 TEST_F(ApiTest, ReadsNeedNoTokenOnLoopbackButChangesDo) {
   Serve();
   EXPECT_EQ(Get("/healthz").status, 200);

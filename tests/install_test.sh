@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installing tx as an operator would (issue 24): `cmake --install` into a scratch prefix, then the
 # .deb CPack makes, installed with dpkg -i, and the installed binaries run: tx --version, tx init,
-# tx serve through the installed tx-http, the man page, the completion scripts, the example
+# tx serve through the installed HTTP module, the man page, the completion scripts, the example
 # config, the systemd units (systemd-analyze verify where it exists), and tx doctor on a healthy
 # and on a broken setup. The package is removed again at the end (if it was not installed before).
 #
@@ -47,8 +47,11 @@ except Exception as e:
 EOF
 }
 
-# serve_check BINDIR: in a fresh directory, tx init and tx serve; the server must be the tx-http
-# beside BINDIR/tx and answer /healthz and /api/tasks with the token tx init wrote.
+# module_of BINDIR: the HTTP module installed with BINDIR/tx (LIBDIR/tx/libtx_http.so).
+module_of() { ls -d "$(dirname "$1")"/lib{,/*}/tx/libtx_http.so 2>/dev/null | head -1; }
+
+# serve_check BINDIR: in a fresh directory, tx init and tx serve; the server must be BINDIR/tx with
+# the module installed with it opened, and answer /healthz and /api/tasks with tx init's token.
 serve_check() {
   local bin=$1 dir
   dir=$(mktemp -d "$SCRATCH/serve.XXXXXX")
@@ -64,8 +67,12 @@ serve_check() {
   done
   [[ -n $url ]]
   check "tx serve listens ($bin)" $? "$(cat "$dir/serve.out")"
-  [[ $(readlink "/proc/$pid/exe") == "$bin/tx-http" ]]
-  check "tx serve runs the tx-http beside tx" $? "$(readlink "/proc/$pid/exe")"
+  [[ $(readlink "/proc/$pid/exe") == "$bin/tx" ]]
+  check "tx serve runs the installed tx" $? "$(readlink "/proc/$pid/exe")"
+  local module
+  module=$(realpath "$(module_of "$bin")")
+  grep -qF " $module" "/proc/$pid/maps"
+  check "tx serve opened the module installed with it" $? "$(grep tx_http "/proc/$pid/maps")"
   http_ok "$url/healthz" "$(cat "$dir/.tx/token")"
   check "the installed server answers /healthz" $?
   http_ok "$url/api/tasks" "$(cat "$dir/.tx/token")"
@@ -90,10 +97,17 @@ commands_of() {
 # shared_checks BINDIR SHAREDIR UNITDIR: what both installs must have.
 shared_checks() {
   local bin=$1 share=$2 units=$3
-  for f in "$bin/tx" "$bin/tx-http" "$bin/tx-agent"; do
+  for f in "$bin/tx" "$bin/tx-agent"; do
     [[ -x $f ]]
     check "installed $(basename "$f")" $?
   done
+  [[ -f $(module_of "$bin") ]]
+  check "installed libtx_http.so in LIBDIR/tx" $? "$(ls -R "$(dirname "$bin")/lib" 2>&1 | head)"
+  # The installed tx looks for its module where it was installed, relative to itself only.
+  local runpath
+  runpath=$(readelf -d "$bin/tx" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p')
+  [[ $runpath == '$ORIGIN/../lib'*'/tx' ]]
+  check "tx's RUNPATH is \$ORIGIN/../LIBDIR/tx" $? "RUNPATH: $runpath"
   [[ $("$bin/tx" --version) == "tx "* ]]
   check "tx --version" $? "$("$bin/tx" --version 2>&1)"
 
@@ -191,7 +205,8 @@ echo "== the .deb"
 check "cpack makes a .deb" $? "$(tail -5 "$SCRATCH/cpack.log")"
 DEB=$(ls "$SCRATCH"/pkg/tx_*.deb 2>/dev/null | head -1)
 depends=$(dpkg-deb -f "$DEB" Depends 2>/dev/null)
-[[ $depends == *adduser* && $depends == *libsqlite3* && $depends == *libstdc++6* ]]
+[[ $depends == *adduser* && $depends == *libsqlite3* && $depends == *libstdc++6* &&
+   $depends == *libcpp-httplib* ]]
 check "the package declares its dependencies" $? "Depends: $depends"
 
 if [[ $(id -u) == 0 ]] && command -v dpkg >/dev/null; then

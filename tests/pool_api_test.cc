@@ -79,9 +79,9 @@ TEST_F(PoolApiTest, TheOrchestratorRouteAnswersWhatTheStatusCommandPrints) {
   EXPECT_EQ(api.Get("/api/orchestrator?verbose=1").status, 400);
 }
 
-// tx maps no HTTP library (cli/http_handoff.h): an orchestrator that serves the API runs as
-// tx-http, and the workers it starts, which speak only to the store, as tx without cpp-httplib or
-// the OpenSSL it brings.
+// tx opens its HTTP module only when it needs it (exec/http_module.h): an orchestrator that serves
+// the API maps it, and the workers it starts, which speak only to the store, map neither it nor
+// cpp-httplib nor the OpenSSL it brings.
 TEST_F(PoolApiTest, OnlyTheServingOrchestratorMapsTheHttpLibraries) {
   StartServed({"--workers", "2"});
   ASSERT_TRUE(PoolIs({"slot-1", "slot-2"}));
@@ -91,7 +91,8 @@ TEST_F(PoolApiTest, OnlyTheServingOrchestratorMapsTheHttpLibraries) {
   };
   auto maps = [](long pid) { return ReadFile("/proc/" + std::to_string(pid) + "/maps"); };
   long orchestrator = st["pid"].get<long>();
-  EXPECT_EQ(exe(orchestrator), "tx-http");
+  EXPECT_EQ(exe(orchestrator), "tx");
+  EXPECT_NE(maps(orchestrator).find("libtx_http.so"), std::string::npos);
   EXPECT_NE(maps(orchestrator).find("libcpp-httplib"), std::string::npos);
   ASSERT_EQ(st["slots"].size(), 2u);
   for (const auto& slot : st["slots"]) {
@@ -99,7 +100,7 @@ TEST_F(PoolApiTest, OnlyTheServingOrchestratorMapsTheHttpLibraries) {
     EXPECT_EQ(exe(pid), "tx") << slot.dump();
     std::string m = maps(pid);
     EXPECT_FALSE(m.empty());
-    for (const char* lib : {"libcpp-httplib", "libssl", "libcrypto"}) {
+    for (const char* lib : {"libtx_http.so", "libcpp-httplib", "libssl", "libcrypto"}) {
       EXPECT_EQ(m.find(lib), std::string::npos) << slot["slot"] << " maps " << lib;
     }
   }

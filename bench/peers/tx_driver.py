@@ -129,7 +129,7 @@ def enqueue(kind, n):
         sys.exit(2)
     body = json.dumps({"title": "bench-%s" % kind, "command": COMMAND[kind]})
     dt = timed_posts((body for _ in range(n)), "")
-    out({"enqueue_s": dt, "mode": "single: POST /api/tasks x N to `tx serve` (tx-http), one keep-alive "
+    out({"enqueue_s": dt, "mode": "single: POST /api/tasks x N to `tx serve`, one keep-alive "
                                   "connection, one producer"})
 
 

@@ -1,6 +1,6 @@
 #pragma once
 // What the HTTP API is started with. Apart from server.h so that the CLI can fill it in without
-// linking the server (which tx-http alone carries; cli/http_api.h).
+// linking the server (which is in the HTTP module; cli/http_api.h).
 
 #include <chrono>
 #include <cstddef>

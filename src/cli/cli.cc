@@ -11,7 +11,6 @@
 
 #include "cli/agent_relay.h"
 #include "cli/commands.h"
-#include "cli/http_handoff.h"
 #include "core/argv.h"
 #include "core/suggest.h"
 #include "core/validation.h"
@@ -242,14 +241,9 @@ std::string ExtrasMessage(CLI::App& app, const CLI::ExtrasError& e) {
 std::span<const CommandSpec> Commands() { return kCommands; }
 
 std::string SelfExe() {
-  std::string self = ThisExe();
-  // tx-http starts its workers (and gives its agents) the tx beside it, which maps no HTTP
-  // library (http_handoff.h); tx hands back to tx-http whatever needs it.
-  if (std::filesystem::path(self).filename() == "tx-http") {
-    std::string lite = SiblingExe("tx");
-    if (::access(lite.c_str(), X_OK) == 0) return lite;
-  }
-  return self;
+  std::error_code ec;
+  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string() : self.string();
 }
 
 CLI::Option* NonEmpty(CLI::Option* option) {

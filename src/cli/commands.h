@@ -32,8 +32,8 @@ std::span<const CommandSpec> Commands();
 // and repeatable options that take exactly one value per occurrence (--step a --step b).
 CLI::Option* NonEmpty(CLI::Option* option);
 CLI::Option* OnePerFlag(CLI::Option* option);
-// The tx executable: this one, or the tx beside tx-http (the orchestrator starts workers with it;
-// agents find tx beside it).
+// This tx executable (/proc/self/exe; empty when unreadable): the orchestrator starts workers
+// with it, and agents find tx beside it.
 std::string SelfExe();
 
 // Setups, one per command, defined beside their kin.

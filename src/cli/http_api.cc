@@ -1,17 +1,24 @@
 #include "cli/http_api.h"
 
+#include "exec/http_module.h"
+
 namespace tx::cli {
 namespace {
-HttpApiStarter g_starter = nullptr;  // set before any thread starts, read-only after
+
+Result<HttpApiStarter> Starter() {
+  return exec::HttpEntry(&tx_http_api_starter, "tx_http_api_starter");
+}
+
 }  // namespace
 
-void InstallHttpApi(HttpApiStarter starter) { g_starter = starter; }
+Status CheckHttpApi() {
+  TX_RETURN_IF_ERROR(Starter());
+  return Ok();
+}
 
 Result<std::unique_ptr<HttpApi>> StartHttpApi(api::ServerOptions options) {
-  if (g_starter == nullptr) {
-    return Error::Internal("this binary has no HTTP server: run tx-http (beside tx) instead");
-  }
-  return g_starter(std::move(options));
+  TX_ASSIGN_OR_RETURN(HttpApiStarter starter, Starter());
+  return starter(std::move(options));
 }
 
 }  // namespace tx::cli

@@ -1,8 +1,7 @@
 #pragma once
-// The HTTP API as `tx serve` and `tx orchestrator start --http` start it. The server (api/ and
-// cpp-httplib) is linked into tx-http alone, which installs its starter before running the CLI
-// (http_install.h); tx hands such command lines to tx-http before it parses them
-// (http_handoff.h), so a tx process never needs it.
+// The HTTP API as `tx serve` and `tx orchestrator start --http` start it. The server (api/,
+// Boost.Beast, cpp-httplib) is in tx's HTTP module (exec/http_module.h), opened by the first
+// StartHttpApi; its starter is served_api.cc's.
 
 #include <memory>
 
@@ -21,10 +20,15 @@ class HttpApi {
 
 using HttpApiStarter = Result<std::unique_ptr<HttpApi>> (*)(api::ServerOptions options);
 
-// Called once, before any thread starts.
-void InstallHttpApi(HttpApiStarter starter);
+// Ok when the API can be served: opens the HTTP module; unavailable, saying why, when it cannot
+// be. For a command to refuse before it starts anything.
+Status CheckHttpApi();
 
-// As api::ApiServer::Start; an internal error in a binary built without the server.
+// As api::ApiServer::Start; unavailable when the HTTP module cannot be opened.
 Result<std::unique_ptr<HttpApi>> StartHttpApi(api::ServerOptions options);
 
 }  // namespace tx::cli
+
+// The HTTP module's entry (served_api.cc); weak here, null unless this program is linked with
+// tx_cli_http itself (exec/http_module.h).
+extern "C" const tx::cli::HttpApiStarter tx_http_api_starter __attribute__((weak));

@@ -3,7 +3,6 @@
 #include <memory>
 
 #include "cli/commands.h"
-#include "cli/http_handoff.h"
 #include "cli/table.h"
 #include "core/duration.h"
 #include "core/ids.h"
@@ -22,7 +21,7 @@ Handler SetupNotifyTest(CLI::App& cmd) {
     if (sinks.empty()) {
       return Error::InvalidArgument("no [[notify]] sinks in " + path + " (docs/notifications.md)");
     }
-    if (notify::HasWebhooks(sinks) && !notify::CanMakeWebhooks()) return RerunAsHttpBinary();
+    if (notify::HasWebhooks(sinks)) TX_RETURN_IF_ERROR(notify::CheckWebhooks());
     Event e;
     e.type = "notify.test";
     e.at = ctx.now();

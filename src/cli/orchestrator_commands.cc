@@ -14,7 +14,6 @@
 #include "api/server_options.h"
 #include "cli/commands.h"
 #include "cli/http_api.h"
-#include "cli/http_handoff.h"
 #include "cli/print.h"
 #include "cli/table.h"
 #include "core/duration.h"
@@ -253,13 +252,13 @@ Handler SetupOrchestratorStart(CLI::App& cmd) {
     worker::WorkerConfig workers_config;
     TX_ASSIGN_OR_RETURN(orchestrator::OrchestratorConfig c,
                         ReadStartConfig(*a, ctx.DbPath(), &workers_config));
-    // Webhooks are sent with tx-http's HTTP client: run as it, before anything starts.
-    if (notify::HasWebhooks(c.notify) && !notify::CanMakeWebhooks()) {
-      return RerunAsHttpBinary();
-    }
+    // Webhooks are sent by the HTTP module: one that cannot be opened is said before anything
+    // starts.
+    if (notify::HasWebhooks(c.notify)) TX_RETURN_IF_ERROR(notify::CheckWebhooks());
     std::optional<std::pair<std::string, int>> http;
     if (!a->http.empty()) {
       TX_ASSIGN_OR_RETURN(http, ParseListenAddress(a->http));
+      TX_RETURN_IF_ERROR(CheckHttpApi());
     }
     int http_threads = api::ServerOptions{}.threads;
     if (!a->http_threads.empty()) {
@@ -319,15 +318,10 @@ Handler SetupOrchestratorStart(CLI::App& cmd) {
     (*process_log)->InstallAsDefault("tx-orchestrator");
     orchestrator::OrchestratorHooks hooks;
     hooks.log = *process_log;
-    // SIGHUP: read as at start (the flags still win); a webhook this tx cannot send waits for a
-    // restart (as tx-http).
+    // SIGHUP: read as at start (the flags still win); a new webhook opens the HTTP module.
     hooks.read_config = [a, db = ctx.DbPath()]() -> Result<orchestrator::OrchestratorConfig> {
       TX_ASSIGN_OR_RETURN(orchestrator::OrchestratorConfig fresh, ReadStartConfig(*a, db, nullptr));
-      if (notify::HasWebhooks(fresh.notify) && !notify::CanMakeWebhooks()) {
-        return Error::InvalidArgument(
-            "[[notify]] now names a webhook, which this orchestrator (started without one) "
-            "cannot send: restart it");
-      }
+      if (notify::HasWebhooks(fresh.notify)) TX_RETURN_IF_ERROR(notify::CheckWebhooks());
       return fresh;
     };
 

@@ -3,11 +3,10 @@
 #include <algorithm>
 
 #include "exec/command.h"
+#include "exec/http_module.h"
 
 namespace tx::notify {
 namespace {
-
-WebhookMaker g_webhook_maker = nullptr;  // set once, before threads start (InstallWebhookMaker)
 
 // Runs the command with the delivery's body on its standard input, and X-Tx-Event and
 // X-Tx-Delivery as TX_EVENT and TX_DELIVERY in its environment.
@@ -33,20 +32,24 @@ class CommandSink final : public Sink {
 
 }  // namespace
 
-void InstallWebhookMaker(WebhookMaker maker) { g_webhook_maker = maker; }
-
-bool CanMakeWebhooks() { return g_webhook_maker != nullptr; }
+Result<WebhookMaker> Maker() { return exec::HttpEntry(&tx_webhook_maker, "tx_webhook_maker"); }
 
 bool HasWebhooks(const std::vector<SinkSpec>& specs) {
   return std::any_of(specs.begin(), specs.end(), [](const SinkSpec& s) { return !s.url.empty(); });
 }
 
+Status CheckWebhooks() {
+  TX_RETURN_IF_ERROR(Maker());
+  return Ok();
+}
+
 Result<std::unique_ptr<Sink>> MakeSink(const SinkSpec& spec) {
   if (spec.url.empty()) return std::unique_ptr<Sink>(std::make_unique<CommandSink>(spec.command));
-  if (g_webhook_maker == nullptr) {
-    return Error::Unavailable("webhook " + spec.url + ": this binary has no HTTP client (tx-http)");
+  Result<WebhookMaker> maker = Maker();
+  if (!maker.ok()) {
+    return Error::Unavailable("webhook " + spec.url + ": " + maker.error().message());
   }
-  return g_webhook_maker(spec);
+  return (*maker)(spec);
 }
 
 }  // namespace tx::notify

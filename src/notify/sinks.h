@@ -1,8 +1,7 @@
 #pragma once
 // Sinks: where a delivery is sent (docs/notifications.md). A command sink runs a program with the
 // delivery's JSON on its standard input; a webhook POSTs it. Webhooks need the HTTP library,
-// which tx-http alone links (cli/http_handoff.h): it installs their maker before anything runs,
-// and a tx process whose sinks include a webhook runs as tx-http.
+// in tx's HTTP module (exec/http_module.h), opened by the first webhook made.
 
 #include <memory>
 #include <vector>
@@ -24,12 +23,18 @@ class Sink {
 };
 
 using WebhookMaker = std::unique_ptr<Sink> (*)(const SinkSpec& spec);
-// Called once, before any thread starts.
-void InstallWebhookMaker(WebhookMaker maker);
-bool CanMakeWebhooks();
+
 bool HasWebhooks(const std::vector<SinkSpec>& specs);
 
-// The sink a spec describes; unavailable for a webhook where no maker is installed.
+// Ok when webhooks can be made: opens the HTTP module; unavailable, saying why, when it cannot be.
+// For a program to refuse a config it could not serve before it starts.
+Status CheckWebhooks();
+
+// The sink a spec describes; unavailable for a webhook when the HTTP module cannot be opened.
 Result<std::unique_ptr<Sink>> MakeSink(const SinkSpec& spec);
 
 }  // namespace tx::notify
+
+// The HTTP module's entry (webhook.cc); weak here, null unless this program is linked with
+// tx_notify_http itself (exec/http_module.h).
+extern "C" const tx::notify::WebhookMaker tx_webhook_maker __attribute__((weak));

@@ -86,3 +86,5 @@ std::string SignBody(const std::string& secret, const std::string& body) {
 }
 
 }  // namespace tx::notify
+
+extern "C" const tx::notify::WebhookMaker tx_webhook_maker = &tx::notify::MakeWebhook;

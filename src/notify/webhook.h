@@ -1,5 +1,5 @@
 #pragma once
-// The webhook sink (cpp-httplib, linked into tx-http only): a POST of the delivery's JSON with
+// The webhook sink (cpp-httplib, in the HTTP module): a POST of the delivery's JSON with
 // X-Tx-Event, X-Tx-Delivery and, with a secret, X-Tx-Signature: sha256=<hex HMAC-SHA256 of the
 // body>, the way GitHub signs its webhooks. A 2xx answer is delivered; anything else, a refused
 // connection or no answer within kSendTimeoutMs is a failed try. Redirects are not followed.

@@ -321,3 +321,5 @@ Status HttpCoordinator::ShipLog(std::string_view task_id, int attempt, std::int6
 }
 
 }  // namespace tx::worker
+
+extern "C" const tx::worker::RemoteConnector tx_remote_connector = &tx::worker::ConnectHttp;

@@ -93,7 +93,7 @@ class HttpCoordinator : public RemoteCoordinator {
   Millis claim_backoff_ms_ = 0;             // the last empty claim's Retry-After
 };
 
-// The RemoteConnector of tx-http (worker/remote.h).
+// The RemoteConnector of the HTTP module (worker/remote.h).
 std::unique_ptr<RemoteCoordinator> ConnectHttp(const std::string& url, const std::string& token,
                                                bool keep_alive);
 

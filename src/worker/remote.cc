@@ -1,19 +1,15 @@
 #include "worker/remote.h"
 
-namespace tx::worker {
-namespace {
-RemoteConnector g_connector = nullptr;  // set before any thread starts, read-only after
-}  // namespace
+#include "exec/http_module.h"
 
-void InstallRemoteConnector(RemoteConnector connector) { g_connector = connector; }
+namespace tx::worker {
 
 Result<std::unique_ptr<RemoteCoordinator>> ConnectRemote(const std::string& url,
                                                          const std::string& token,
                                                          bool keep_alive) {
-  if (g_connector == nullptr) {
-    return Error::Internal("this binary has no HTTP client: run tx-http (beside tx) instead");
-  }
-  return g_connector(url, token, keep_alive);
+  TX_ASSIGN_OR_RETURN(RemoteConnector connector,
+                      exec::HttpEntry(&tx_remote_connector, "tx_remote_connector"));
+  return connector(url, token, keep_alive);
 }
 
 }  // namespace tx::worker

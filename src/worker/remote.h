@@ -1,9 +1,8 @@
 #pragma once
 // How a worker, or an agent's `tx task ...`, reaches a fleet it knows only by URL. The HTTP client
-// (HttpCoordinator, tx_worker_http) is linked into tx-http alone: tx itself carries no HTTP
-// library, so the many processes that never speak HTTP (local workers, the CLI) do not map
-// cpp-httplib and the OpenSSL it brings. tx-http installs its connector at start (main_http.cc);
-// tx hands any command line that could need one to tx-http before it runs (cli/http_handoff.h).
+// (HttpCoordinator, tx_worker_http) is in tx's HTTP module (exec/http_module.h), opened by the
+// first ConnectRemote: the processes that never speak HTTP (local workers, the CLI) do not map
+// cpp-httplib and the OpenSSL it brings.
 
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -38,12 +37,13 @@ using RemoteConnector = std::unique_ptr<RemoteCoordinator> (*)(const std::string
                                                                const std::string& token,
                                                                bool keep_alive);
 
-// Called once, before any thread starts.
-void InstallRemoteConnector(RemoteConnector connector);
-
-// The installed connector's coordinator; an internal error in a binary built without one.
+// The HTTP module's connector's coordinator; unavailable when the module cannot be opened.
 Result<std::unique_ptr<RemoteCoordinator>> ConnectRemote(const std::string& url,
                                                          const std::string& token,
                                                          bool keep_alive = true);
 
 }  // namespace tx::worker
+
+// The HTTP module's entry (http_coordinator.cc); weak here, null unless this program is linked
+// with tx_worker_http itself (exec/http_module.h).
+extern "C" const tx::worker::RemoteConnector tx_remote_connector __attribute__((weak));

@@ -1,10 +1,8 @@
-#include "cli/http_install.h"
+// The HTTP module's side of http_api.h: the API server behind HttpApi, and the entry through
+// which the CLI starts it.
 
 #include "api/server.h"
 #include "cli/http_api.h"
-#include "notify/webhook.h"
-#include "worker/http_coordinator.h"
-#include "worker/remote.h"
 
 namespace tx::cli {
 namespace {
@@ -26,11 +24,6 @@ Result<std::unique_ptr<HttpApi>> StartServedApi(api::ServerOptions options) {
 }
 
 }  // namespace
-
-void InstallHttp() {
-  InstallHttpApi(&StartServedApi);
-  worker::InstallRemoteConnector(&worker::ConnectHttp);
-  notify::InstallWebhookMaker(&notify::MakeWebhook);
-}
-
 }  // namespace tx::cli
+
+extern "C" const tx::cli::HttpApiStarter tx_http_api_starter = &tx::cli::StartServedApi;

@@ -1,0 +1,34 @@
+#pragma once
+// The HTTP part of tx — the API server (Boost.Asio and Beast, cpp-httplib's types), the remote
+// workers' client (cpp-httplib) and the notifications' webhooks (OpenSSL's HMAC) — is a shared
+// object, libtx_http.so, opened on first use as libpq is (store/postgres/libpq.h): the many tx
+// processes that never speak HTTP (local workers, the CLI) map none of those libraries.
+//
+// The module is found by tx's RUNPATH: beside tx in a build, in LIBDIR/tx of an install. Its code
+// calls the rest of tx in the executable, which exports the symbols it needs (CMakeLists.txt).
+// Each layer that reaches into it names its own entry, a constant defined in the module with C
+// linkage (worker/remote.h, notify/sinks.h, cli/http_api.h), and declares it weak as well: a
+// program linked with the HTTP part itself (the tests, an embedding program) uses its own and
+// opens nothing.
+
+#include "core/error.h"
+
+namespace tx::exec {
+
+// The file the module is opened by.
+inline constexpr const char* kHttpModule = "libtx_http.so";
+
+// The address of the entry `name` of libtx_http.so, opened once (thread-safe, never closed);
+// unavailable, in one line naming the module and why, when it cannot be opened or lacks `name`.
+Result<const void*> HttpModuleEntry(const char* name);
+
+// `linked` (the weak declaration of the entry) when this program was linked with the HTTP part,
+// else the module's entry of that name.
+template <typename Entry>
+Result<Entry> HttpEntry(const Entry* linked, const char* name) {
+  if (linked != nullptr) return *linked;
+  TX_ASSIGN_OR_RETURN(const void* entry, HttpModuleEntry(name));
+  return *static_cast<const Entry*>(entry);
+}
+
+}  // namespace tx::exec
