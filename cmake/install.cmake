@@ -1,6 +1,6 @@
 # What `cmake --install` puts under the prefix, and the .deb CPack makes of it (docs/operations.md,
 # "Installing"): tx and tx-agent side by side (tx finds tx-agent beside itself), tx's HTTP module
-# in LIBDIR/tx (tx's RUNPATH finds it there), the man page and the shell completions that tx prints from its command table, the systemd
+# in LIBDIR/tx (tx finds it there, relative to itself), the man page and the shell completions that tx prints from its command table, the systemd
 # units, an example config.toml and the documentation.
 include(GNUInstallDirs)
 

@@ -107,6 +107,27 @@ TEST_F(NotifyTest, AReceiverAnswering500IsTriedAgainWithTheSameDeliveryUntilItTa
   EXPECT_EQ(list[0]["last_error"], "");
 }
 
+// A webhook is sent by tx's HTTP module, opened when a webhook is first made
+// (exec/http_module.h): an orchestrator started without one does not map it, and a SIGHUP that
+// adds one opens it then and sends.
+TEST_F(NotifyTest, AWebhookAddedBySighupOpensTheHttpModuleAndIsSent) {
+  Receiver receiver;
+  receiver.Start();
+  BackgroundProcess& o = StartOrchestrator({"--workers", "1"});
+  std::string maps = "/proc/" + std::to_string(o.pid()) + "/maps";
+  EXPECT_EQ(ReadFile(maps).find("libtx_http.so"), std::string::npos);
+  WriteConfig(WebhookConfig(receiver.Url(), "[\"task.failed\"]"));
+  o.Signal(SIGHUP);
+  ASSERT_TRUE(WaitFor([&] { return Log().find("config reloaded") != std::string::npos; }, 30s))
+      << Log();
+  EXPECT_NE(ReadFile(maps).find("libtx_http.so"), std::string::npos);
+  std::string id = AddFailingTask();
+  ASSERT_TRUE(WaitFor([&] { return !receiver.Got().empty(); }, 60s)) << Log();
+  std::vector<Request> got = receiver.Got();
+  EXPECT_EQ(got[0].Header("X-Tx-Event"), "task.failed");
+  EXPECT_EQ(json::parse(got[0].body)["event"]["task_id"], id);
+}
+
 // The receiver is down while a task fails; the orchestrator is killed with kill -9 while the
 // delivery waits to be tried again; both come back: it arrives once, with the same id.
 TEST_F(NotifyTest, ADeliveryOutlivesADownReceiverAndAKilledOrchestratorAndArrivesOnce) {

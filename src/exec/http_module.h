@@ -4,8 +4,11 @@
 // object, libtx_http.so, opened on first use as libpq is (store/postgres/libpq.h): the many tx
 // processes that never speak HTTP (local workers, the CLI) map none of those libraries.
 //
-// The module is found by tx's RUNPATH: beside tx in a build, in LIBDIR/tx of an install. Its code
-// calls the rest of tx in the executable, which exports the symbols it needs (CMakeLists.txt).
+// The module is found relative to the running executable (/proc/self/exe): beside it in a build,
+// in LIBDIR/tx of the prefix it is installed in (TX_HTTP_MODULE_DIR). Not by a RUNPATH: the
+// loader would then look in tx's directory for every library tx links, ~100 failed opens at each
+// start of every tx process. Its code calls the rest of tx in the executable, which exports the
+// symbols it needs (CMakeLists.txt).
 // Each layer that reaches into it names its own entry, a constant defined in the module with C
 // linkage (worker/remote.h, notify/sinks.h, cli/http_api.h), and declares it weak as well: a
 // program linked with the HTTP part itself (the tests, an embedding program) uses its own and
@@ -15,11 +18,12 @@
 
 namespace tx::exec {
 
-// The file the module is opened by.
+// The module's file name.
 inline constexpr const char* kHttpModule = "libtx_http.so";
 
 // The address of the entry `name` of libtx_http.so, opened once (thread-safe, never closed);
-// unavailable, in one line naming the module and why, when it cannot be opened or lacks `name`.
+// unavailable, in one line naming where it was looked for and why, when it cannot be opened or
+// lacks `name`.
 Result<const void*> HttpModuleEntry(const char* name);
 
 // `linked` (the weak declaration of the entry) when this program was linked with the HTTP part,
