@@ -52,9 +52,10 @@ const Module& Open() {
 Result<const void*> HttpModuleEntry(const char* name) {
   const Module& m = Open();
   if (m.handle == nullptr) {
-    return Error::Unavailable("this command needs tx's HTTP module, which is built and installed "
-                              "with tx: " +
-                              m.error);
+    return Error::Unavailable(
+        "this command needs tx's HTTP module, which is built and installed "
+        "with tx: " +
+        m.error);
   }
   // dlerror is per thread; clear it so that a null entry is told from an error.
   ::dlerror();
