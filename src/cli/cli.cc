@@ -11,6 +11,7 @@
 
 #include "cli/agent_relay.h"
 #include "cli/commands.h"
+#include "cli/http_api.h"
 #include "core/argv.h"
 #include "core/suggest.h"
 #include "core/validation.h"
@@ -92,7 +93,11 @@ constexpr CommandSpec kCommands[] = {
     {"completion", "completion",
      "Print a shell completion script for bash, zsh or fish (made from this table)",
      SetupCompletion, CommandSpec::kEveryCommand},
-    {"serve", "serve", "Serve the HTTP API (loopback by default) until SIGTERM", SetupServe},
+    {.path = "serve",
+     .name = "serve",
+     .help = "Serve the HTTP API (loopback by default) until SIGTERM",
+     .setup = SetupServe,
+     .needs_http = true},
     {"mcp", "mcp",
      "Serve an agent's task tools over the Model Context Protocol on stdin and stdout", SetupMcp},
     {"worker start", "worker.start",
@@ -344,6 +349,9 @@ std::optional<int> ParseAndRun(const std::vector<std::string>& args, const Comma
                                            "' is not allowed here: TX_ALLOWED_COMMANDS=" + allow),
                     flags.json);
       }
+    }
+    if (spec.needs_http) {
+      if (Status http = CheckHttpApi(); !http.ok()) return Fail(http.error(), flags.json);
     }
     Context ctx(flags, std::cout);
     Status s = entry.second(ctx);

@@ -24,6 +24,10 @@ struct CommandSpec {
   // It reads every command's options from the parsed tree (tx man, tx completion). Any other
   // command's run declares its own options only (declaring all is slow: cli.cc, ParseAndRun).
   bool reads_every_command = false;
+  // It always serves HTTP: the HTTP module is opened before it runs (exec/http_module.h), and a
+  // missing one refuses it in one line. A command that needs HTTP only with some flag, variable
+  // or config (--http, --server, $TX_SERVER, a webhook) opens the module where it needs it.
+  bool needs_http = false;
 };
 
 std::span<const CommandSpec> Commands();
