@@ -29,6 +29,6 @@ Result<std::unique_ptr<HttpApi>> StartHttpApi(api::ServerOptions options);
 
 }  // namespace tx::cli
 
-// The HTTP module's entry (served_api.cc); weak here, null unless this program is linked with
-// tx_cli_http itself (exec/http_module.h).
+// The HTTP module's entry (served_api.cc); weak here: null unless this program links served_api.o
+// itself (exec/http_module.h).
 extern "C" const tx::cli::HttpApiStarter tx_http_api_starter __attribute__((weak));

@@ -11,8 +11,9 @@
 // symbols it needs (CMakeLists.txt).
 // Each layer that reaches into it names its own entry, a constant defined in the module with C
 // linkage (worker/remote.h, notify/sinks.h, cli/http_api.h), and declares it weak as well: a
-// program linked with the HTTP part itself (the tests, an embedding program) uses its own and
-// opens nothing.
+// program that links the object defining an entry (a test of HttpCoordinator, of the webhook)
+// uses its own and opens nothing. (A static library's object is linked only when something it
+// defines is referenced strongly; a weak reference alone does not pull it in.)
 
 #include "core/error.h"
 

@@ -35,6 +35,6 @@ Result<std::unique_ptr<Sink>> MakeSink(const SinkSpec& spec);
 
 }  // namespace tx::notify
 
-// The HTTP module's entry (webhook.cc); weak here, null unless this program is linked with
-// tx_notify_http itself (exec/http_module.h).
+// The HTTP module's entry (webhook.cc); weak here: null unless this program links webhook.o
+// itself, as a test of the webhook does (exec/http_module.h).
 extern "C" const tx::notify::WebhookMaker tx_webhook_maker __attribute__((weak));

@@ -44,6 +44,6 @@ Result<std::unique_ptr<RemoteCoordinator>> ConnectRemote(const std::string& url,
 
 }  // namespace tx::worker
 
-// The HTTP module's entry (http_coordinator.cc); weak here, null unless this program is linked
-// with tx_worker_http itself (exec/http_module.h).
+// The HTTP module's entry (http_coordinator.cc); weak here: null unless this program links
+// http_coordinator.o itself, as a test of HttpCoordinator does (exec/http_module.h).
 extern "C" const tx::worker::RemoteConnector tx_remote_connector __attribute__((weak));
