@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <filesystem>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -15,6 +14,7 @@
 #include "core/argv.h"
 #include "core/suggest.h"
 #include "core/validation.h"
+#include "exec/process_info.h"
 
 namespace tx::cli {
 
@@ -245,11 +245,7 @@ std::string ExtrasMessage(CLI::App& app, const CLI::ExtrasError& e) {
 
 std::span<const CommandSpec> Commands() { return kCommands; }
 
-std::string SelfExe() {
-  std::error_code ec;
-  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string() : self.string();
-}
+std::string SelfExe() { return exec::SelfExecutable(); }
 
 CLI::Option* NonEmpty(CLI::Option* option) {
   // CLI11 skips validators for an empty value unless a value is required.

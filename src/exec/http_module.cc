@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <string>
 
+#include "exec/process_info.h"
+
 namespace tx::exec {
 namespace {
 
@@ -18,10 +20,9 @@ struct Module {
 
 Module OpenModule() {
   Module m;
-  std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) {
-    m.error = "/proc/self/exe: " + ec.message();
+  fs::path exe = SelfExecutable();
+  if (exe.empty()) {
+    m.error = "/proc/self/exe cannot be read";
     return m;
   }
   fs::path beside = exe.parent_path() / kHttpModule;

@@ -20,6 +20,12 @@ std::string Hostname() {
   return buf;
 }
 
+std::string SelfExecutable() {
+  std::error_code ec;
+  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string() : self.string();
+}
+
 double SelfCpuSeconds() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);

@@ -12,8 +12,9 @@ namespace tx::exec {
 
 std::string Hostname();  // "unknown" if the OS will not say
 
-double SelfCpuSeconds();  // user + system time of this process so far
-double SelfResidentMb();  // resident set size of this process, 0 if unreadable
+std::string SelfExecutable();  // this process's executable (/proc/self/exe); "" if unreadable
+double SelfCpuSeconds();       // user + system time of this process so far
+double SelfResidentMb();       // resident set size of this process, 0 if unreadable
 
 // True when process `pid` exists and its environment holds exactly `entry` ("NAME=value").
 bool ProcessHasEnvironmentEntry(pid_t pid, std::string_view entry);
