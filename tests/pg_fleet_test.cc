@@ -179,7 +179,8 @@ class FleetTest : public ::testing::Test {
       for (const auto& at : t.value("attempts", json::array())) {
         if (at.value("status", "") == "completed") ++completed;
       }
-      EXPECT_EQ(completed, 1) << id << " has " << completed << " completed claims";
+      // (A failed attempt is "completed" too: its end_reason says which.)
+      EXPECT_EQ(completed, 1) << id << " has " << completed << " completed claims:\n" << t.dump(2);
     }
     std::map<std::string, int> done;
     for (const auto& e : Events(a_, "task.done")) ++done[e["task_id"].get<std::string>()];

@@ -340,10 +340,32 @@ class Session : public std::enable_shared_from_this<Session> {
     bool head = req.method == "HEAD";
     std::string bytes = Head(res, keep_alive_, res.body.size());
     if (!head && BodyAllowed(res.status)) bytes += res.body;
-    auto holder = std::make_shared<std::string>(std::move(bytes));
-    asio::post(stream_.get_executor(), [self = shared_from_this(), holder, keep = keep_alive_] {
-      self->Send(holder, keep);
-    });
+    Reply(std::move(bytes));
+  }
+
+  // On a handler thread, which owns the session until it starts the next read. A reply the
+  // socket takes whole is sent from here and the next request's read started from here (its
+  // completion runs on the loop): the loop is not woken to send, so a request wakes one thread
+  // on its way in and none on its way out. The rest of a longer reply is the loop's to send.
+  void Reply(std::string bytes) {
+    const int fd = stream_.socket().native_handle();
+    std::size_t sent = 0;
+    while (sent < bytes.size()) {
+      ssize_t n = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0) {
+        sent += static_cast<std::size_t>(n);
+      } else if (n < 0 && errno == EINTR) {
+        continue;
+      } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        break;
+      } else {
+        return Close();
+      }
+    }
+    if (sent == bytes.size()) return keep_alive_ ? ReadHeader() : Close();
+    auto rest = std::make_shared<std::string>(bytes.substr(sent));
+    asio::post(stream_.get_executor(),
+               [self = shared_from_this(), rest, keep = keep_alive_] { self->Send(rest, keep); });
   }
 
   // On the event loop.

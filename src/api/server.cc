@@ -443,13 +443,12 @@ void ApiServer::AddTasks(const httplib::Request& req, httplib::Response& res) {
     }
     TX_ASSIGN_OR_RETURN(Task draft, DecodeAndPrepareNewTask(body, config_));
     service::TaskService tasks(store, store.clock(), opts);
-    TX_ASSIGN_OR_RETURN(Task added, tasks.Add(std::move(draft)));
-    res.set_header("Location", "/api/tasks/" + added.id);
-    json out = ToJson(added, {});
+    TX_ASSIGN_OR_RETURN(service::TaskService::Added added, tasks.AddAndCheck(std::move(draft)));
+    res.set_header("Location", "/api/tasks/" + added.task.id);
+    json out = ToJson(added.task, {});
     // Added either way (a worker may start later), but said now.
-    Result<std::map<std::string, std::string>> why = tasks.Unclaimable({added});
-    if (why.ok() && why->contains(added.id)) {
-      out["warnings"] = json::array({"no worker can claim it now: " + why->at(added.id)});
+    if (added.unclaimable) {
+      out["warnings"] = json::array({"no worker can claim it now: " + *added.unclaimable});
     }
     return out;
   });

@@ -285,22 +285,24 @@ Handler SetupTaskAdd(CLI::App& cmd) {
     }
     TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
     service::TaskService tasks(*store, ctx.clock(), ctx.options());
-    Task added;
+    service::TaskService::Added added;
     if (agent) {
       TX_ASSIGN_OR_RETURN(service::SubtaskLimits limits, SubtaskLimitsFor(config));
-      TX_ASSIGN_OR_RETURN(added, tasks.AddSubtask(agent->task_id, token, std::move(t), limits));
+      TX_ASSIGN_OR_RETURN(added.task,
+                          tasks.AddSubtask(agent->task_id, token, std::move(t), limits));
+      Result<std::map<std::string, std::string>> why = tasks.Unclaimable({added.task});
+      if (why.ok() && why->contains(added.task.id)) added.unclaimable = why->at(added.task.id);
     } else {
-      TX_ASSIGN_OR_RETURN(added, tasks.Add(std::move(t)));
+      TX_ASSIGN_OR_RETURN(added, tasks.AddAndCheck(std::move(t)));
     }
     // Added either way (a worker may start later), but said now rather than found out tomorrow.
     nlohmann::json warnings = nlohmann::json::array();
-    Result<std::map<std::string, std::string>> unclaimable = tasks.Unclaimable({added});
-    if (unclaimable.ok() && unclaimable->contains(added.id)) {
-      std::string why = unclaimable->at(added.id);
-      warnings.push_back("no worker can claim it now: " + why);
-      std::fprintf(stderr, "tx: warning: %s waits: %s\n", added.id.c_str(), why.c_str());
+    if (added.unclaimable) {
+      warnings.push_back("no worker can claim it now: " + *added.unclaimable);
+      std::fprintf(stderr, "tx: warning: %s waits: %s\n", added.task.id.c_str(),
+                   added.unclaimable->c_str());
     }
-    print(added, warnings);
+    print(added.task, warnings);
     return Ok();
   };
 }

@@ -26,7 +26,8 @@ std::mt19937_64& Rng() {
 std::string Random(std::string_view prefix, std::string_view alphabet, int n) {
   std::string out(prefix);
   std::uniform_int_distribution<std::size_t> pick(0, alphabet.size() - 1);
-  for (int i = 0; i < n; ++i) out += alphabet[pick(Rng())];
+  std::mt19937_64& rng = Rng();  // once: its fork check is a system call
+  for (int i = 0; i < n; ++i) out += alphabet[pick(rng)];
   return out;
 }
 

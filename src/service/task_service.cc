@@ -110,6 +110,23 @@ Result<Task> TaskService::Add(Task draft) {
   return draft;
 }
 
+Result<TaskService::Added> TaskService::AddAndCheck(Task draft) {
+  Millis now = clock_.NowMs();
+  if (draft.timeout_ms <= 0) draft.timeout_ms = options_.default_task_timeout_ms;
+  Added out;
+  TX_RETURN_IF_ERROR(store_.Write([&](store::Txn& txn) -> Status {
+    TX_RETURN_IF_ERROR(CheckQueueRoom(txn, 1, options_, now));
+    TX_RETURN_IF_ERROR(Insert(txn, draft, now));
+    out.unclaimable.reset();  // a retried transaction starts again
+    if (draft.status != TaskStatus::kReady && draft.status != TaskStatus::kBlocked) return Ok();
+    TX_ASSIGN_OR_RETURN(std::vector<Worker> live, txn.ListWorkers(LiveWorkerStatuses()));
+    out.unclaimable = WhyNoWorkerCanClaim(draft, live, clock_.Now());
+    return Ok();
+  }));
+  out.task = std::move(draft);
+  return out;
+}
+
 Result<std::vector<Task>> TaskService::AddMany(std::vector<Task> drafts,
                                                const std::vector<std::string>& labels) {
   Millis now = clock_.NowMs();

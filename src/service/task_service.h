@@ -63,6 +63,13 @@ class TaskService {
   // Adds a task: validates every field, checks that each after[] id exists (not_found), assigns
   // a fresh id, and starts it `ready`, or `blocked` while an after[] task is not done.
   Result<Task> Add(Task draft);
+  // Add, and in the same transaction why no running worker could claim the task now
+  // (Unclaimable's reason; none when one can): one transaction where the two took two.
+  struct Added {
+    Task task;
+    std::optional<std::string> unclaimable;
+  };
+  Result<Added> AddAndCheck(Task draft);
   // Adds many tasks in one transaction (all or nothing). An error of one task is prefixed with its
   // label (labels[i], e.g. "line 7: ") when labels are given.
   Result<std::vector<Task>> AddMany(std::vector<Task> drafts,
