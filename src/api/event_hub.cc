@@ -14,14 +14,16 @@ namespace tx::api {
 namespace {
 constexpr int kPage = 1000;
 constexpr auto kDepthSampleEvery = std::chrono::seconds(10);
+constexpr auto kReadAtMostEvery = std::chrono::milliseconds(10);
 }  // namespace
 
 EventHub::EventHub(Key, std::unique_ptr<store::Store> store,
                    std::unique_ptr<store::ChangeWatch> watch, exec::UniqueFd stop_fd,
-                   std::chrono::milliseconds poll)
+                   exec::UniqueFd poke_fd, std::chrono::milliseconds poll)
     : store_(std::move(store)),
       watch_(std::move(watch)),
       stop_fd_(std::move(stop_fd)),
+      poke_fd_(std::move(poke_fd)),
       poll_(poll) {}
 
 EventHub::~EventHub() { Stop(); }
@@ -31,9 +33,12 @@ Result<std::unique_ptr<EventHub>> EventHub::Start(const store::OpenOptions& opti
   TX_ASSIGN_OR_RETURN(std::unique_ptr<store::Store> s, store::Open(options));
   TX_ASSIGN_OR_RETURN(std::unique_ptr<store::ChangeWatch> watch, s->Watch());
   exec::UniqueFd stop_fd(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
-  if (!stop_fd.valid()) return PosixError("eventfd", errno, ErrorCode::kInternal);
-  auto hub =
-      std::make_unique<EventHub>(Key{}, std::move(s), std::move(watch), std::move(stop_fd), poll);
+  exec::UniqueFd poke_fd(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  if (!stop_fd.valid() || !poke_fd.valid()) {
+    return PosixError("eventfd", errno, ErrorCode::kInternal);
+  }
+  auto hub = std::make_unique<EventHub>(Key{}, std::move(s), std::move(watch), std::move(stop_fd),
+                                        std::move(poke_fd), poll);
   TX_RETURN_IF_ERROR(hub->ReadNew());  // the whole log, before the first scrape or stream
   hub->SampleDepth();
   hub->thread_ = std::thread([h = hub.get()] { h->Run(); });
@@ -76,19 +81,53 @@ Status EventHub::ReadNew() {
 }
 
 void EventHub::Run() {
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point last_read = Clock::now();  // Start read the whole log
+  bool unread = false;  // a commit made a task ready and its events are not read yet
   while (!stopping()) {
-    pollfd fds[] = {{watch_->fd(), POLLIN, 0}, {stop_fd_.get(), POLLIN, 0}};
-    ::poll(fds, 2, static_cast<int>(poll_.count()));
+    auto wait = poll_;
+    if (unread) {
+      wait =
+          std::chrono::ceil<std::chrono::milliseconds>(last_read + kReadAtMostEvery - Clock::now());
+      wait = std::max(wait, std::chrono::milliseconds(0));
+    }
+    bool watch;
+    {
+      MutexLock lock(mu_);
+      watch = watching_ = waiters_ > 0;
+    }
+    // Not watched, the store's commits are found at the next tick: poll ignores a negative fd.
+    pollfd fds[] = {{watch ? watch_->fd() : -1, POLLIN, 0},
+                    {stop_fd_.get(), POLLIN, 0},
+                    {poke_fd_.get(), POLLIN, 0}};
+    ::poll(fds, 3, static_cast<int>(wait.count()));
+    if ((fds[2].revents & POLLIN) != 0) {
+      std::uint64_t pokes;
+      (void)!::read(poke_fd_.get(), &pokes, sizeof pokes);
+    }
+    // Unwatched, the watch is looked at on each wake all the same: a waiter that read the
+    // generation before such a commit must see it change.
+    if (!watch && watch_->fd() >= 0) {
+      fds[0].fd = watch_->fd();
+      ::poll(fds, 1, 0);
+    }
     if ((fds[0].revents & POLLIN) != 0 && watch_->Drain()) {
       {
         MutexLock lock(mu_);
         ++ready_generation_;
       }
       changed_.NotifyAll();
+      unread = true;
     }
+    // A burst of commits is read once: each read takes the store's read lock and the pages the
+    // writer changed, beside the writer.
+    const Clock::time_point now = Clock::now();
+    if (unread && now < last_read + kReadAtMostEvery) continue;
+    unread = false;
+    last_read = now;
     // A failed read (the store busy past its timeout, say) is retried at the next tick.
     (void)ReadNew();
-    if (std::chrono::steady_clock::now() >= next_sample_) SampleDepth();
+    if (now >= next_sample_) SampleDepth();
   }
 }
 
@@ -97,18 +136,29 @@ std::uint64_t EventHub::ready_generation() const {
   return ready_generation_;
 }
 
+void EventHub::AddWaiter() {
+  if (waiters_++ == 0 && !watching_) {
+    std::uint64_t one = 1;
+    (void)!::write(poke_fd_.get(), &one, sizeof one);
+  }
+}
+
 bool EventHub::WaitForReady(std::uint64_t seen, std::chrono::milliseconds timeout) {
   MutexLock lock(mu_);
-  return changed_.WaitFor(mu_, timeout, [&]() TX_REQUIRES(mu_) {
-    return stopping_ || ready_generation_ != seen;
-  }) && !stopping_;
+  AddWaiter();
+  bool changed = changed_.WaitFor(
+      mu_, timeout, [&]() TX_REQUIRES(mu_) { return stopping_ || ready_generation_ != seen; });
+  --waiters_;
+  return changed && !stopping_;
 }
 
 EventHub::Batch EventHub::Wait(std::int64_t after, std::chrono::milliseconds timeout,
                                std::size_t max) {
   Batch out;
   MutexLock lock(mu_);
+  AddWaiter();
   changed_.WaitFor(mu_, timeout, [&]() TX_REQUIRES(mu_) { return stopping_ || last_id_ > after; });
+  --waiters_;
   if (stopping_) {
     out.stopped = true;
     return out;

@@ -2,7 +2,9 @@
 // The event log as it grows, for the event streams and the metrics of the HTTP API. One thread
 // notices each commit (the store's change counter, every `poll`, and at once the store's
 // ChangeWatch when a task becomes ready — which also wakes the remote workers' long polls via
-// WaitForReady), reads the new events once,
+// WaitForReady; watched only while a stream or a claim waits, else every commit would wake the
+// hub), reads the new events once (for a burst of commits, at most every 10 ms: a read after
+// each commit contends with the writer for the store's locks and pages),
 // keeps the newest few thousand in memory and wakes the streams waiting for them; without it
 // each open stream would poll and parse the store by itself. It also folds every event into the
 // metrics' counters, the whole log first, so the counters count since the store began, and into
@@ -75,7 +77,7 @@ class EventHub {
 
  public:
   EventHub(Key, std::unique_ptr<store::Store> store, std::unique_ptr<store::ChangeWatch> watch,
-           exec::UniqueFd stop_fd, std::chrono::milliseconds poll);
+           exec::UniqueFd stop_fd, exec::UniqueFd poke_fd, std::chrono::milliseconds poll);
 
  private:
   Status ReadNew();    // on the hub's thread (and once in Start, before it runs)
@@ -85,6 +87,7 @@ class EventHub {
   const std::unique_ptr<store::Store> store_;        // used by the hub's thread only
   const std::unique_ptr<store::ChangeWatch> watch_;  // the same
   const exec::UniqueFd stop_fd_;                     // an eventfd: Stop wakes the thread's poll
+  const exec::UniqueFd poke_fd_;  // an eventfd: the first waiter wakes it to watch the store
   const std::chrono::milliseconds poll_;
   std::int64_t counter_seen_ = -1;                       // the hub's thread only
   std::chrono::steady_clock::time_point next_sample_{};  // the same
@@ -95,6 +98,9 @@ class EventHub {
   std::int64_t last_id_ TX_GUARDED_BY(mu_) = 0;
   std::uint64_t ready_generation_ TX_GUARDED_BY(mu_) = 0;
   bool stopping_ TX_GUARDED_BY(mu_) = false;
+  int waiters_ TX_GUARDED_BY(mu_) = 0;        // in Wait or WaitForReady
+  bool watching_ TX_GUARDED_BY(mu_) = false;  // the hub's poll includes the ChangeWatch
+  void AddWaiter() TX_REQUIRES(mu_);
   Metrics metrics_ TX_GUARDED_BY(mu_);
   Stats stats_ TX_GUARDED_BY(mu_);
   std::thread thread_;

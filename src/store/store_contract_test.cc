@@ -1166,6 +1166,47 @@ TEST_P(StoreContract, WorkersRoundTripAndListByStatus) {
                   .ok());
 }
 
+// Every live status asked for (in any order, as the reconciler and an add ask): every live worker,
+// newest registration first, none stopped or dead; four of the five: only those.
+TEST_P(StoreContract, ListingEveryLiveStatusGivesEveryLiveWorkerNewestFirst) {
+  const WorkerStatus statuses[] = {
+      WorkerStatus::kStarting, WorkerStatus::kIdle,    WorkerStatus::kBusy, WorkerStatus::kPaused,
+      WorkerStatus::kStopping, WorkerStatus::kStopped, WorkerStatus::kDead};
+  ASSERT_TRUE(store_
+                  ->Write([&](Txn& txn) -> Status {
+                    int i = 0;
+                    for (WorkerStatus st : statuses) {
+                      Worker w;
+                      w.id = "worker-aaaaaaa" + std::to_string(i);
+                      w.name = w.id;
+                      w.status = st;
+                      w.registered_at = 1'000 + i++;
+                      TX_RETURN_IF_ERROR(txn.InsertWorker(w));
+                    }
+                    return Ok();
+                  })
+                  .ok());
+  std::vector<WorkerStatus> live(LiveWorkerStatuses().rbegin(), LiveWorkerStatuses().rend());
+  std::vector<WorkerStatus> four(live.begin(), live.begin() + 4);
+  ASSERT_TRUE(store_
+                  ->Read([&](Txn& txn) -> Status {
+                    auto all = txn.ListWorkers(live);
+                    EXPECT_TRUE(all.ok());
+                    std::vector<std::string> ids;
+                    for (const auto& w : *all) ids.push_back(w.id);
+                    EXPECT_EQ(ids, (std::vector<std::string>{"worker-aaaaaaa4", "worker-aaaaaaa3",
+                                                             "worker-aaaaaaa2", "worker-aaaaaaa1",
+                                                             "worker-aaaaaaa0"}));
+                    auto some = txn.ListWorkers(four);
+                    EXPECT_TRUE(some.ok() && some->size() == 4u);
+                    for (const auto& w : *some) {
+                      EXPECT_NE(std::find(four.begin(), four.end(), w.status), four.end());
+                    }
+                    return Ok();
+                  })
+                  .ok());
+}
+
 // UpdateWorkers writes every row as given, every column; one missing worker fails the whole
 // write with NotFound, and the transaction leaves nothing behind.
 TEST_P(StoreContract, UpdateWorkersWritesEachRowOrNoneWhenOneIsMissing) {
