@@ -180,7 +180,9 @@ class FleetTest : public ::testing::Test {
         if (at.value("status", "") == "completed") ++completed;
       }
       // (A failed attempt is "completed" too: its end_reason says which.)
-      EXPECT_EQ(completed, 1) << id << " has " << completed << " completed claims:\n" << t.dump(2);
+      EXPECT_EQ(completed, 1) << id << " has " << completed << " completed claims:\n"
+                              << t.dump(2) << "\nkilled as host A:\n"
+                              << killed_;
     }
     std::map<std::string, int> done;
     for (const auto& e : Events(a_, "task.done")) ++done[e["task_id"].get<std::string>()];
@@ -188,6 +190,7 @@ class FleetTest : public ::testing::Test {
   }
 
   PgTestDb db_;
+  std::string killed_;  // the processes the power cut killed, with their TX_DIR and TX_WORKER_ID
   std::string url_;
   Host a_, b_;
   std::vector<std::unique_ptr<BackgroundProcess>> procs_;
@@ -264,7 +267,17 @@ TEST_F(FleetTest, WhenTheLeadersHostDiesTheOtherOrchestratorTakesOverAndRecovers
     for (pid_t p : host_a()) ::kill(p, SIGSTOP);
   }
   std::set<pid_t> frozen = host_a();
-  for (pid_t p : frozen) ::kill(p, SIGKILL);
+  for (pid_t p : frozen) {
+    // What was killed, and why it counted as host A's: said if a task of B's was hit.
+    std::string cmd = ReadFile("/proc/" + std::to_string(p) + "/cmdline");
+    std::replace(cmd.begin(), cmd.end(), '\0', ' ');
+    killed_ += std::to_string(p) + ": " + cmd;
+    for (const auto& e : EnvironOf(p)) {
+      if (e.rfind("TX_DIR=", 0) == 0 || e.rfind("TX_WORKER_ID=", 0) == 0) killed_ += " " + e;
+    }
+    killed_ += "\n";
+    ::kill(p, SIGKILL);
+  }
   auto killed_at = std::chrono::steady_clock::now();
   EXPECT_EQ(leader.Wait(10s), 128 + SIGKILL);
 
