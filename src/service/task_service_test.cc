@@ -455,3 +455,42 @@ TEST_F(TaskServiceTest, OnlyTheNewestNotesAreKeptInTheMetadata_Issue22) {
 
 }  // namespace
 }  // namespace tx::service
+
+namespace tx::service {
+namespace {
+
+class AddAndCheckTest : public ServiceTest {};
+
+// The add's answer to "can a running worker claim it now" is Unclaimable's, in the same
+// transaction: none running; one running without the capability; one that can.
+TEST_F(AddAndCheckTest, SaysWhyNoRunningWorkerCanClaimTheTaskItAddedAsUnclaimableWould) {
+  Task t;
+  t.title = "needs a gpu";
+  t.requires_caps = {"gpu"};
+  auto none = tasks_.AddAndCheck(t);
+  ASSERT_TRUE(none.ok()) << none.error().message();
+  EXPECT_EQ(none->task.status, TaskStatus::kReady);
+  auto expected = tasks_.Unclaimable({none->task});
+  ASSERT_TRUE(expected.ok());
+  ASSERT_TRUE(none->unclaimable.has_value());
+  EXPECT_EQ(*none->unclaimable, expected->at(none->task.id));
+
+  Register("cpu-only");
+  auto lacking = tasks_.AddAndCheck(t);
+  ASSERT_TRUE(lacking.ok());
+  ASSERT_TRUE(lacking->unclaimable.has_value());
+  EXPECT_EQ(*lacking->unclaimable, tasks_.Unclaimable({lacking->task})->at(lacking->task.id));
+  EXPECT_NE(*lacking->unclaimable, *none->unclaimable);
+
+  Register("gpu-box", {"gpu"});
+  auto fine = tasks_.AddAndCheck(t);
+  ASSERT_TRUE(fine.ok());
+  EXPECT_FALSE(fine->unclaimable.has_value()) << *fine->unclaimable;
+  EXPECT_TRUE(tasks_.Unclaimable({fine->task})->empty());
+  auto shown = tasks_.Show(fine->task.id);
+  ASSERT_TRUE(shown.ok());
+  EXPECT_EQ(shown->task.title, "needs a gpu");
+}
+
+}  // namespace
+}  // namespace tx::service
