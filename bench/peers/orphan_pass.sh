@@ -7,30 +7,15 @@
 # PEERS_DIR: a copy of ../shared/peers (npm install done; Debian's redis-server for BullMQ).
 # OTHER_TX: another tx build to interleave (a before/after).
 set -uo pipefail
+source "$(dirname "$(realpath "$0")")/pass_lib.sh"
 peers=$1 tx=$(realpath "$2") other=${3:+$(realpath "$3")}
 cd "$peers" || exit 1
 out=$(mktemp)
 for age in 5.00 5.10 5.20 5.30 5.40 5.50 5.60 5.70 5.80 5.90; do
   for sys in tx bullmq ${other:+other}; do
-    case $sys in
-      tx) r=$(BENCH_KILL_AGE_S=$age BENCH_TX_BIN=$tx ./run.sh tx orphan-recovery --profile tight --timeout 60 2>/dev/null | tail -1) ;;
-      other) r=$(BENCH_KILL_AGE_S=$age BENCH_TX_BIN=$other ./run.sh tx orphan-recovery --profile tight --timeout 60 2>/dev/null | tail -1) ;;
-      *) r=$(BENCH_KILL_AGE_S=$age ./run.sh "$sys" orphan-recovery --profile tight --timeout 60 2>/dev/null | tail -1) ;;
-    esac
-    s=$(echo "$r" | python3 -c 'import json, sys; print(json.loads(sys.stdin.read()).get("recovery_s"))' 2>/dev/null)
-    echo "kill at ${age}s $sys ${s:-failed: ${r: -200}}" | tee -a "$out"
+    r=$(BENCH_KILL_AGE_S=$age pass_run "$sys" orphan-recovery --profile tight --timeout 60)
+    pass_record "$out" "kill at ${age}s" "$sys" recovery_s "$r"
   done
 done
-python3 - "$out" <<'PYEOF'
-import collections, statistics, sys
-runs = collections.defaultdict(list)
-for line in open(sys.argv[1]):
-    f = line.split()
-    try:
-        runs[f[3]].append(float(f[4]))
-    except ValueError:
-        pass
-for sys_, v in runs.items():
-    print(f"{sys_}: p50 {statistics.median(v):.2f} s, min {min(v):.2f} s, max {max(v):.2f} s ({len(v)} kills)")
-PYEOF
+pass_summary "$out" s
 rm -f "$out"
