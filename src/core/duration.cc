@@ -1,7 +1,9 @@
 #include "core/duration.h"
 
 #include <charconv>
+#include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <ctime>
 #include <limits>
 
@@ -73,7 +75,38 @@ std::string FormatDuration(Millis ms) {
   return out;
 }
 
+namespace {
+
+// The digits of `v`, `width` of them, from the left of `p`.
+void PutDigits(char* p, unsigned v, int width) {
+  for (int i = width - 1; i >= 0; --i) {
+    p[i] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  }
+}
+
+}  // namespace
+
 std::string FormatTime(Millis epoch_ms) {
+  // Years 1970 to 9999 are written digit by digit (every time the API writes: snprintf and
+  // gmtime_r took most of a task's JSON); the rest, as the C library writes them.
+  constexpr Millis kYear10000 = 253'402'300'800'000;
+  if (epoch_ms >= 0 && epoch_ms < kYear10000) {
+    using namespace std::chrono;
+    const sys_time<milliseconds> t{milliseconds(epoch_ms)};
+    const sys_days day = floor<days>(t);
+    const year_month_day ymd{day};
+    const hh_mm_ss<milliseconds> hms{t - day};
+    std::string out = "0000-00-00T00:00:00.000Z";
+    PutDigits(&out[0], static_cast<unsigned>(static_cast<int>(ymd.year())), 4);
+    PutDigits(&out[5], static_cast<unsigned>(ymd.month()), 2);
+    PutDigits(&out[8], static_cast<unsigned>(ymd.day()), 2);
+    PutDigits(&out[11], static_cast<unsigned>(hms.hours().count()), 2);
+    PutDigits(&out[14], static_cast<unsigned>(hms.minutes().count()), 2);
+    PutDigits(&out[17], static_cast<unsigned>(hms.seconds().count()), 2);
+    PutDigits(&out[20], static_cast<unsigned>(hms.subseconds().count()), 3);
+    return out;
+  }
   std::time_t secs = static_cast<std::time_t>(epoch_ms / 1000);
   std::tm tm{};
   gmtime_r(&secs, &tm);

@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <ctime>
 #include <limits>
+#include <random>
+#include <string>
 
 namespace tx {
 namespace {
@@ -57,6 +61,32 @@ TEST(Duration, FormatsNegativeValuesDownToTheMostNegative) {
 TEST(Time, FormatsIso8601UtcWithMillis) {
   EXPECT_EQ(FormatTime(0), "1970-01-01T00:00:00.000Z");
   EXPECT_EQ(FormatTime(1'700'000'000'123), "2023-11-14T22:13:20.123Z");
+  EXPECT_EQ(FormatTime(951'782'400'999), "2000-02-29T00:00:00.999Z");
+  EXPECT_EQ(FormatTime(253'402'300'799'999), "9999-12-31T23:59:59.999Z");
+}
+
+// Written digit by digit up to the year 9999: the same text as the C library's, which writes
+// the times beyond.
+TEST(Time, WritesWhatGmtimeAndPrintfWrite) {
+  auto by_libc = [](Millis ms) {
+    std::time_t secs = static_cast<std::time_t>(ms / 1000);
+    std::tm tm{};
+    gmtime_r(&secs, &tm);
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                  tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                  static_cast<int>(ms % 1000));
+    return std::string(buf);
+  };
+  std::mt19937_64 rng(27);
+  std::uniform_int_distribution<Millis> any(0, 253'402'300'800'000 + 86'400'000);
+  for (int i = 0; i < 100'000; ++i) {
+    Millis ms = any(rng);
+    ASSERT_EQ(FormatTime(ms), by_libc(ms)) << ms;
+  }
+  for (Millis ms : {Millis{86'399'999}, Millis{86'400'000}, Millis{253'402'300'800'000}}) {
+    EXPECT_EQ(FormatTime(ms), by_libc(ms)) << ms;
+  }
 }
 
 }  // namespace
