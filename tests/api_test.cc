@@ -173,6 +173,19 @@ TEST_F(ApiTest, ATaskAddedOverHttpIsTheOneTheCliShows) {
   EXPECT_EQ(cli["command"], json({"echo", "a b"}));
   EXPECT_EQ(cli["timeout"], "5m");
   EXPECT_EQ(cli["max_attempts"], 2);
+  // The add's own reply is the task as shown, with why no worker can take it yet.
+  Reply added = Post("/api/tasks", R"({"title": "say \"hi\"\n", "steps": ["\u00e9"]})", token_);
+  ASSERT_EQ(added.status, 201) << added.body.dump();
+  EXPECT_EQ(added.body["warnings"],
+            json::array({"no worker can claim it now: no worker is running"}));
+  json shown = TxJson({"task", "show", added.body.value("id", "")});
+  for (const auto& [key, value] : added.body.items()) {
+    if (key != "warnings") {
+      EXPECT_EQ(value, shown[key]) << key;
+    }
+  }
+  EXPECT_EQ(shown["title"], "say \"hi\"\n");
+  EXPECT_EQ(added.body.size(), shown.size() - 1) << "all but show's unclaimable, and warnings";
   // A command may also be given as argv.
   std::string argv = AddOverHttp("argv", {{"command", {"printf", "%s", "x y"}}});
   EXPECT_EQ(TxJson({"task", "show", argv})["command"], json({"printf", "%s", "x y"}));

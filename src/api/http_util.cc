@@ -12,6 +12,14 @@ void Reply(httplib::Response& res, int status, const nlohmann::json& body) {
   res.set_content(body.dump(), "application/json");
 }
 
+void Reply(httplib::Response& res, int status, JsonText body) {
+  res.status = status;
+  // What set_content does, without its copy of the body.
+  res.body = std::move(body.text);
+  res.headers.erase("Content-Type");
+  res.set_header("Content-Type", "application/json");
+}
+
 void ReplyError(httplib::Response& res, int status, std::string_view code, std::string message) {
   Reply(res, status, {{"error", {{"code", code}, {"message", std::move(message)}}}});
 }

@@ -21,6 +21,11 @@ inline constexpr int kMaxPageSize = 1000;
 inline constexpr const char* kAccessTokenParam = "access_token";
 
 void Reply(httplib::Response& res, int status, const nlohmann::json& body);
+// A body already written as JSON text (core/json.h's ToJsonText): sent as it is.
+struct JsonText {
+  std::string text;
+};
+void Reply(httplib::Response& res, int status, JsonText body);
 // {"error": {"code", "message"}} with `status`.
 void ReplyError(httplib::Response& res, int status, std::string_view code, std::string message);
 // The same for an Error: its code's HTTP status and name.
@@ -28,15 +33,15 @@ void ReplyError(httplib::Response& res, const Error& e);
 // The error code name of a status the library or the auth rules set (401, 403, 404, 405, 413).
 std::string_view CodeOfStatus(int status);
 
-// Runs `fn(store)` with a store of `pool` and replies with the JSON it returns (`ok_status`), or
-// with its error.
+// Runs `fn(store)` with a store of `pool` and replies with the JSON (a json or JsonText) it
+// returns (`ok_status`), or with its error.
 template <typename Fn>
 void ReplyWithStore(StorePool& pool, httplib::Response& res, int ok_status, Fn&& fn) {
   Result<StorePool::Lease> s = pool.Acquire();
   if (!s.ok()) return ReplyError(res, s.error());
-  Result<nlohmann::json> body = fn(**s);
+  auto body = fn(**s);
   if (!body.ok()) return ReplyError(res, body.error());
-  Reply(res, ok_status, *body);
+  Reply(res, ok_status, std::move(*body));
 }
 
 // A query parameter as a count in [lo, hi], or `fallback` when absent.

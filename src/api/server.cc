@@ -435,9 +435,12 @@ void ApiServer::RetryTasks(const httplib::Request& req, httplib::Response& res) 
 
 void ApiServer::AddTasks(const httplib::Request& req, httplib::Response& res) {
   const service::ServiceOptions& opts = options_.service;
-  ReplyWithStore(stores_, res, 201, [&](store::Store& store) -> Result<json> {
+  ReplyWithStore(stores_, res, 201, [&](store::Store& store) -> Result<JsonText> {
     TX_ASSIGN_OR_RETURN(json body, ParseBody(req.body));
-    if (body.is_array()) return AddTaskArray(config_, store, opts, body);
+    if (body.is_array()) {
+      TX_ASSIGN_OR_RETURN(json added, AddTaskArray(config_, store, opts, body));
+      return JsonText{added.dump()};
+    }
     if (!body.is_object()) {
       return Error::InvalidArgument("the request body must be a task or an array of tasks");
     }
@@ -445,12 +448,15 @@ void ApiServer::AddTasks(const httplib::Request& req, httplib::Response& res) {
     service::TaskService tasks(store, store.clock(), opts);
     TX_ASSIGN_OR_RETURN(service::TaskService::Added added, tasks.AddAndCheck(std::move(draft)));
     res.set_header("Location", "/api/tasks/" + added.task.id);
-    json out = ToJson(added.task, {});
+    std::string out = ToJsonText(added.task, {});
     // Added either way (a worker may start later), but said now.
     if (added.unclaimable) {
-      out["warnings"] = json::array({"no worker can claim it now: " + *added.unclaimable});
+      out.pop_back();  // the object's '}'
+      out += ",\"warnings\":[";
+      AppendJsonString(out, "no worker can claim it now: " + *added.unclaimable);
+      out += "]}";
     }
-    return out;
+    return JsonText{std::move(out)};
   });
 }
 

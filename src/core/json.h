@@ -18,6 +18,9 @@
 namespace tx {
 
 nlohmann::json ToJson(const Task& t, const std::vector<Claim>& attempts);
+// The same object written as JSON text without building it (keys in the order of the fields,
+// not sorted): json::parse of it equals ToJson(t, attempts).
+std::string ToJsonText(const Task& t, const std::vector<Claim>& attempts);
 // The same with the usage ledger (docs/agents.md): each attempt's row as its "usage" (null for
 // an attempt without one), and their total as the task's "usage" (null when there is none).
 nlohmann::json ToJson(const Task& t, const std::vector<Claim>& attempts,

@@ -5,7 +5,7 @@
 namespace tx {
 namespace {
 
-TEST(Json, ATaskReadBackIsTheTaskThatWasWritten) {
+Task EveryFieldSet() {
   Task t;
   t.id = "task-abcdefgh";
   t.title = "Fix it";
@@ -35,14 +35,10 @@ TEST(Json, ATaskReadBackIsTheTaskThatWasWritten) {
   t.created_at = 1'795'567'500'000;
   t.updated_at = 1'795'567'504'982;
   t.started_at = 1'795'567'504'983;
-  auto back = TaskFromJson(ToJson(t, {}));
-  ASSERT_TRUE(back.ok()) << back.error().message();
-  EXPECT_EQ(ToJson(*back, {}), ToJson(t, {}));
-  EXPECT_EQ(back->timeout_ms, t.timeout_ms);
-  EXPECT_EQ(back->finished_at, 0);
+  return t;
 }
 
-TEST(Json, AClaimAndAWorkerReadBackAsWritten) {
+Claim EndedClaim() {
   Claim c;
   c.token = 42;
   c.task_id = "task-abcdefgh";
@@ -56,6 +52,20 @@ TEST(Json, AClaimAndAWorkerReadBackAsWritten) {
   c.ended_at = c.claimed_at + 10;
   c.end_reason = EndReason::kExited;
   c.exit_code = 0;
+  return c;
+}
+
+TEST(Json, ATaskReadBackIsTheTaskThatWasWritten) {
+  Task t = EveryFieldSet();
+  auto back = TaskFromJson(ToJson(t, {}));
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_EQ(ToJson(*back, {}), ToJson(t, {}));
+  EXPECT_EQ(back->timeout_ms, t.timeout_ms);
+  EXPECT_EQ(back->finished_at, 0);
+}
+
+TEST(Json, AClaimAndAWorkerReadBackAsWritten) {
+  Claim c = EndedClaim();
   auto claim = ClaimFromJson(ToJson(c));
   ASSERT_TRUE(claim.ok()) << claim.error().message();
   EXPECT_EQ(ToJson(*claim), ToJson(c));
@@ -79,6 +89,30 @@ TEST(Json, AClaimAndAWorkerReadBackAsWritten) {
   auto worker = WorkerFromJson(ToJson(w, Moment{0}));
   ASSERT_TRUE(worker.ok()) << worker.error().message();
   EXPECT_EQ(ToJson(*worker, Moment{0}), ToJson(w, Moment{0}));
+}
+
+// The add's reply is written as text: it must be the object ToJson builds, field for field.
+TEST(Json, ATaskWrittenAsTextIsTheObject) {
+  Task full = EveryFieldSet();
+  Task odd;  // defaults: empty lists, no times; then strings JSON must escape
+  odd.title = "quote \" back\\ tab\t new\n caf\xc3\xa9 \x7f";
+  odd.command = {"sh", "-c", "echo \"$1\""};
+  odd.metadata = {{"nested", {{"list", {1, "two", nullptr, true}}}}, {"u", "\xe2\x82\xac"}};
+  Claim running;  // no end, no exit code
+  running.token = 7;
+  running.status = ClaimStatus::kActive;
+  const std::vector<std::vector<Claim>> attempt_lists = {
+      {}, {EndedClaim()}, {EndedClaim(), running}};
+  for (const Task& t : {full, odd, Task{}}) {
+    for (const auto& attempts : attempt_lists) {
+      std::string text = ToJsonText(t, attempts);
+      nlohmann::json parsed = nlohmann::json::parse(text, nullptr, false);
+      ASSERT_FALSE(parsed.is_discarded()) << text;
+      EXPECT_EQ(parsed, ToJson(t, attempts)) << text;
+      EXPECT_EQ(text.size(), ToJson(t, attempts).dump().size())
+          << "the same text, in another order";
+    }
+  }
 }
 
 TEST(Json, AMissingOrMistypedFieldIsRefusedByName) {
