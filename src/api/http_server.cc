@@ -32,6 +32,10 @@ using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 
 constexpr std::size_t kHeaderLimit = 16 << 10;
+// How long a handler thread that has answered waits for the connection's next request before it
+// hands the connection back to the loop: a producer sending one request after another sends its
+// next within a fraction of this.
+constexpr int kLingerMs = 5;
 
 // Writes all of `data` to the socket `fd`, waiting for room up to `timeout` in all: false when
 // the client is gone or reads too slowly. (A stream's writes; the event loop is idle meanwhile.)
@@ -114,6 +118,9 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   std::map<std::string, int> streams_by_client TX_GUARDED_BY(streams_mu);
 
   asio::thread_pool handlers;
+  // Requests posted to `handlers` and not yet done: more than its threads means some wait.
+  std::atomic<int> handling{0};
+  bool RequestsWait() const { return handling.load() > options.handler_threads; }
   // Reset by Stop, the acceptor first: destroying the loop destroys the connections it still
   // holds, each of which holds this Impl (the cycle ends there).
   std::optional<asio::io_context> io;
@@ -200,11 +207,21 @@ class Session : public std::enable_shared_from_this<Session> {
  private:
   using Parser = http::request_parser<http::string_body>;
 
-  void ReadHeader() {
-    if (server_->stopping) return Close();
+  void NewParser() {
     parser_.emplace();
     parser_->header_limit(kHeaderLimit);
     parser_->body_limit(server_->options.max_body_bytes);
+  }
+
+  void ReadHeader() {
+    if (server_->stopping) return Close();
+    NewParser();
+    ContinueRead();
+  }
+
+  // Hands the rest of the request being read to the loop: its header, or its body.
+  void ContinueRead() {
+    if (parser_->is_header_done()) return OnHeader({});
     stream_.expires_after(server_->options.header_timeout);
     http::async_read_header(
         stream_, buffer_, *parser_,
@@ -293,6 +310,14 @@ class Session : public std::enable_shared_from_this<Session> {
   void OnRequest() {
     stream_.expires_never();
     if (server_->stopping) return Close();
+    ++server_->handling;
+    asio::post(server_->handlers, [self = shared_from_this(), req = TakeRequest()] {
+      self->Serve(req);
+      --self->server_->handling;
+    });
+  }
+
+  std::shared_ptr<httplib::Request> TakeRequest() {
     auto msg = parser_->release();
     auto req = std::make_shared<httplib::Request>();
     req->method = std::string(msg.method_string());
@@ -311,11 +336,90 @@ class Session : public std::enable_shared_from_this<Session> {
     req->remote_addr = client_;
     req->remote_port = client_port_;
     keep_alive_ = msg.keep_alive();
-    asio::post(server_->handlers, [self = shared_from_this(), req] { self->Handle(*req); });
+    return req;
   }
 
-  // On a handler thread.
-  void Handle(httplib::Request& req) {
+  // On a handler thread: the request, then each next one its client sends at once (within
+  // kLingerMs of the answer, while no other connection's request waits for a thread). Such a
+  // request wakes this thread alone: not the loop, which would then wake a handler.
+  void Serve(std::shared_ptr<httplib::Request> req) {
+    while (req && Handle(*req)) req = NextRequestNow();
+  }
+
+  // On a handler thread that owns the session (no read pending): the next request when it comes
+  // whole within kLingerMs; otherwise null, and its reading is the loop's.
+  std::shared_ptr<httplib::Request> NextRequestNow() {
+    if (server_->stopping) {
+      Close();
+      return nullptr;
+    }
+    NewParser();
+    if (server_->RequestsWait()) {
+      ContinueRead();
+      return nullptr;
+    }
+    const int fd = stream_.socket().native_handle();
+    if (buffer_.size() == 0) {  // (a pipelined request may be in the buffer already)
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, kLingerMs) <= 0) {
+        ContinueRead();
+        return nullptr;
+      }
+    }
+    beast::error_code ec;
+    switch (ParseWhatIsThere(ec)) {
+      case Parsed::kWhole:
+        if (server_->stopping) {
+          Close();
+          return nullptr;
+        }
+        return TakeRequest();
+      case Parsed::kPartial:
+        ContinueRead();
+        return nullptr;
+      case Parsed::kFailed:
+        Failed(ec);
+        return nullptr;
+    }
+    return nullptr;
+  }
+
+  enum class Parsed { kWhole, kPartial, kFailed };
+  // Feeds the parser what the client has sent so far, without waiting for more; the errors are
+  // those of Beast's reads (kFailed).
+  Parsed ParseWhatIsThere(beast::error_code& ec) {
+    const int fd = stream_.socket().native_handle();
+    for (;;) {
+      while (buffer_.size() > 0 && !parser_->is_done()) {
+        std::size_t used = parser_->put(buffer_.data(), ec);
+        buffer_.consume(used);
+        if (ec == http::error::need_more) {
+          ec = {};
+          break;
+        }
+        if (ec) return Parsed::kFailed;
+        if (used == 0) break;
+      }
+      if (parser_->is_done()) return Parsed::kWhole;
+      auto space = buffer_.prepare(beast::read_size(buffer_, 64 << 10));
+      ssize_t n = ::recv(fd, space.data(), space.size(), MSG_DONTWAIT);
+      if (n > 0) {
+        buffer_.commit(static_cast<std::size_t>(n));
+      } else if (n == 0) {
+        ec = parser_->got_some() ? http::error::partial_message : http::error::end_of_stream;
+        return Parsed::kFailed;
+      } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        return Parsed::kPartial;
+      } else if (errno != EINTR) {
+        ec = beast::error_code(errno, boost::system::system_category());
+        return Parsed::kFailed;
+      }
+    }
+  }
+
+  // On a handler thread: true when the answer went whole and the connection stays open (the
+  // session is still this thread's); otherwise the session is the loop's, a stream's, or closed.
+  bool Handle(httplib::Request& req) {
     httplib::Response res;
     server_->Route(req, res);
     if (res.content_provider_ && res.is_chunked_content_provider_ && req.method != "HEAD") {
@@ -328,7 +432,7 @@ class Session : public std::enable_shared_from_this<Session> {
           holder.reset();
           impl->ReleaseStream(client);  // last: Stop waits for it before it ends the loop
         }).detach();
-        return;
+        return false;
       }
       res = server_->Refusal(503, req,
                              "too many open streams (at most " +
@@ -340,14 +444,13 @@ class Session : public std::enable_shared_from_this<Session> {
     bool head = req.method == "HEAD";
     std::string bytes = Head(res, keep_alive_, res.body.size());
     if (!head && BodyAllowed(res.status)) bytes += res.body;
-    Reply(std::move(bytes));
+    return Reply(std::move(bytes));
   }
 
   // On a handler thread, which owns the session until it starts the next read. A reply the
-  // socket takes whole is sent from here and the next request's read started from here (its
-  // completion runs on the loop): the loop is not woken to send, so a request wakes one thread
-  // on its way in and none on its way out. The rest of a longer reply is the loop's to send.
-  void Reply(std::string bytes) {
+  // socket takes whole is sent from here (true when the connection stays open): the loop is not
+  // woken to send. The rest of a longer reply is the loop's to send.
+  bool Reply(std::string bytes) {
     const int fd = stream_.socket().native_handle();
     std::size_t sent = 0;
     while (sent < bytes.size()) {
@@ -359,13 +462,19 @@ class Session : public std::enable_shared_from_this<Session> {
       } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
         break;
       } else {
-        return Close();
+        Close();
+        return false;
       }
     }
-    if (sent == bytes.size()) return keep_alive_ ? ReadHeader() : Close();
+    if (sent == bytes.size()) {
+      if (keep_alive_) return true;
+      Close();
+      return false;
+    }
     auto rest = std::make_shared<std::string>(bytes.substr(sent));
     asio::post(stream_.get_executor(),
                [self = shared_from_this(), rest, keep = keep_alive_] { self->Send(rest, keep); });
+    return false;
   }
 
   // On the event loop.

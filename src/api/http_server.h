@@ -12,6 +12,12 @@
 // 413 whether chunked or not, and a client that stops reading a reply is dropped after
 // `write_timeout_ms`. Streams are capped in all and per client address (503 past either).
 //
+// A handler thread that has answered a request sends the answer itself and waits a few
+// milliseconds for the connection's next request, which it then reads and handles: a client
+// sending requests one after another (a producer adding tasks) wakes one thread a request, not
+// the loop and then a handler. It waits only while no request of another connection waits for a
+// thread, and reads only what has arrived: a request not whole at once goes back to the loop.
+//
 // Routes keep cpp-httplib's Request and Response types (the client side still uses the library):
 // a route is a method and a regular expression matched against the whole decoded path, its
 // groups in `req.matches`; a response with a chunked content provider is a stream. The hooks run
