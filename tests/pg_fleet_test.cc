@@ -15,6 +15,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -182,11 +183,27 @@ class FleetTest : public ::testing::Test {
       // (A failed attempt is "completed" too: its end_reason says which.)
       EXPECT_EQ(completed, 1) << id << " has " << completed << " completed claims:\n"
                               << t.dump(2) << "\nkilled as host A:\n"
-                              << killed_;
+                              << killed_ << "what the orchestrators said of stale workers:\n"
+                              << SaidOfStaleWorkers();
     }
     std::map<std::string, int> done;
     for (const auto& e : Events(a_, "task.done")) ++done[e["task_id"].get<std::string>()];
     for (const auto& id : ids) EXPECT_EQ(done[id], 1) << id;
+  }
+
+  // Each orchestrator's lines on stale workers: one that kills the agents of a worker it judges
+  // stale says so (a late heartbeat of a live worker would show here).
+  std::string SaidOfStaleWorkers() {
+    std::string out;
+    for (const auto& p : procs_) {
+      std::istringstream lines(p->Output());
+      for (std::string line; std::getline(lines, line);) {
+        if (line.find("stale") != std::string::npos) {
+          out += std::to_string(p->pid()) + ": " + line + "\n";
+        }
+      }
+    }
+    return out;
   }
 
   PgTestDb db_;
