@@ -186,6 +186,18 @@ TEST_F(ApiTest, ATaskAddedOverHttpIsTheOneTheCliShows) {
   }
   EXPECT_EQ(shown["title"], "say \"hi\"\n");
   EXPECT_EQ(added.body.size(), shown.size() - 1) << "all but show's unclaimable, and warnings";
+  // And in the list, as shown, with why it waits and its cost (none yet).
+  Reply listed = Get("/api/tasks?q=" + added.body.value("id", ""));
+  ASSERT_EQ(listed.status, 200);
+  ASSERT_EQ(listed.body["tasks"].size(), 1u) << listed.body.dump();
+  const json& entry = listed.body["tasks"][0];
+  for (const auto& [key, value] : entry.items()) {
+    EXPECT_EQ(value, shown[key]) << key;
+  }
+  EXPECT_EQ(entry.size(), shown.size());
+  EXPECT_EQ(entry["unclaimable"], "no worker is running");
+  EXPECT_TRUE(entry["usage"].is_null());
+  EXPECT_TRUE(listed.body["next_cursor"].is_null());
   // A command may also be given as argv.
   std::string argv = AddOverHttp("argv", {{"command", {"printf", "%s", "x y"}}});
   EXPECT_EQ(TxJson({"task", "show", argv})["command"], json({"printf", "%s", "x y"}));

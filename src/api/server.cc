@@ -351,7 +351,7 @@ void ApiServer::Healthz(const httplib::Request&, httplib::Response& res) {
 // titles, the created time), each with its usage summed (one query for the page).
 void ApiServer::ListTasks(const httplib::Request& req, httplib::Response& res) {
   const service::ServiceOptions& opts = options_.service;
-  ReplyWithStore(stores_, res, 200, [&](store::Store& store) -> Result<json> {
+  ReplyWithStore(stores_, res, 200, [&](store::Store& store) -> Result<JsonText> {
     TX_RETURN_IF_ERROR(OnlyParams(req, {"status", "queue", "owner", "agent", "q", "since", "until",
                                         "limit", "cursor", "order"}));
     store::TaskFilter f;
@@ -383,19 +383,31 @@ void ApiServer::ListTasks(const httplib::Request& req, httplib::Response& res) {
     for (const auto& t : list) ids.push_back(t.id);
     TX_ASSIGN_OR_RETURN(auto usage,
                         service::AgentService(store, store.clock(), opts).TaskTotals(ids));
-    json out = {{"tasks", json::array()}, {"next_cursor", nullptr}};
-    for (const auto& t : list) {
-      json& j = out["tasks"].emplace_back(ToJson(t, {}));
+    // Written as text (a page of tasks is what the dashboard reads most): each task as
+    // ToJsonText writes it, with its "unclaimable" when no worker can take it and its "usage".
+    std::string out = "{\"tasks\":[";
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const Task& t = list[i];
+      if (i > 0) out += ',';
+      out += ToJsonText(t, {});
+      out.pop_back();  // the task's '}'
       if (auto it = unclaimable.find(t.id); it != unclaimable.end()) {
-        j["unclaimable"] = it->second;
+        out += ",\"unclaimable\":";
+        AppendJsonString(out, it->second);
       }
       auto u = usage.find(t.id);
-      j["usage"] = u == usage.end() ? json() : ToJson(u->second);
+      out += ",\"usage\":";
+      out += u == usage.end() ? "null" : ToJson(u->second).dump();
+      out += '}';
     }
+    out += "],\"next_cursor\":";
     if (static_cast<int>(list.size()) == f.limit) {
-      out["next_cursor"] = std::to_string(list.back().seq);
+      AppendJsonString(out, std::to_string(list.back().seq));
+    } else {
+      out += "null";
     }
-    return out;
+    out += '}';
+    return JsonText{std::move(out)};
   });
 }
 
