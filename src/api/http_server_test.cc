@@ -99,6 +99,12 @@ std::string Post(const std::string& body) {
          "\r\n\r\n" + body;
 }
 
+// Posts `body` to /echo on `c` and expects it back.
+void Echoed(Connection& c, const std::string& body) {
+  c.Send(Post(body));
+  EXPECT_EQ(c.Read().body, body);
+}
+
 class HttpServerTest : public ::testing::Test {
  protected:
   void Start(int handler_threads) {
@@ -168,8 +174,7 @@ TEST_F(HttpServerTest, ANextRequestArrivingInPiecesIsStillServed) {
   Start(2);
   Connection c(port_);
   ASSERT_TRUE(c.connected());
-  c.Send(Post("first"));
-  EXPECT_EQ(c.Read().body, "first");
+  Echoed(c, "first");
   // Its header cut in two, then its body.
   const std::string second = Post("0123456789");
   c.Send(second.substr(0, 20));
@@ -193,16 +198,14 @@ TEST_F(HttpServerTest, AClientStallingInItsNextRequestHoldsNoThread) {
   for (const std::string& stalled : {whole.substr(0, 40), whole.substr(0, whole.size() - 5)}) {
     Connection a(port_);
     ASSERT_TRUE(a.connected());
-    a.Send(Post("a"));
-    EXPECT_EQ(a.Read().body, "a");
+    Echoed(a, "a");
     a.Send(stalled);
     std::this_thread::sleep_for(50ms);
     Connection b(port_);
     ASSERT_TRUE(b.connected());
     for (int i = 0; i < 20; ++i) {
       auto begin = Steady::now();
-      b.Send(Post("b"));
-      EXPECT_EQ(b.Read().body, "b");
+      Echoed(b, "b");
       EXPECT_LT(Steady::now() - begin, 900ms) << "B waited for a thread A held";
     }
     auto begin = Steady::now();
@@ -215,8 +218,7 @@ TEST_F(HttpServerTest, ANextRequestOverTheBodyLimitIs413) {
   Start(2);
   Connection c(port_);
   ASSERT_TRUE(c.connected());
-  c.Send(Post("fine"));
-  EXPECT_EQ(c.Read().body, "fine");
+  Echoed(c, "fine");
   c.Send(Post(std::string(2000, 'x')));
   auto answer = c.Read();
   EXPECT_EQ(answer.status_line, "HTTP/1.1 413 Payload Too Large");
@@ -230,8 +232,7 @@ TEST_F(HttpServerTest, AClientThatHangsUpAfterAnAnswerLeavesTheServerServing) {
   for (int i = 0; i < 20; ++i) {
     Connection c(port_);
     ASSERT_TRUE(c.connected());
-    c.Send(Post("x"));
-    EXPECT_EQ(c.Read().body, "x");
+    Echoed(c, "x");
     if (i % 2 == 1) c.Send("GET /hel");
   }
   Connection c(port_);
@@ -244,8 +245,7 @@ TEST_F(HttpServerTest, StopEndsAConnectionWhoseHandlerWaitsForItsNextRequest) {
   Start(1);
   Connection c(port_);
   ASSERT_TRUE(c.connected());
-  c.Send(Post("x"));
-  EXPECT_EQ(c.Read().body, "x");
+  Echoed(c, "x");
   auto begin = Steady::now();
   server_->Stop();
   EXPECT_LT(Steady::now() - begin, 5s);
