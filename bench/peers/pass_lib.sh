@@ -36,7 +36,8 @@ def fmt(x):
     return f"{x:.0f}" if abs(x) >= 100 else f"{x:.2f}"
 for name, v in runs.items():
     print(f"{name}: median {fmt(statistics.median(v))} {unit}, min {fmt(min(v))}, max {fmt(max(v))} ({len(v)} runs)")
-if "tx" in runs and "bullmq" in runs:
-    print(f"tx / bullmq: {statistics.median(runs['tx']) / statistics.median(runs['bullmq']):.2f}")
+for peer in ("bullmq", "pgboss", "graphile"):
+    if "tx" in runs and peer in runs:
+        print(f"tx / {peer}: {statistics.median(runs['tx']) / statistics.median(runs[peer]):.2f}")
 PYEOF
 }

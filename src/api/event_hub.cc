@@ -63,7 +63,7 @@ Status EventHub::ReadNew() {
   service::EventLog log(*store_);
   std::int64_t after = last_id();
   for (;;) {
-    TX_ASSIGN_OR_RETURN(std::vector<Event> page, log.Since(after, kPage));
+    TX_ASSIGN_OR_RETURN(std::vector<StoredEvent> page, log.StoredSince(after, kPage));
     if (page.empty()) return Ok();
     after = page.back().id;
     {
@@ -171,7 +171,7 @@ EventHub::Batch EventHub::Wait(std::int64_t after, std::chrono::milliseconds tim
     return out;
   }
   auto first = std::upper_bound(recent_.begin(), recent_.end(), after,
-                                [](std::int64_t id, const Event& e) { return id < e.id; });
+                                [](std::int64_t id, const StoredEvent& e) { return id < e.id; });
   for (auto it = first; it != recent_.end() && out.events.size() < max; ++it) {
     out.events.push_back(*it);
   }

@@ -49,8 +49,8 @@ class EventHub {
   void Stop();
 
   struct Batch {
-    std::vector<Event> events;  // ids > after, oldest first
-    bool evicted = false;       // some of them have left memory: read them from the store
+    std::vector<StoredEvent> events;  // ids > after, oldest first
+    bool evicted = false;             // some of them have left memory: read them from the store
     bool stopped = false;
   };
   // The events after `after` (at most `max`), waiting up to `timeout` for one when there is none.
@@ -94,7 +94,7 @@ class EventHub {
 
   mutable Mutex mu_;
   CondVar changed_;
-  std::deque<Event> recent_ TX_GUARDED_BY(mu_);
+  std::deque<StoredEvent> recent_ TX_GUARDED_BY(mu_);
   std::int64_t last_id_ TX_GUARDED_BY(mu_) = 0;
   std::uint64_t ready_generation_ TX_GUARDED_BY(mu_) = 0;
   bool stopping_ TX_GUARDED_BY(mu_) = false;

@@ -43,6 +43,12 @@ std::int64_t CountOf(const std::map<std::string, std::int64_t>& m, const std::st
   return it == m.end() ? 0 : it->second;
 }
 
+// An event's data as an object; {} when its text is not one.
+nlohmann::json Data(const StoredEvent& e) {
+  nlohmann::json j = nlohmann::json::parse(e.data, nullptr, false);
+  return j.is_object() ? j : nlohmann::json::object();
+}
+
 std::string StringField(const nlohmann::json& data, const char* key, const char* fallback) {
   auto it = data.find(key);
   return it != data.end() && it->is_string() ? it->get<std::string>() : fallback;
@@ -50,7 +56,7 @@ std::string StringField(const nlohmann::json& data, const char* key, const char*
 
 }  // namespace
 
-void Metrics::Observe(const std::string& outcome, const Event& e) {
+void Metrics::Observe(const std::string& outcome, const StoredEvent& e) {
   auto it = claimed_at_.find(e.task_id);
   if (it == claimed_at_.end()) return;  // not running (a cancel of a ready task, say)
   double seconds = static_cast<double>(std::max<Millis>(0, e.at - it->second)) / 1000.0;
@@ -62,7 +68,7 @@ void Metrics::Observe(const std::string& outcome, const Event& e) {
   h.sum += seconds;
 }
 
-void Metrics::Add(const Event& e) {
+void Metrics::Add(const StoredEvent& e) {
   ++events_[e.type];
   const std::string& t = e.type;
   if (t == "task.claimed") {
@@ -79,16 +85,17 @@ void Metrics::Add(const Event& e) {
   } else if (t == "task.retry_scheduled") {
     Observe("failed", e);  // an attempt that failed, with attempts left
   } else if (t == "task.requeued") {
-    std::string reason = StringField(e.data, "reason", "unknown");
+    std::string reason = StringField(Data(e), "reason", "unknown");
     ++requeued_[reason];
     Observe(reason, e);
   } else if (t == "worker.crashed") {
-    ++crashed_[StringField(e.data, "class", "unknown")];
+    ++crashed_[StringField(Data(e), "class", "unknown")];
   } else if (t == "reconcile.repaired") {
+    const nlohmann::json data = Data(e);
     for (const char* kind :
          {"dead_workers", "expired_leases", "orphaned_tasks", "inconsistencies_fixed"}) {
-      auto it = e.data.find(kind);
-      if (it != e.data.end() && it->is_number_integer()) repaired_[kind] += it->get<int>();
+      auto it = data.find(kind);
+      if (it != data.end() && it->is_number_integer()) repaired_[kind] += it->get<int>();
     }
   }
 }

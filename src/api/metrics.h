@@ -38,8 +38,9 @@ class Metrics {
   static constexpr std::array<double, 12> kDurationBuckets = {0.1, 0.5, 1,    5,    15,   60,
                                                               300, 900, 1800, 3600, 7200, 14400};
 
-  // Folds one event in; events must come in id order (the hub guarantees it).
-  void Add(const Event& e);
+  // Folds one event in; events must come in id order (the hub guarantees it). Only the data of
+  // the few types counted by a field of it is parsed.
+  void Add(const StoredEvent& e);
 
   // The exposition text: counters from the events folded so far, gauges from `now`.
   std::string Render(const MetricsSnapshot& now) const;
@@ -50,7 +51,7 @@ class Metrics {
     std::int64_t count = 0;
     double sum = 0;
   };
-  void Observe(const std::string& outcome, const Event& e);
+  void Observe(const std::string& outcome, const StoredEvent& e);
 
   std::map<std::string, std::int64_t> events_;          // by type
   std::map<std::string, std::int64_t> finished_;        // by outcome: done, failed, review, ...

@@ -7,14 +7,14 @@
 namespace tx::api {
 namespace {
 
-Event E(std::int64_t id, std::string type, Millis at, std::string task,
-        nlohmann::json data = nlohmann::json::object()) {
-  Event e;
+StoredEvent E(std::int64_t id, std::string type, Millis at, std::string task,
+              const nlohmann::json& data = nlohmann::json::object()) {
+  StoredEvent e;
   e.id = id;
   e.type = std::move(type);
   e.at = at;
   e.task_id = std::move(task);
-  e.data = std::move(data);
+  e.data = data.dump();
   return e;
 }
 
@@ -61,6 +61,19 @@ TEST(MetricsTest, CountersComeFromTheEventsFoldedIn) {
   EXPECT_EQ(Sample(text, R"(tx_task_duration_seconds_sum{outcome="done"})"), 2.5);
   EXPECT_EQ(Sample(text, R"(tx_task_duration_seconds_count{outcome="worker_died"})"), 1);
   EXPECT_EQ(Sample(text, R"(tx_task_duration_seconds_sum{outcome="lease_expired"})"), 4.9);
+}
+
+TEST(MetricsTest, AnEventWhoseDataIsNoObjectCountsAsUnknown) {
+  Metrics m;
+  StoredEvent requeued = E(1, "task.requeued", 0, "task-a");
+  requeued.data = "{\"reason\":";  // cut short
+  m.Add(requeued);
+  StoredEvent crashed = E(2, "worker.crashed", 0, "task-a");
+  crashed.data = R"(["class","killed"])";
+  m.Add(crashed);
+  std::string text = m.Render({});
+  EXPECT_EQ(Sample(text, R"(tx_recoveries_total{reason="unknown"})"), 1);
+  EXPECT_EQ(Sample(text, R"(tx_worker_crashes_total{class="unknown"})"), 1);
 }
 
 TEST(MetricsTest, GaugesShowEveryStatusOfEveryQueueSoSeriesDoNotVanish) {

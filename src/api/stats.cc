@@ -17,7 +17,7 @@ Result<StatsRange> ParseStatsRange(std::string_view name) {
                                 std::string(name) + "'");
 }
 
-void Stats::Add(const Event& e) {
+void Stats::Add(const StoredEvent& e) {
   bool done = e.type == "task.done";
   bool failed = e.type == "task.failed";
   if (!done && !failed) return;

@@ -43,7 +43,7 @@ class Stats {
   static constexpr Millis kKeepMs = 7 * 24 * 60 * 60'000;  // the longest range
   static constexpr Millis kMinuteMs = 60'000;
 
-  void Add(const Event& e);
+  void Add(const StoredEvent& e);
   void Sample(const std::vector<store::StatusCount>& counts, Millis now);
   nlohmann::json Render(Millis now, const StatsRange& range = kStatsRanges[0]) const;
 

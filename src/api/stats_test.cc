@@ -7,8 +7,8 @@ namespace {
 
 constexpr Millis kNow = 1'800'000'000'000 + 30'000;  // 30 s into a minute
 
-Event At(const std::string& type, Millis at) {
-  Event e;
+StoredEvent At(const std::string& type, Millis at) {
+  StoredEvent e;
   e.type = type;
   e.at = at;
   return e;

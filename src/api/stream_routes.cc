@@ -41,8 +41,8 @@ bool WantsEventStream(const httplib::Request& req) {
   return req.get_header_value("Accept").find("text/event-stream") != std::string::npos;
 }
 
-std::string EventFrame(const Event& e) {
-  return "id: " + std::to_string(e.id) + "\ndata: " + ToJson(e).dump() + "\n\n";
+std::string EventFrame(const StoredEvent& e) {
+  return "id: " + std::to_string(e.id) + "\ndata: " + ToJsonText(e) + "\n\n";
 }
 
 Result<bool> FlagParam(const httplib::Request& req, const char* name) {
@@ -119,8 +119,8 @@ void ApiServer::ListEvents(const httplib::Request& req, httplib::Response& res) 
         if (b.evicted) {  // a client far behind: its events come from the store
           Result<StorePool::Lease> s = stores_.Acquire();
           if (!s.ok()) return false;
-          Result<std::vector<Event>> older =
-              service::EventLog(**s).Since(*cursor, static_cast<int>(kStreamBatch));
+          Result<std::vector<StoredEvent>> older =
+              service::EventLog(**s).StoredSince(*cursor, static_cast<int>(kStreamBatch));
           if (!older.ok()) return false;
           b.events = std::move(*older);
         }

@@ -275,6 +275,25 @@ nlohmann::json ToJson(const Event& e) {
   };
 }
 
+std::string ToJsonText(const StoredEvent& e) {
+  // dump() writes an object's keys sorted.
+  std::string s = "{\"at\":";
+  AppendValue(s, WhenSet(e.at));
+  s += ",\"data\":";
+  bool object = !e.data.empty() && e.data.front() == '{' && nlohmann::json::accept(e.data);
+  s += object ? std::string_view(e.data) : std::string_view("{}");
+  s += ",\"id\":";
+  s += std::to_string(e.id);
+  s += ",\"task_id\":";
+  AppendValue(s, e.task_id.empty() ? std::nullopt : std::optional<std::string>(e.task_id));
+  s += ",\"type\":";
+  AppendJsonString(s, e.type);
+  s += ",\"worker_id\":";
+  AppendValue(s, e.worker_id.empty() ? std::nullopt : std::optional<std::string>(e.worker_id));
+  s += '}';
+  return s;
+}
+
 nlohmann::json ToJson(const ReconcileReport& r) {
   return {
       {"dead_workers", r.dead_workers},       {"expired_leases", r.expired_leases},

@@ -28,6 +28,9 @@ nlohmann::json ToJson(const Task& t, const std::vector<Claim>& attempts,
 nlohmann::json ToJson(const Claim& c);
 nlohmann::json ToJson(const Worker& w, const Moment& now);
 nlohmann::json ToJson(const Event& e);
+// The text of ToJson(e).dump() for the event as parsed, without parsing its data: the stored text
+// is written as it is (every writer stores data.dump()), or {} when it is not a JSON object.
+std::string ToJsonText(const StoredEvent& e);
 nlohmann::json ToJson(const ReconcileReport& r);
 
 // Whether JSON writes `s` as itself between quotes: printable ASCII but '"' and '\\'.

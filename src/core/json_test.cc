@@ -115,6 +115,25 @@ TEST(Json, ATaskWrittenAsTextIsTheObject) {
   }
 }
 
+TEST(Json, AStoredEventWrittenAsTextIsTheParsedEventsDump) {
+  const nlohmann::json odd = {{"title", "quote \" back\\ caf\xc3\xa9 \x7f"},
+                              {"nested", {{"list", {1, "two", nullptr, true, 2.5}}}}};
+  for (const nlohmann::json& data : {nlohmann::json::object(), odd}) {
+    for (const StoredEvent& e : {StoredEvent{7, "task.created", 1'800'000'000'123, "task-abcdefgh",
+                                             "worker-abcdefgh", data.dump()},
+                                 StoredEvent{8, "reconcile.repaired", 0, "", "", data.dump()}}) {
+      Event parsed{e.id, e.type, e.at, e.task_id, e.worker_id, data};
+      EXPECT_EQ(ToJsonText(e), ToJson(parsed).dump());
+    }
+  }
+  // Data that is not a JSON object's text reads as {}, as the parsed event's does.
+  for (const char* bad : {"", "[1,2]", "{\"a\":", "not json", "{} {}"}) {
+    StoredEvent e{9, "x", 5, "", "", bad};
+    EXPECT_EQ(ToJsonText(e), ToJson(Event{9, "x", 5, "", "", nlohmann::json::object()}).dump())
+        << bad;
+  }
+}
+
 TEST(Json, AMissingOrMistypedFieldIsRefusedByName) {
   nlohmann::json j = ToJson(Claim{});
   j.erase("token");

@@ -11,6 +11,15 @@ Result<std::vector<Event>> EventLog::Since(std::int64_t after_id, int limit) {
   return out;
 }
 
+Result<std::vector<StoredEvent>> EventLog::StoredSince(std::int64_t after_id, int limit) {
+  std::vector<StoredEvent> out;
+  TX_RETURN_IF_ERROR(store_.Read([&](store::Txn& txn) -> Status {
+    TX_ASSIGN_OR_RETURN(out, txn.ListStoredEvents(after_id, limit));
+    return Ok();
+  }));
+  return out;
+}
+
 Result<std::int64_t> EventLog::LastId() {
   std::int64_t last = 0;
   TX_RETURN_IF_ERROR(store_.Read([&](store::Txn& txn) -> Status {

@@ -15,6 +15,8 @@ class EventLog {
 
   // Events with id > after_id, oldest first, at most `limit` (0 = all).
   Result<std::vector<Event>> Since(std::int64_t after_id, int limit = 0);
+  // The same with their data unparsed (core/event.h's StoredEvent).
+  Result<std::vector<StoredEvent>> StoredSince(std::int64_t after_id, int limit = 0);
   // The id of the newest event, 0 when there is none.
   Result<std::int64_t> LastId();
 

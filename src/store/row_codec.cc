@@ -71,6 +71,16 @@ json Object(const std::string& text) {
   return j.is_object() ? j : json::object();
 }
 
+std::vector<Event> Parsed(std::vector<StoredEvent> stored) {
+  std::vector<Event> out;
+  out.reserve(stored.size());
+  for (StoredEvent& e : stored) {
+    out.push_back(Event{e.id, std::move(e.type), e.at, std::move(e.task_id), std::move(e.worker_id),
+                        Object(e.data)});
+  }
+  return out;
+}
+
 }  // namespace tx::store
 
 namespace tx::store {

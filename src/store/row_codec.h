@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "core/event.h"
+
 namespace tx::store {
 
 // ["a","b"] → {"a","b"}; anything that is not an array of strings reads as empty.
@@ -17,6 +19,8 @@ std::string ListText(const std::vector<std::string>& v);
 nlohmann::json Object(const std::string& text);
 // A JSON array's text → the array; anything else → [].
 nlohmann::json JsonArray(const std::string& text);
+// Events as the store holds them → events with their data parsed (by Object).
+std::vector<Event> Parsed(std::vector<StoredEvent> stored);
 
 // Costs are kept as whole micro-dollars (exact sums, alike on every backend).
 std::int64_t UsdToMicro(double usd);

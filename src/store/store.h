@@ -191,6 +191,8 @@ class Txn {
   // none: where ids can commit out of order (PostgreSQL), an event is listed only once every
   // lower id has committed or rolled back.
   virtual Result<std::vector<Event>> ListEvents(std::int64_t after_id, int limit) = 0;
+  // The same events with their data unparsed.
+  virtual Result<std::vector<StoredEvent>> ListStoredEvents(std::int64_t after_id, int limit) = 0;
   // The last id ListEvents would list; 0 when the log is empty.
   virtual Result<std::int64_t> LastEventId() = 0;
 

@@ -1121,6 +1121,16 @@ TEST_P(StoreContract, EventsAreNumberedInOrder) {
                   ->Read([&](Txn& txn) -> Status {
                     auto after = txn.ListEvents(ids[0], 0);
                     EXPECT_TRUE(after.ok() && after->size() == 2 && (*after)[0].data["i"] == 1);
+                    // Unparsed, the same events with their data as text, limited as asked.
+                    auto stored = txn.ListStoredEvents(ids[0], 1);
+                    EXPECT_TRUE(stored.ok() && stored->size() == 1);
+                    if (stored.ok() && stored->size() == 1) {
+                      const StoredEvent& e = (*stored)[0];
+                      EXPECT_EQ(e.id, ids[1]);
+                      EXPECT_EQ(e.type, "x");
+                      EXPECT_EQ(e.at, 1);
+                      EXPECT_EQ(e.data, R"({"i":1})");
+                    }
                     auto last = txn.LastEventId();
                     EXPECT_TRUE(last.ok() && *last == ids[2]);
                     return Ok();

@@ -523,6 +523,11 @@ class PgTxn final : public Txn {
   }
 
   Result<std::vector<Event>> ListEvents(std::int64_t after_id, int limit) override {
+    TX_ASSIGN_OR_RETURN(std::vector<StoredEvent> stored, ListStoredEvents(after_id, limit));
+    return Parsed(std::move(stored));
+  }
+
+  Result<std::vector<StoredEvent>> ListStoredEvents(std::int64_t after_id, int limit) override {
     Params p;
     p.Add(after_id);
     if (limit > 0) {
@@ -536,11 +541,11 @@ class PgTxn final : public Txn {
                                      "FROM events WHERE id > $1 AND id < "
                                      "(SELECT tx_event_horizon()) ORDER BY id LIMIT $2",
                                      p));
-    std::vector<Event> out;
+    std::vector<StoredEvent> out;
     out.reserve(static_cast<std::size_t>(r.size()));
     for (int i = 0; i < r.size(); ++i) {
-      out.push_back(Event{r.Int(i, 0), r.Text(i, 1), r.Int(i, 2), r.Text(i, 3), r.Text(i, 4),
-                          Object(r.Text(i, 5))});
+      out.push_back(StoredEvent{r.Int(i, 0), r.Text(i, 1), r.Int(i, 2), r.Text(i, 3), r.Text(i, 4),
+                                r.Text(i, 5)});
     }
     return out;
   }

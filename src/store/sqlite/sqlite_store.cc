@@ -711,11 +711,16 @@ class SqliteTxn final : public Txn {
   }
 
   Result<std::vector<Event>> ListEvents(std::int64_t after_id, int limit) override {
+    TX_ASSIGN_OR_RETURN(std::vector<StoredEvent> stored, ListStoredEvents(after_id, limit));
+    return Parsed(std::move(stored));
+  }
+
+  Result<std::vector<StoredEvent>> ListStoredEvents(std::int64_t after_id, int limit) override {
     TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("SELECT id, type, at, task_id, worker_id, data "
                                             "FROM events WHERE id > ?1 ORDER BY id LIMIT ?2"));
     s.Bind(1, after_id).Bind(2, limit > 0 ? std::int64_t{limit} : std::int64_t{-1});
-    return ReadAll<Event>(s, [](const Stmt& st) -> Result<Event> {
-      return Event{st.Int(0), st.Text(1), st.Int(2), st.Text(3), st.Text(4), Object(st.Text(5))};
+    return ReadAll<StoredEvent>(s, [](const Stmt& st) -> Result<StoredEvent> {
+      return StoredEvent{st.Int(0), st.Text(1), st.Int(2), st.Text(3), st.Text(4), st.Text(5)};
     });
   }
 
