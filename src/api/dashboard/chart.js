@@ -27,6 +27,26 @@ function colors() {
   return {fg: v('--muted'), line: v('--line'), done: v('--green'), failed: v('--red'), ready: v('--teal'), running: v('--blue')};
 }
 
+// At most one depth point each `step` ms (half a bar): the highest counts of the samples in it,
+// at the last one's time. A line that zigzags more often than a bar is wide draws over the whole
+// bar and hides it (the hour's samples come every 10 s, six to a bar of a few pixels).
+export function thinned(depth, step) {
+  const out = [];
+  let bin = null;
+  for (const d of depth) {
+    const b = Math.floor(d.at / step);
+    const last = out[out.length - 1];
+    if (last && b === bin) {
+      out[out.length - 1] = {at: d.at, ready: Math.max(last.ready || 0, d.ready || 0),
+                             running: Math.max(last.running || 0, d.running || 0)};
+    } else {
+      out.push(d);
+      bin = b;
+    }
+  }
+  return out;
+}
+
 export function drawChart(canvas, stats) {
   const dpr = window.devicePixelRatio || 1;
   const w = canvas.clientWidth;
@@ -47,7 +67,7 @@ export function drawChart(canvas, stats) {
   const from = stats.from;
   const to = stats.to;
   const throughput = (stats.throughput || []).filter((b) => b.at + stats.bucket_ms > from && b.at <= to);
-  const depth = (stats.depth || []).filter((d) => d.at >= from && d.at <= to);
+  const depth = thinned((stats.depth || []).filter((d) => d.at >= from && d.at <= to), stats.bucket_ms / 2);
   // The axis runs to the end of the current bucket, not to now: a bucket that began a moment ago
   // gets its whole width, where ending at now would leave its bar a sliver or nothing.
   const end = Math.max(to, ...throughput.map((b) => b.at + stats.bucket_ms));
