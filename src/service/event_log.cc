@@ -1,15 +1,10 @@
 #include "service/event_log.h"
 
-namespace tx::service {
+#include <utility>
 
-Result<std::vector<Event>> EventLog::Since(std::int64_t after_id, int limit) {
-  std::vector<Event> out;
-  TX_RETURN_IF_ERROR(store_.Read([&](store::Txn& txn) -> Status {
-    TX_ASSIGN_OR_RETURN(out, txn.ListEvents(after_id, limit));
-    return Ok();
-  }));
-  return out;
-}
+#include "store/row_codec.h"
+
+namespace tx::service {
 
 Result<std::vector<StoredEvent>> EventLog::StoredSince(std::int64_t after_id, int limit) {
   std::vector<StoredEvent> out;
@@ -18,6 +13,11 @@ Result<std::vector<StoredEvent>> EventLog::StoredSince(std::int64_t after_id, in
     return Ok();
   }));
   return out;
+}
+
+Result<std::vector<Event>> EventLog::Since(std::int64_t after_id, int limit) {
+  TX_ASSIGN_OR_RETURN(std::vector<StoredEvent> stored, StoredSince(after_id, limit));
+  return store::Parsed(std::move(stored));
 }
 
 Result<std::int64_t> EventLog::LastId() {
