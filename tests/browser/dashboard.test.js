@@ -337,6 +337,23 @@ describe('the dashboard of a running pool', () => {
     assert.match(await page.locator('#notify-banner').innerText(), /could not be delivered/);
   });
 
+  // The pixels of the canvas `selector` in the page's colour of done (run in the page).
+  const greenPixels = (selector) => {
+    const c = document.querySelector(selector);
+    // The probe is a canvas in memory too: an accelerated one is read back through the GPU
+    // process, which under load answers slowly or with transparent black (no colour matches).
+    const probe = document.createElement('canvas').getContext('2d', {willReadFrequently: true});
+    probe.fillStyle = getComputedStyle(document.documentElement).getPropertyValue('--green').trim();
+    probe.fillRect(0, 0, 1, 1);
+    const [r, g, b] = probe.getImageData(0, 0, 1, 1).data;
+    const data = c.getContext('2d', {willReadFrequently: true}).getImageData(0, 0, c.width, c.height).data;
+    let n = 0;
+    for (let i = 0; i < data.length; i += 4) {
+      if (Math.abs(data[i] - r) < 8 && Math.abs(data[i + 1] - g) < 8 && Math.abs(data[i + 2] - b) < 8 && data[i + 3] > 200) n++;
+    }
+    return n;
+  };
+
   test('the chart shows the last hour', async () => {
     // Tasks have finished by now: the chart counts them, and draws them in the colour of done. It
     // is redrawn a second or so after the last task finished (at most 3 s), so wait for the count.
@@ -346,25 +363,10 @@ describe('the dashboard of a running pool', () => {
     const done = await page.evaluate(chartDone);
     assert.ok(done >= 4, `the chart counts ${done} done tasks`);
     // Counted before drawn: the bars come with the next redraw, so wait for them too.
-    const greenPixels = () => {
-      const c = document.querySelector('#chart');
-      // The probe is a canvas in memory too: an accelerated one is read back through the GPU
-      // process, which under load answers slowly or with transparent black (no colour matches).
-      const probe = document.createElement('canvas').getContext('2d', {willReadFrequently: true});
-      probe.fillStyle = getComputedStyle(document.documentElement).getPropertyValue('--green').trim();
-      probe.fillRect(0, 0, 1, 1);
-      const [r, g, b] = probe.getImageData(0, 0, 1, 1).data;
-      const data = c.getContext('2d', {willReadFrequently: true}).getImageData(0, 0, c.width, c.height).data;
-      let n = 0;
-      for (let i = 0; i < data.length; i += 4) {
-        if (Math.abs(data[i] - r) < 8 && Math.abs(data[i + 1] - g) < 8 && Math.abs(data[i + 2] - b) < 8 && data[i + 3] > 200) n++;
-      }
-      return n;
-    };
     // (And the page redraws the chart every 15 s whatever happens: a canvas blanked meanwhile
     // shows again by then.)
-    await pageUntil(page, greenPixels, null, 20000).catch(() => {});
-    const green = await page.evaluate(greenPixels);
+    await pageUntil(page, greenPixels, '#chart', 20000).catch(() => {});
+    const green = await page.evaluate(greenPixels, '#chart');
     // What was drawn, to say why if nothing green was.
     const drawn = await page.evaluate(async () => {
       const c = document.querySelector('#chart');
@@ -389,25 +391,17 @@ describe('the dashboard of a running pool', () => {
     const to = 1795899665913;
     const depth = [[3, 2], [0, 1], [5, 0], [0, 3], [10, 1], [0, 3], [7, 1]].map(([ready, running], i) =>
       ({at: 1795899594173 + i * 10000, ready, running}));
-    const green = await page.evaluate(async ({to, depth}) => {
+    await page.evaluate(async ({to, depth}) => {
       const {drawChart} = await import('/assets/chart.js');
       const c = document.createElement('canvas');
+      c.id = 'burst';
       c.style.cssText = 'width: 375px; height: 170px; position: fixed; left: 0; top: 0';
       document.body.append(c);
       drawChart(c, {range: '1h', bucket_ms: 60000, from: to - 3600000, to, depth,
         throughput: [{at: 1795899600000, done: 10, failed: 1}]});
-      const probe = document.createElement('canvas').getContext('2d', {willReadFrequently: true});
-      probe.fillStyle = getComputedStyle(document.documentElement).getPropertyValue('--green').trim();
-      probe.fillRect(0, 0, 1, 1);
-      const [r, g, b] = probe.getImageData(0, 0, 1, 1).data;
-      const data = c.getContext('2d', {willReadFrequently: true}).getImageData(0, 0, c.width, c.height).data;
-      c.remove();
-      let n = 0;
-      for (let i = 0; i < data.length; i += 4) {
-        if (Math.abs(data[i] - r) < 8 && Math.abs(data[i + 1] - g) < 8 && Math.abs(data[i + 2] - b) < 8 && data[i + 3] > 200) n++;
-      }
-      return n;
     }, {to, depth});
+    const green = await page.evaluate(greenPixels, '#burst');
+    await page.evaluate(() => document.querySelector('#burst').remove());
     assert.ok(green > 0, 'the bar of 10 done tasks is hidden under the depth lines');
   });
 
