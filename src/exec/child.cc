@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/sanitizers.h"
 #include "exec/capped_log.h"
 #include "exec/cgroup.h"
 #include "exec/program.h"
@@ -175,7 +176,7 @@ void CloseOtherFds(int keep, int max_fd) {
 // most of what a spawn cost. RunChild only reads the plan and makes system calls, which is what
 // sharing the memory allows. Under AddressSanitizer, whose shadow memory the child would poison
 // on its own stack, a plain fork.
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(TX_ADDRESS_SANITIZER)
 pid_t StartChild(const ChildPlan& plan) {
   const pid_t pid = ::fork();
   if (pid == 0) RunChild(plan);

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/sanitizers.h"
+
 namespace tx::store::sqlite {
 
 namespace {
@@ -122,7 +124,7 @@ void Shutdown(void*) {}
 }  // namespace
 
 bool InstallSmallAlloc() {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(TX_ADDRESS_SANITIZER)
   return false;  // let AddressSanitizer see each of SQLite's blocks
 #endif
   static const sqlite3_mem_methods kMethods = {Malloc,  Free, Realloc,  Size,
