@@ -3,6 +3,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <random>
 
@@ -40,7 +41,35 @@ bool HasShape(std::string_view s, std::string_view prefix) {
 }
 }  // namespace
 
-std::string NewTaskId() { return Random("task-", kBase32, 8); }
+namespace {
+// The base32 characters in byte order, so that the ids of a run sort as their values do.
+constexpr std::string_view kBase32Sorted = "234567abcdefghijklmnopqrstuvwxyz";
+constexpr std::uint64_t kIdBits = 40;
+
+struct TaskIdRun {
+  std::uint64_t next = 0;
+  pid_t drawn_in = 0;  // 0: no run yet
+};
+thread_local TaskIdRun task_id_run;
+
+void StartTaskIdRun(pid_t pid) {
+  task_id_run.next = Rng()() & ((std::uint64_t{1} << kIdBits) - 1);
+  task_id_run.drawn_in = pid;
+}
+}  // namespace
+
+std::string NewTaskId() {
+  // Rng() reseeds itself in a forked child, whose run must not repeat its parent's either.
+  if (pid_t pid = ::getpid(); pid != task_id_run.drawn_in) StartTaskIdRun(pid);
+  std::uint64_t value = task_id_run.next;
+  task_id_run.next = (value + 1) & ((std::uint64_t{1} << kIdBits) - 1);
+  std::string out = "task-________";
+  for (std::size_t i = out.size(); i-- > 5; value >>= 5) out[i] = kBase32Sorted[value & 31];
+  return out;
+}
+
+void RestartTaskIds() { StartTaskIdRun(::getpid()); }
+
 std::string NewWorkerId() { return Random("worker-", kBase32, 8); }
 std::string NewToken() {
   unsigned char bytes[32];

@@ -40,12 +40,13 @@ Status TaskService::Insert(store::Txn& txn, Task& t, Millis now, const std::stri
   t.started_at = t.finished_at = 0;
   t.result.clear();
   t.error.clear();
-  // A fresh id, another if it is taken (the insert finds out as it writes).
+  // The thread's next id; if it is taken (the insert finds out as it writes), one from a new run.
   for (int tries = 0;; ++tries) {
     t.id = NewTaskId();
     TX_ASSIGN_OR_RETURN(bool inserted, txn.InsertNewTask(t));
     if (inserted) break;
     if (tries > 8) return Error::Internal("could not find a free task id");
+    RestartTaskIds();
   }
   // The event's data written out (keys in order, as a json object's dump would): a bulk add
   // spends no time building an object per task.
