@@ -27,7 +27,7 @@ TEST(NewTaskId, HasTheShapeItsCheckerExpects) {
 }
 
 // A thread's ids follow one another and sort in the order they were drawn (byte order, as the
-// store's index compares them), across a carry of every character.
+// store's index compares them), across 70,000 ids: carries up to the fourth character from the end.
 TEST(NewTaskId, ARunsIdsAreDistinctAndSortInTheOrderDrawn) {
   std::string before = NewTaskId();
   for (int i = 0; i < 70000; ++i) {
