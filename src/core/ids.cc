@@ -44,7 +44,7 @@ bool HasShape(std::string_view s, std::string_view prefix) {
 namespace {
 // The base32 characters in byte order, so that the ids of a run sort as their values do.
 constexpr std::string_view kBase32Sorted = "234567abcdefghijklmnopqrstuvwxyz";
-constexpr std::uint64_t kIdBits = 40;
+constexpr std::uint64_t kIdMask = (std::uint64_t{1} << 40) - 1;  // an id's 40 bits
 
 struct TaskIdRun {
   std::uint64_t next = 0;
@@ -53,7 +53,7 @@ struct TaskIdRun {
 thread_local TaskIdRun task_id_run;
 
 void StartTaskIdRun(pid_t pid) {
-  task_id_run.next = Rng()() & ((std::uint64_t{1} << kIdBits) - 1);
+  task_id_run.next = Rng()() & kIdMask;
   task_id_run.drawn_in = pid;
 }
 }  // namespace
@@ -62,7 +62,7 @@ std::string NewTaskId() {
   // Rng() reseeds itself in a forked child, whose run must not repeat its parent's either.
   if (pid_t pid = ::getpid(); pid != task_id_run.drawn_in) StartTaskIdRun(pid);
   std::uint64_t value = task_id_run.next;
-  task_id_run.next = (value + 1) & ((std::uint64_t{1} << kIdBits) - 1);
+  task_id_run.next = (value + 1) & kIdMask;
   std::string out = "task-________";
   for (std::size_t i = out.size(); i-- > 5; value >>= 5) out[i] = kBase32Sorted[value & 31];
   return out;
