@@ -1044,6 +1044,16 @@ TEST_F(ApiTest, ATaskLogIsTailedAndFollowedUntilItsAttemptEnds) {
   EXPECT_EQ(Client().Get("/api/tasks/" + id + "/log?attempt=1&follow=true")->body,
             "first\nsecond\n");  // an ended attempt: the whole log at once
   EXPECT_EQ(Get("/api/tasks/" + id + "/log?attempt=2").status, 404);
+
+  // A task that printed nothing has no log file: its log is empty, not missing.
+  std::string silent = AddOverHttp("silent", {{"command", {"true"}}});
+  ASSERT_TRUE(WaitFor([&] { return TxJson({"task", "show", silent})["status"] == "done"; }, 30s));
+  for (const char* query : {"", "?follow=true", "?tail=5", "?raw=true"}) {
+    auto empty = Client().Get("/api/tasks/" + silent + "/log" + query);
+    ASSERT_TRUE(empty) << query;
+    EXPECT_EQ(empty->status, 200) << query;
+    EXPECT_EQ(empty->body, "") << query;
+  }
   worker.Signal(SIGTERM);
   EXPECT_EQ(worker.Wait(30s), 0);
 }

@@ -138,6 +138,22 @@ TEST_F(WorkerTest, AnAgentThatExitsZeroCompletesTheTaskAndItsOutputIsLogged) {
   EXPECT_EQ(worker->Wait(30s), 0) << worker->Output();
 }
 
+TEST_F(WorkerTest, ASilentAttemptLeavesNoLogFileAndItsLogIsEmpty) {
+  std::string id = AddShellTask("exit 0");
+  auto worker = StartWorker();
+  ASSERT_TRUE(WaitForStatus(id, "done")) << worker->Output();
+  EXPECT_FALSE(fs::exists(Path(".tx/logs/" + id)));
+  RunResult r = Tx({"task", "log", id});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("attempt 1 printed nothing"), std::string::npos) << r.err;
+  r = Tx({"task", "log", id, "--follow"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "");
+  worker->Signal(SIGTERM);
+  EXPECT_EQ(worker->Wait(30s), 0) << worker->Output();
+}
+
 TEST_F(WorkerTest, TaskLogFollowPrintsTheOutputAsItComesUntilTheAttemptEnds) {
   std::string id = AddShellTask("for i in 1 2 3 4 5; do echo line $i; sleep 0.3; done");
   auto worker = StartWorker();

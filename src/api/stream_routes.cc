@@ -173,12 +173,9 @@ void ApiServer::TaskLog(const httplib::Request& req, httplib::Response& res) {
     std::string raw_path = store::AttemptRawLogPath(logs, id, n);
     if (FileSize(raw_path) >= 0 || FileSize(path) < 0) path = raw_path;
   }
+  // No file: the attempt has printed nothing (its log is made at its first byte).
   std::int64_t size = FileSize(path);
   bool running = attempt->status == ClaimStatus::kActive;
-  if (size < 0 && !running) {
-    return ReplyError(res,
-                      Error::NotFound("no log for task " + id + " attempt " + std::to_string(n)));
-  }
   std::int64_t from = *tail > 0 ? std::max<std::int64_t>(0, size - *tail) : 0;
   if (!*follow || !running) {
     res.status = 200;

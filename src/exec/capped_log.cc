@@ -60,8 +60,37 @@ Result<CappedLog> CappedLog::Open(const std::string& path, std::uint64_t cap) {
   return log;
 }
 
+Result<CappedLog> CappedLog::OpenOnFirstWrite(const std::string& path, std::uint64_t cap) {
+  namespace fs = std::filesystem;
+  // The nearest ancestor that exists must be a directory this process may create entries in.
+  fs::path dir = fs::path(path).parent_path();
+  struct stat st {};
+  while (!dir.empty() && ::stat(dir.c_str(), &st) != 0) {
+    if (errno != ENOENT) return PosixError("log directory '" + dir.string() + "'", errno);
+    if (dir == dir.parent_path()) break;
+    dir = dir.parent_path();
+  }
+  if (!dir.empty()) {
+    const fs::path asked = fs::path(path).parent_path();
+    if (!S_ISDIR(st.st_mode)) return PosixError("log directory '" + asked.string() + "'", ENOTDIR);
+    if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+      return PosixError("log directory '" + dir.string() + "'", errno);
+    }
+  }
+  CappedLog log;
+  log.deferred_path_ = path;
+  log.cap_ = cap;
+  return log;
+}
+
 void CappedLog::Append(std::string_view data) {
-  if (!fd_.valid() || data.empty()) return;
+  if (data.empty()) return;
+  if (!fd_.valid() && !deferred_path_.empty()) {
+    Result<CappedLog> opened = Open(deferred_path_, cap_);
+    deferred_path_.clear();
+    if (opened.ok()) *this = std::move(*opened);
+  }
+  if (!fd_.valid()) return;
   size_ += WriteAll(fd_.get(), data.data(), data.size());
   if (cap_ > 0 && size_ > cap_) DropHead();
 }

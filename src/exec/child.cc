@@ -276,7 +276,10 @@ Result<Child> Child::Spawn(const SpawnSpec& spec) {
   child.out_ = std::make_unique<Output>();
   Output& out = *child.out_;
   if (!spec.log_path.empty()) {
-    Result<CappedLog> log = CappedLog::Open(spec.log_path, spec.log_cap_bytes);
+    // Through the pipe, the log is made when the child first prints.
+    Result<CappedLog> log = spec.output_straight_to_log
+                                ? CappedLog::Open(spec.log_path, spec.log_cap_bytes)
+                                : CappedLog::OpenOnFirstWrite(spec.log_path, spec.log_cap_bytes);
     if (!log.ok()) return SpawnError(name, log.error().message());
     out.log = std::move(*log);
   }

@@ -176,6 +176,19 @@ TEST_F(ChildTest, ASighupIgnoredFromTheStartEndsNothing_Issue24) {
   EXPECT_EQ(by_default.Wait().signal, SIGHUP);
 }
 
+TEST_F(ChildTest, ASilentChildLeavesNoLogNorItsFolder) {
+  SpawnSpec spec = Spec({"print_and_exit.sh"});
+  spec.argv = {"/bin/true"};
+  Child child = Start(spec);
+  EXPECT_EQ(child.Wait().Classify(), Class::kSuccess);
+  EXPECT_EQ(child.output_bytes(), 0u);
+  EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(log_).parent_path()))
+      << "a folder was made for a log nobody wrote";
+  // Its first byte makes both.
+  Start(Spec({"print_and_exit.sh", "0", "late"})).Wait();
+  EXPECT_TRUE(Contains(ReadAll(log_), "stdout: late\n")) << ReadAll(log_);
+}
+
 TEST_F(ChildTest, LogIsAppendedTo) {
   Start(Spec({"print_and_exit.sh", "0", "first"})).Wait();
   Start(Spec({"print_and_exit.sh", "0", "second"})).Wait();

@@ -35,7 +35,8 @@ struct SpawnSpec {
   std::vector<std::string> env;
   // Working directory of the child; empty = the worker's.
   std::string cwd;
-  // stdout and stderr both go to this file (created 0600, appended to); empty = discarded
+  // stdout and stderr both go to this file (created 0600, appended to; through the pipe, created
+  // with its directory at the first byte, so a silent child leaves none); empty = discarded
   // (still read, so the child never blocks on a full pipe and last_output_at stays meaningful).
   std::string log_path;
   // Once the log grows past this, its head is dropped and the newest half kept, after a one-line
