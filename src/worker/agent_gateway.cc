@@ -61,6 +61,19 @@ void WriteAll(int fd, const std::string& data) {
   }
 }
 
+// Something accepts connections on the Unix socket at `path` (a full backlog counts: the
+// connect does not wait).
+bool Listening(const std::string& path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr.sun_path) return true;  // not ours to judge
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  exec::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!fd.valid()) return true;
+  return ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0 ||
+         (errno != ECONNREFUSED && errno != ENOENT);
+}
+
 void Signal(int eventfd) {
   std::uint64_t one = 1;
   (void)!::write(eventfd, &one, sizeof one);
@@ -105,6 +118,25 @@ Result<std::unique_ptr<AgentGateway>> AgentGateway::Start(std::string tx_binary,
   }
   return std::unique_ptr<AgentGateway>(new AgentGateway(
       std::move(tx_binary), dir, std::move(listener), std::move(stop), std::move(cancel)));
+}
+
+int AgentGateway::SweepStale(const std::string& parent, std::chrono::seconds min_age) {
+  namespace fs = std::filesystem;
+  const uid_t me = ::geteuid();
+  const time_t now = ::time(nullptr);
+  int removed = 0;
+  std::error_code ec;
+  for (fs::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec)) {
+    const fs::path& dir = it->path();
+    if (dir.filename().string().rfind("tx-agent-", 0) != 0) continue;
+    struct stat st {};
+    if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != me) continue;
+    if (now - st.st_mtime < min_age.count() || Listening((dir / "tx.sock").string())) continue;
+    std::error_code gone;
+    fs::remove_all(dir, gone);
+    if (!gone) ++removed;
+  }
+  return removed;
 }
 
 AgentGateway::AgentGateway(std::string tx_binary, std::string dir, exec::UniqueFd listener,

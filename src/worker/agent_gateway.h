@@ -14,6 +14,7 @@
 // The end of an admission cancels a command of its attempt still running. Destroying the gateway
 // stops the thread and removes the socket and its directory.
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -63,6 +64,13 @@ class AgentGateway {
                                                      const std::string& parent = "/tmp");
   ~AgentGateway();
   AgentGateway(const AgentGateway&) = delete;
+
+  // Removes the gateway directories under `parent` that a worker killed with SIGKILL left behind
+  // (it could not remove its own): this user's tx-agent-* directories older than `min_age` whose
+  // socket no one listens on. The age spares a gateway between its directory and its listen.
+  // Returns how many were removed.
+  static int SweepStale(const std::string& parent = "/tmp",
+                        std::chrono::seconds min_age = std::chrono::seconds(60));
   AgentGateway& operator=(const AgentGateway&) = delete;
 
   const std::string& dir() const { return dir_; }

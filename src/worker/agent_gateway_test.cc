@@ -1,7 +1,9 @@
 #include "worker/agent_gateway.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -82,6 +84,51 @@ TEST_F(AgentGatewayTest, AnotherKeyOrAnEndedAttemptsIsRefused) {
   r = Ask(gateway_->socket_path(), {"task", "show"}, b.access().key);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "task show task-bbbbbbbb\n");
+}
+
+// A directory as AgentGateway::Start makes it under `parent`, its mtime set `age` in the past;
+// with `socket`, a Unix socket bound in it that no one listens on (its worker was SIGKILLed).
+std::string GatewayDir(const std::string& parent, std::chrono::seconds age, bool socket) {
+  std::string dir = parent + "/tx-agent-XXXXXX";
+  EXPECT_NE(::mkdtemp(dir.data()), nullptr);
+  if (socket) {
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::string path = dir + "/tx.sock";
+    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+    exec::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    EXPECT_EQ(::bind(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr), 0);
+  }
+  timespec times[2] = {{::time(nullptr) - age.count(), 0}, {::time(nullptr) - age.count(), 0}};
+  EXPECT_EQ(::utimensat(AT_FDCWD, dir.c_str(), times, 0), 0);
+  return dir;
+}
+
+TEST(AgentGatewaySweepTest, RemovesOnlyOldDirectoriesWhoseSocketNoOneListensOn) {
+  std::string parent = (std::filesystem::temp_directory_path() / "tx-sweep-XXXXXX").string();
+  ASSERT_NE(::mkdtemp(parent.data()), nullptr);
+  using std::chrono::seconds;
+  std::string dead = GatewayDir(parent, seconds(600), true);
+  std::string never_bound = GatewayDir(parent, seconds(600), false);
+  std::string young = GatewayDir(parent, seconds(0), true);
+  Result<std::unique_ptr<AgentGateway>> live = AgentGateway::Start("/bin/echo", parent);
+  ASSERT_TRUE(live.ok()) << live.error().message();
+  timespec old[2] = {{::time(nullptr) - 600, 0}, {::time(nullptr) - 600, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, (*live)->dir().c_str(), old, 0), 0);
+  std::string other = parent + "/not-a-gateway";
+  ASSERT_TRUE(std::filesystem::create_directory(other));
+  ASSERT_EQ(::utimensat(AT_FDCWD, other.c_str(), old, 0), 0);
+
+  EXPECT_EQ(AgentGateway::SweepStale(parent, seconds(60)), 2);
+  EXPECT_FALSE(std::filesystem::exists(dead));
+  EXPECT_FALSE(std::filesystem::exists(never_bound));
+  EXPECT_TRUE(std::filesystem::exists(young)) << "it may be a gateway about to listen";
+  EXPECT_TRUE(std::filesystem::exists((*live)->socket_path()));
+  EXPECT_TRUE(std::filesystem::exists(other));
+  EXPECT_EQ(Ask((*live)->socket_path(), {"task", "show"}, "no-key").exit_code, 2)
+      << "the live gateway still answers";
+  live->reset();
+  std::filesystem::remove_all(parent);
 }
 
 TEST_F(AgentGatewayTest, ItsDirectoryGoesWithIt) {

@@ -138,6 +138,10 @@ Status WorkerRuntime::Start() {
   spdlog::info("worker {} registered (name {}, slot {}, queues {}, pid {})", me.id, me.name,
                me.slot.empty() ? "-" : me.slot, nlohmann::json(me.queues).dump(), getpid());
 
+  if (int swept = AgentGateway::SweepStale(); swept > 0) {
+    spdlog::info("removed {} agent socket folder(s) of workers that were killed", swept);
+  }
+
   // Said at start: the default agent's program missing here means this worker runs nothing
   // but commands and other profiles' tasks.
   if (auto it = unavailable_.find(config_.agent); it != unavailable_.end()) {
