@@ -519,6 +519,8 @@ TEST_F(McpTest, TaskNoteFromTheCliIsFencedByTheToken_Issue22) {
   std::string token = Claim(id);
   RunResult ok = Tx({"task", "note", "step one done"}, AgentEnv(id, token));
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  // No log yet (the worker makes it at the agent's first byte): the note makes it.
+  EXPECT_EQ(testing::ReadFile(Path(".tx/logs/" + id + "/1.log")), "[tx] note: step one done\n");
   RunResult flags =
       Tx({"task", "note", "--task", id, "--token", token, "--", "-two"}, {{"TX_DB", Db()}});
   EXPECT_EQ(flags.exit_code, 0) << flags.err;

@@ -473,13 +473,15 @@ Handler SetupTaskReview(CLI::App& cmd) {
 
 namespace {
 
-// Appends the note to the log of the attempt that made it, where that log is on this machine
-// (O_APPEND, as the worker writes it; a log that does not exist is left so). Best effort: the
-// note is already in the store.
+// Appends the note to the log of the attempt that made it, in this machine's logs (O_APPEND, as
+// the worker writes it). The worker makes the log at its agent's first byte, so a note may come
+// first and make it. Best effort: the note is already in the store.
 void AppendNoteToLog(const std::string& logs_dir, const std::string& task_id, int attempt,
                      const std::string& text) {
   std::string path = store::AttemptLogPath(logs_dir, task_id, attempt);
-  int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return;
   std::string line = "[tx] note: " + text;
   std::replace(line.begin(), line.end(), '\n', ' ');
