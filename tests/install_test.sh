@@ -57,7 +57,9 @@ serve_check() {
   dir=$(mktemp -d "$SCRATCH/serve.XXXXXX")
   (cd "$dir" && "$bin/tx" init >/dev/null)
   check "tx init ($bin/tx)" $? 
-  (cd "$dir" && exec "$bin/tx" serve --http 127.0.0.1:0 >"$dir/serve.out" 2>&1) &
+  # The loader's bindings are kept: the C++ library must be tx's own copy for every library.
+  (cd "$dir" && LD_DEBUG=bindings LD_DEBUG_OUTPUT="$dir/bindings" \
+    exec "$bin/tx" serve --http 127.0.0.1:0 >"$dir/serve.out" 2>&1) &
   local pid=$! url=""
   PIDS+=("$pid")
   for _ in $(seq 100); do
@@ -79,6 +81,13 @@ serve_check() {
   check "the installed server answers /api/tasks with tx init's token" $?
   kill "$pid" 2>/dev/null
   wait "$pid" 2>/dev/null
+  # tx links libstdc++ in and exports it (cmake/libstdcxx_exports.cmake); cpp-httplib still loads
+  # libstdc++.so, but no other library may bind to it: two copies would split its state.
+  local split
+  split=$(cat "$dir"/bindings.* | grep 'normal symbol' | grep -v "binding file [^ ]*libstdc++" |
+    grep ' to [^ ]*libstdc++' | head -3)
+  [[ -z $split ]] && grep -q "binding file [^ ]*libtx_http.so .* to $bin/tx " "$dir"/bindings.*
+  check "the module and its libraries use tx's libstdc++, not libstdc++.so" $? "$split"
 }
 
 # commands_of TX: every command path its --help lists ("init", "task add", ...).
@@ -106,6 +115,9 @@ shared_checks() {
   # No RUNPATH: the loader would look in tx's own directory for every library tx links.
   [[ -z $(readelf -d "$bin/tx" | grep -E 'RUNPATH|RPATH') ]]
   check "tx has no RUNPATH" $? "$(readelf -d "$bin/tx" | grep -E 'RUNPATH|RPATH')"
+  # The C++ libraries are linked in (CMakeLists.txt: tx_spdlog, tx_fmt, tx_toml, libstdc++).
+  [[ -z $(readelf -d "$bin/tx" | grep -E 'NEEDED.*(stdc\+\+|spdlog|fmt|toml)') ]]
+  check "tx loads no C++ library" $? "$(readelf -d "$bin/tx" | grep NEEDED)"
   [[ $("$bin/tx" --version) == "tx "* ]]
   check "tx --version" $? "$("$bin/tx" --version 2>&1)"
 

@@ -8,7 +8,8 @@
 // in LIBDIR/tx of the prefix it is installed in (TX_HTTP_MODULE_DIR). Not by a RUNPATH: the
 // loader would then look in tx's directory for every library tx links, ~100 failed opens at each
 // start of every tx process. Its code calls the rest of tx in the executable, which exports the
-// symbols it needs (CMakeLists.txt).
+// symbols it needs (CMakeLists.txt), and the C++ library tx links in
+// (cmake/libstdcxx_exports.cmake).
 // Each layer that reaches into it names its own entry, a constant defined in the module with C
 // linkage (worker/remote.h, notify/sinks.h, cli/http_api.h), and declares it weak as well: a
 // program that links the object defining an entry (a test of HttpCoordinator, of the webhook)
