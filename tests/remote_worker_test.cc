@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -479,11 +480,16 @@ TEST_F(RemoteWorkerTest, KeptAliveCallsDoNotWaitForDelayedAcksIssue5) {
   r.hostname = "elsewhere";
   tx::Result<tx::Worker> w = fleet.Register(r, nullptr);
   ASSERT_TRUE(w.ok()) << w.error().message();
-  auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < 20; ++i) {
+  // A delayed ACK held each call 40-88 ms. The median call, not the sum: a sanitized build on a
+  // loaded machine has slow calls too (20 took over 400 ms once, beside a parallel build).
+  std::vector<std::chrono::steady_clock::duration> calls;
+  for (int i = 0; i < 21; ++i) {
+    auto start = std::chrono::steady_clock::now();
     ASSERT_TRUE(fleet.Heartbeat(w->id, {}).ok());
+    calls.push_back(std::chrono::steady_clock::now() - start);
   }
-  EXPECT_LT(std::chrono::steady_clock::now() - start, 400ms);  // it was 20 x 88 ms
+  std::nth_element(calls.begin(), calls.begin() + 10, calls.end());
+  EXPECT_LT(calls[10], 30ms);
 }
 
 TEST_F(RemoteWorkerTest, BadFlagsAreRefusedBeforeAnythingRuns) {
