@@ -4,7 +4,7 @@
 #
 # Why: the kernel maps a program's text 64 KB around each page it faults on, so functions run
 # from all over the file make nearly all of it resident in every process. Side by side, an idle
-# worker holds ~2.6 MB of tx's text instead of ~5.8 (docs/performance.md).
+# worker holds ~3.0 MB of tx's text instead of ~5.7 (docs/performance.md).
 #
 # Each function has a section of its own, .text.NAME; a constructor or destructor that the
 # profile names as its complete-object symbol (C1, D1) is an alias of the base-object one (C2,
