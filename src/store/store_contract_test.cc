@@ -1461,6 +1461,92 @@ TEST(SqliteStore, ClosingLeavesASmallWalAndCheckpointsABigOne) {
   fs::remove_all(dir);
 }
 
+// The read system calls this process has made (/proc/self/io's syscr counts read and pread).
+std::int64_t ReadCalls() {
+  std::ifstream io("/proc/self/io");
+  std::string key;
+  std::int64_t value = -1;
+  while (io >> key >> value) {
+    if (key == "syscr:") return value;
+  }
+  return -1;
+}
+
+// The first opener of a store rebuilds the WAL index from the WAL it finds, reading it ahead in
+// large pieces rather than a read a frame; what it read ahead never serves a later read, which
+// another connection's writes (over a restarted WAL) may have changed.
+TEST(SqliteStore, TheFirstOpenerReadsTheWalBackInFewReadsAndSeesLaterWrites) {
+  char tmpl[] = "/tmp/tx-store-XXXXXX";
+  std::string dir = mkdtemp(tmpl);
+  std::string path = dir + "/tx.db";
+  auto append = [&](Store& s, int transactions) {
+    for (int i = 0; i < transactions; ++i) {
+      Event e{0, "x", 1, "", "", {{"i", std::to_string(i)}}};
+      ASSERT_TRUE(s.Write([&](Txn& txn) { return txn.AppendEvent(e); }).ok());
+    }
+  };
+  auto last_event = [&](Store& s) {
+    std::int64_t last = -1;
+    EXPECT_TRUE(s.Read([&](Txn& txn) -> Status {
+                   TX_ASSIGN_OR_RETURN(last, txn.LastEventId());
+                   return Ok();
+                 }).ok());
+    return last;
+  };
+  {
+    auto s = Open({path, true});
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    append(**s, 150);
+  }
+  ASSERT_TRUE(fs::exists(path + "-wal"));
+  auto frames = static_cast<std::int64_t>((fs::file_size(path + "-wal") - 32) / (1024 + 24));
+  ASSERT_GE(frames, 200) << "150 commits left in the WAL, a frame or two each";
+
+  std::int64_t before = ReadCalls();
+  ASSERT_GE(before, 0) << "no /proc/self/io";
+  auto first = Open({path, false});
+  ASSERT_TRUE(first.ok()) << first.error().message();
+  EXPECT_EQ(last_event(**first), 150);
+  std::int64_t reads = ReadCalls() - before;
+  EXPECT_LT(reads, frames / 4) << reads << " reads to open a store and read back " << frames
+                               << " WAL frames";
+  first->reset();
+
+  // A WAL of one read-ahead's length, read back by a first opener; then another connection
+  // restarts the WAL and writes new frames over the bytes that were read ahead: the first reads
+  // them from the file.
+  auto checkpoint = [&](const char* mode) {
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+    std::string sql = std::string("PRAGMA wal_checkpoint(") + mode + ")";
+    EXPECT_EQ(sqlite3_exec(raw, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK)
+        << sqlite3_errmsg(raw);
+    sqlite3_close(raw);
+  };
+  checkpoint("TRUNCATE");
+  {
+    auto s = Open({path, false});
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    append(**s, 20);
+  }
+  first = Open({path, false});
+  ASSERT_TRUE(first.ok()) << first.error().message();
+  EXPECT_EQ(last_event(**first), 170);
+  checkpoint("RESTART");
+  auto second = Open({path, false});
+  ASSERT_TRUE(second.ok()) << second.error().message();
+  append(**second, 10);
+  EXPECT_EQ(last_event(**first), 180);
+  append(**second, 30);
+  EXPECT_EQ(last_event(**first), 210);
+  first->reset();
+  second->reset();
+  auto third = Open({path, false});
+  ASSERT_TRUE(third.ok()) << third.error().message();
+  EXPECT_EQ(last_event(**third), 210);
+  fs::remove_all(dir);
+}
+
 // A new SQLite store in a fresh folder, taken back to an older schema by `undo` (SQL run on it):
 // how the migration tests make a store an older tx wrote. Returns the store's path.
 std::string StoreUndoneBy(const char* undo) {

@@ -12,8 +12,9 @@
 // - no checkpoint when the connection closes unless the WAL it last wrote holds
 //   kCloseCheckpointFrames or more (see ~Db);
 // - a VFS shim that writes each committed transaction's WAL frames with one system call instead
-//   of two per frame (db.cc, namespace walbatch). The file format, locking and the bytes written
-//   are SQLite's own, so other programs (the sqlite3 shell) can open the store as usual.
+//   of two per frame, and reads the WAL back in large reads when it rebuilds the WAL index, not
+//   one a frame (db.cc, namespace walbatch). The file format, locking and the bytes written are
+//   SQLite's own, so other programs (the sqlite3 shell) can open the store as usual.
 
 #include <sqlite3.h>
 
