@@ -98,7 +98,7 @@ worker_pids() {
   for pid in $(pool_pids); do
     ppid=$(awk '{ print $4 }' "/proc/$pid/stat" 2>/dev/null) || continue
     [[ -n $ppid ]] || continue
-    tr '\0' '\n' <"/proc/$ppid/environ" 2>/dev/null | grep -qxF "TX_POOL_DB=$DB" || echo "$pid"
+    tr '\0' '\n' 2>/dev/null <"/proc/$ppid/environ" | grep -qxF "TX_POOL_DB=$DB" || echo "$pid"
   done
   return 0
 }
@@ -169,7 +169,7 @@ chaos_add() {
 }
 add_tasks "$TASKS" "$ADDERS" chaos_add
 if [[ $FAILED != 0 ]]; then
-  echo "$PASSED passed, $FAILED failed"
+  report
   exit 1
 fi
 
@@ -481,5 +481,5 @@ echo "summary: $TASKS tasks, $WORKERS workers, $kills workers killed, $orch_kill
   "kills/restarts ($adopted workers adopted, $gone found gone), $claims_total claims ($died worker_died, $crashed worker.crashed events," \
   "$agent_runs agent runs finished); drain $(secs $((t3 - t2))) s, stop $(secs $((t4 - t3))) s," \
   "total $(secs $((t5 - T0))) s"
-echo "$PASSED passed, $FAILED failed"
+report
 [[ $FAILED == 0 ]]

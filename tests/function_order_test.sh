@@ -48,5 +48,5 @@ check "cmake/tx.functions names tx's functions ($known of $listed; rerun scripts
 readelf -d "$TX" | grep -q '(RELR)'
 check "tx's relative relocations are packed (DT_RELR)" $?
 
-echo "$PASSED passed, $FAILED failed"
+report
 [[ $FAILED == 0 ]]

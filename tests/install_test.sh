@@ -267,5 +267,5 @@ else
   echo "note  systemd-analyze is not installed here (or the package was only unpacked): the units were not verified"
 fi
 
-echo "$PASSED passed, $FAILED failed"
+report
 [[ $FAILED == 0 ]]

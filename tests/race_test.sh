@@ -245,6 +245,7 @@ PYEOF
 echo "$verify_out"
 PASSED=$((PASSED + $(count '^ok ' <<<"$verify_out")))
 FAILED=$((FAILED + $(count '^FAIL ' <<<"$verify_out")))
+mapfile -t -O "${#FAILED_NAMES[@]}" FAILED_NAMES < <(sed -n 's/^FAIL  \([^:]*\).*/\1/p' <<<"$verify_out")
 if ! grep -q '^ok    every task has exactly one attempt' <<<"$verify_out" &&
    ! grep -q '^FAIL  every task has exactly one attempt' <<<"$verify_out"; then
   check "the JSON verification ran to the end" 1
@@ -252,5 +253,5 @@ fi
 
 t4=$(now_ms)
 echo "verified in $(((t4 - t3) / 1000)).$(((t4 - t3) % 1000 / 100)) s; total $(((t4 - t0) / 1000)) s"
-echo "$PASSED passed, $FAILED failed"
+report
 [[ $FAILED == 0 ]]

@@ -4,6 +4,8 @@
 
 PASSED=0
 FAILED=0
+FAILED_NAMES=()  # the names of the checks that failed
+
 check() {  # check NAME CONDITION-RESULT(0 = pass) [DETAIL]
   local name=$1 ok=$2 detail=${3:-}
   if [[ $ok == 0 ]]; then
@@ -11,8 +13,20 @@ check() {  # check NAME CONDITION-RESULT(0 = pass) [DETAIL]
     echo "ok    $name"
   else
     FAILED=$((FAILED + 1))
+    FAILED_NAMES+=("$name")
     echo "FAIL  $name${detail:+: $detail}"
   fi
+}
+
+# report: the last lines of a test's output: the checks that failed, by name (a log cut to its
+# end still says which), then "N passed, M failed".
+report() {
+  if ((FAILED > 0)); then
+    local names
+    printf -v names '%s; ' "${FAILED_NAMES[@]}"
+    echo "failed: ${names%; }"
+  fi
+  echo "$PASSED passed, $FAILED failed"
 }
 
 # use_store: where the test's store lives. TX_SHELL_BACKEND=postgres (ctest's *_pg variants) makes a
