@@ -147,23 +147,24 @@ Status ReadWorker(const Stmt& s, Worker& w) {
   return Ok();
 }
 
+// `w` must outlive the statement's run: its strings are bound without a copy.
 void BindWorker(Stmt& s, const Worker& w) {
-  s.Bind(1, w.id)
-      .Bind(2, w.name)
-      .Bind(3, w.slot)
-      .Bind(4, w.hostname)
+  s.BindKept(1, w.id)
+      .BindKept(2, w.name)
+      .BindKept(3, w.slot)
+      .BindKept(4, w.hostname)
       .Bind(5, w.pid)
       .Bind(6, ListText(w.capabilities))
       .Bind(7, ListText(w.queues))
-      .Bind(8, ToString(w.status))
+      .BindKept(8, ToString(w.status))
       .Bind(9, w.heartbeat_interval_ms)
       .Bind(10, w.registered_at)
       .Bind(11, w.last_heartbeat_at)
-      .Bind(12, w.current_task_id)
-      .Bind(13, w.reason)
+      .BindKept(12, w.current_task_id)
+      .BindKept(13, w.reason)
       .Bind(14, w.metadata.dump())
-      .Bind(15, ToString(w.request))
-      .Bind(16, w.pool)
+      .BindKept(15, ToString(w.request))
+      .BindKept(16, w.pool)
       .Bind(17, w.beat_steady)
       .Bind(18, w.busy_heartbeat_interval_ms);
 }
@@ -289,7 +290,7 @@ class SqliteTxn final : public Txn {
 
   Result<std::optional<Task>> GetTask(std::string_view id) override {
     TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("SELECT " TASK_COLS " FROM tasks WHERE id = ?1"));
-    s.Bind(1, id);
+    s.BindKept(1, id);
     return ReadOne<Task>(s, ReadTask);
   }
 
@@ -368,12 +369,12 @@ class SqliteTxn final : public Txn {
 #undef TASK_STATE_SET
     TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare(t.seq > 0 ? by_seq : by_id));
     if (t.seq > 0) s.Bind(10, t.seq);
-    s.Bind(1, t.id)
-        .Bind(2, ToString(t.status))
+    s.BindKept(1, t.id)
+        .BindKept(2, ToString(t.status))
         .Bind(3, t.attempt)
         .Bind(4, t.run_after)
-        .Bind(5, t.result)
-        .Bind(6, t.error)
+        .BindKept(5, t.result)
+        .BindKept(6, t.error)
         .Bind(7, t.updated_at)
         .Bind(8, t.started_at)
         .Bind(9, t.finished_at);
@@ -480,7 +481,7 @@ class SqliteTxn final : public Txn {
   Result<std::vector<std::string>> ListDependents(std::string_view task_id) override {
     TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("SELECT task_id FROM task_deps WHERE depends_on = ?1 "
                                             "ORDER BY task_id"));
-    s.Bind(1, task_id);
+    s.BindKept(1, task_id);
     return ReadAll<std::string>(s,
                                 [](const Stmt& st) -> Result<std::string> { return st.Text(0); });
   }
@@ -514,16 +515,16 @@ class SqliteTxn final : public Txn {
                             "lease_ms, lease_expires_at, renewed_count, status, ended_at, "
                             "end_reason, exit_code, lease_expires_steady) VALUES (?1, ?2, ?3, "
                             "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"));
-    s.Bind(1, c.task_id)
-        .Bind(2, c.worker_id)
+    s.BindKept(1, c.task_id)
+        .BindKept(2, c.worker_id)
         .Bind(3, c.attempt)
         .Bind(4, c.claimed_at)
         .Bind(5, c.lease_ms)
         .Bind(6, c.lease_expires_at)
         .Bind(7, c.renewed_count)
-        .Bind(8, ToString(c.status))
+        .BindKept(8, ToString(c.status))
         .Bind(9, c.ended_at)
-        .Bind(10, ToString(c.end_reason))
+        .BindKept(10, ToString(c.end_reason))
         .Bind(11, c.exit_code)
         .Bind(12, c.lease_expires_steady);
     TX_RETURN_IF_ERROR(s.Run());
@@ -540,9 +541,9 @@ class SqliteTxn final : public Txn {
         .Bind(2, c.lease_ms)
         .Bind(3, c.lease_expires_at)
         .Bind(4, c.renewed_count)
-        .Bind(5, ToString(c.status))
+        .BindKept(5, ToString(c.status))
         .Bind(6, c.ended_at)
-        .Bind(7, ToString(c.end_reason))
+        .BindKept(7, ToString(c.end_reason))
         .Bind(8, c.exit_code)
         .Bind(9, c.lease_expires_steady);
     TX_RETURN_IF_ERROR(s.Run());
@@ -558,7 +559,7 @@ class SqliteTxn final : public Txn {
   Result<std::optional<Claim>> GetActiveClaimForTask(std::string_view task_id) override {
     TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("SELECT " CLAIM_COLS " FROM claims "
                                             "WHERE task_id = ?1 AND status = 'active'"));
-    s.Bind(1, task_id);
+    s.BindKept(1, task_id);
     return ReadOne<Claim>(s, ReadClaim);
   }
 
@@ -615,7 +616,7 @@ class SqliteTxn final : public Txn {
 
   Result<int> CountClaimsForTask(std::string_view task_id) override {
     TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("SELECT count(*) FROM claims WHERE task_id = ?1"));
-    s.Bind(1, task_id);
+    s.BindKept(1, task_id);
     TX_ASSIGN_OR_RETURN(bool row, s.Step());
     return row ? static_cast<int>(s.Int(0)) : 0;
   }
@@ -645,7 +646,7 @@ class SqliteTxn final : public Txn {
 
   Result<std::optional<Worker>> GetWorker(std::string_view id) override {
     TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("SELECT " WORKER_COLS " FROM workers WHERE id = ?1"));
-    s.Bind(1, id);
+    s.BindKept(1, id);
     return ReadOne<Worker>(s, ReadWorker);
   }
 
@@ -706,7 +707,7 @@ class SqliteTxn final : public Txn {
                          const std::string& worker_id, std::string_view data) override {
     TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("INSERT INTO events (type, at, task_id, worker_id, "
                                             "data) VALUES (?1, ?2, ?3, ?4, ?5)"));
-    s.Bind(1, type).Bind(2, at).Bind(3, task_id).Bind(4, worker_id).Bind(5, data);
+    s.BindKept(1, type).Bind(2, at).BindKept(3, task_id).BindKept(4, worker_id).BindKept(5, data);
     return s.Run();
   }
 
