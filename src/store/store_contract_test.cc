@@ -1547,6 +1547,92 @@ TEST(SqliteStore, TheFirstOpenerReadsTheWalBackInFewReadsAndSeesLaterWrites) {
   fs::remove_all(dir);
 }
 
+// A worker update that leaves the status as this transaction read it does not set it (SQLite
+// would rewrite workers_live's entry, a page more in the WAL: a beat, or a report and the next
+// claim); every status a transaction gives a worker is kept, and the index stays whole.
+TEST(SqliteStore, AWorkerUpdateThatKeepsItsStatusWritesNoIndexPageAndEveryChangeIsKept) {
+  char tmpl[] = "/tmp/tx-store-XXXXXX";
+  std::string dir = mkdtemp(tmpl);
+  std::string path = dir + "/tx.db";
+  auto s = Open({path, true});
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  Worker w;
+  w.id = "worker-aaaaaaaa";
+  w.name = "w";
+  w.status = WorkerStatus::kIdle;
+  ASSERT_TRUE((*s)->Write([&](Txn& txn) { return txn.InsertWorker(w); }).ok());
+  auto frames = [&] {
+    return static_cast<std::int64_t>(fs::file_size(path + "-wal") / (1024 + 24));
+  };
+  // update(status, beat): reads the worker, sets the two, writes it back; returns the frames the
+  // commit wrote.
+  auto update = [&](WorkerStatus status, Millis beat) {
+    std::int64_t before = frames();
+    EXPECT_TRUE((*s)->Write([&](Txn& txn) -> Status {
+                      TX_ASSIGN_OR_RETURN(std::optional<Worker> got, txn.GetWorker(w.id));
+                      if (!got) return Error::NotFound("no worker");
+                      got->status = status;
+                      got->last_heartbeat_at = beat;
+                      return txn.UpdateWorker(*got);
+                    })
+                    .ok());
+    return frames() - before;
+  };
+  auto listed = [&](WorkerStatus status) {
+    std::size_t n = 0;
+    EXPECT_TRUE((*s)->Read([&](Txn& txn) -> Status {
+                      TX_ASSIGN_OR_RETURN(std::vector<Worker> ws, txn.ListWorkers({status}));
+                      n = ws.size();
+                      return Ok();
+                    })
+                    .ok());
+    return n;
+  };
+  std::int64_t changed = update(WorkerStatus::kBusy, 1'000);
+  std::int64_t kept = update(WorkerStatus::kBusy, 2'000);
+  EXPECT_EQ(kept, changed - 1) << "a beat that keeps the status writes the worker's page only";
+  EXPECT_EQ(listed(WorkerStatus::kBusy), 1u);
+  EXPECT_EQ(update(WorkerStatus::kIdle, 3'000), changed);
+  EXPECT_EQ(listed(WorkerStatus::kIdle), 1u);
+  EXPECT_EQ(listed(WorkerStatus::kBusy), 0u);
+
+  // Within one transaction: read idle, set busy, set busy again, then stopped: the last holds.
+  ASSERT_TRUE((*s)->Write([&](Txn& txn) -> Status {
+                    TX_ASSIGN_OR_RETURN(std::optional<Worker> got, txn.GetWorker(w.id));
+                    if (!got) return Error::NotFound("no worker");
+                    got->status = WorkerStatus::kBusy;
+                    TX_RETURN_IF_ERROR(txn.UpdateWorker(*got));
+                    got->current_task_id = "task-aaaaaaaa";
+                    TX_RETURN_IF_ERROR(txn.UpdateWorker(*got));
+                    got->status = WorkerStatus::kStopped;
+                    return txn.UpdateWorker(*got);
+                  })
+                  .ok());
+  ASSERT_TRUE((*s)->Read([&](Txn& txn) -> Status {
+                    TX_ASSIGN_OR_RETURN(std::optional<Worker> got, txn.GetWorker(w.id));
+                    EXPECT_TRUE(got && got->status == WorkerStatus::kStopped &&
+                                got->current_task_id == "task-aaaaaaaa");
+                    return Ok();
+                  })
+                  .ok());
+  EXPECT_EQ(listed(WorkerStatus::kBusy), 0u);
+  EXPECT_EQ(listed(WorkerStatus::kStopped), 1u);
+  s->reset();
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+  std::string check;
+  sqlite3_exec(
+      raw, "PRAGMA integrity_check",
+      [](void* out, int, char** row, char**) {
+        *static_cast<std::string*>(out) += row[0] != nullptr ? row[0] : "";
+        return 0;
+      },
+      &check, nullptr);
+  sqlite3_close(raw);
+  EXPECT_EQ(check, "ok");
+  fs::remove_all(dir);
+}
+
 // A new SQLite store in a fresh folder, taken back to an older schema by `undo` (SQL run on it):
 // how the migration tests make a store an older tx wrote. Returns the store's path.
 std::string StoreUndoneBy(const char* undo) {

@@ -627,27 +627,39 @@ class SqliteTxn final : public Txn {
                                     "?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
                                     "?16, ?17, ?18)"));
     BindWorker(s, w);
-    return s.Run();
+    TX_RETURN_IF_ERROR(s.Run());
+    RememberStatus(w.id, w.status);
+    return Ok();
   }
 
   Status UpdateWorker(const Worker& w) override {
-    TX_ASSIGN_OR_RETURN(
-        Stmt s, db_.Prepare("UPDATE workers SET name = ?2, slot = ?3, hostname = ?4, pid = ?5, "
-                            "capabilities = ?6, queues = ?7, status = ?8, "
-                            "heartbeat_interval_ms = ?9, registered_at = ?10, "
-                            "last_heartbeat_at = ?11, current_task_id = ?12, reason = ?13, "
-                            "metadata = ?14, request = ?15, pool = ?16, beat_steady = ?17, "
-                            "busy_heartbeat_interval_ms = ?18 "
-                            "WHERE id = ?1"));
+    // A worker's status is the key and the filter of workers_live: an UPDATE that sets it makes
+    // SQLite rewrite the index entry (one more B-tree page in the WAL) even when it is unchanged,
+    // as it is in a beat or between two tasks. When this transaction knows the stored status and
+    // it stays, the status column is left out.
+#define WORKER_SET_BUT_STATUS                                                               \
+  "UPDATE workers SET name = ?2, slot = ?3, hostname = ?4, pid = ?5, capabilities = ?6, "   \
+  "queues = ?7, heartbeat_interval_ms = ?9, registered_at = ?10, last_heartbeat_at = ?11, " \
+  "current_task_id = ?12, reason = ?13, metadata = ?14, request = ?15, pool = ?16, "        \
+  "beat_steady = ?17, busy_heartbeat_interval_ms = ?18"
+    const char* keep_status = WORKER_SET_BUT_STATUS " WHERE id = ?1";
+    const char* set_status = WORKER_SET_BUT_STATUS ", status = ?8 WHERE id = ?1";
+#undef WORKER_SET_BUT_STATUS
+    std::optional<WorkerStatus> stored = KnownStatus(w.id);
+    TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare(stored == w.status ? keep_status : set_status));
     BindWorker(s, w);
     TX_RETURN_IF_ERROR(s.Run());
-    return ExpectChange(db_, "worker " + w.id);
+    TX_RETURN_IF_ERROR(ExpectChange(db_, "worker " + w.id));
+    RememberStatus(w.id, w.status);
+    return Ok();
   }
 
   Result<std::optional<Worker>> GetWorker(std::string_view id) override {
     TX_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("SELECT " WORKER_COLS " FROM workers WHERE id = ?1"));
     s.BindKept(1, id);
-    return ReadOne<Worker>(s, ReadWorker);
+    TX_ASSIGN_OR_RETURN(std::optional<Worker> w, ReadOne<Worker>(s, ReadWorker));
+    if (w) RememberStatus(w->id, w->status);
+    return w;
   }
 
   Result<std::vector<Worker>> ListWorkers(const std::vector<WorkerStatus>& statuses) override {
@@ -988,8 +1000,27 @@ class SqliteTxn final : public Txn {
   }
 
  private:
+  // The status of a worker's row as this transaction last read or wrote it (only UpdateWorker
+  // and InsertWorker change a worker's status), or nullopt when it has not.
+  std::optional<WorkerStatus> KnownStatus(std::string_view id) const {
+    for (const auto& [known_id, status] : worker_status_) {
+      if (known_id == id) return status;
+    }
+    return std::nullopt;
+  }
+  void RememberStatus(const std::string& id, WorkerStatus status) {
+    for (auto& [known_id, known] : worker_status_) {
+      if (known_id == id) {
+        known = status;
+        return;
+      }
+    }
+    worker_status_.emplace_back(id, status);
+  }
+
   Db& db_;
   bool made_ready_ = false;
+  std::vector<std::pair<std::string, WorkerStatus>> worker_status_;  // a transaction's few
 };
 
 // One orchestrator runs per SQLite store, so it always leads.
