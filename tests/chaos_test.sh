@@ -429,7 +429,8 @@ q "no lease expired or was lost" "" \
 # Every death here is a killed process, seen through it (pidfd, or gone at an orchestrator's
 # start) — none is a live worker judged dead by its heartbeats.
 q "every dead worker is one whose process exited (worker.crashed)" "" \
-  "SELECT worker_id FROM events d WHERE d.type = 'worker.dead' AND NOT EXISTS
+  "SELECT d.worker_id || ' at ' || d.at || ': ' || d.data FROM events d
+    WHERE d.type = 'worker.dead' AND NOT EXISTS
      (SELECT 1 FROM events c WHERE c.type = 'worker.crashed' AND c.worker_id = d.worker_id)"
 q "no worker is live" "" \
   "SELECT id, slot, status, pid FROM workers WHERE status NOT IN ('stopped', 'dead')"

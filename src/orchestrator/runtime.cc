@@ -187,6 +187,23 @@ Status Orchestrator::Start() {
   return Ok();
 }
 
+namespace {
+
+// How long a leftover worker whose environment could not be read is given to finish exiting.
+constexpr int kExitWaitMs = 500;
+
+// Whether the process behind `pidfd` exits within `wait_ms` (or has).
+bool ExitsWithin(int pidfd, int wait_ms) {
+  pollfd p{pidfd, POLLIN, 0};
+  int rc;
+  do {
+    rc = ::poll(&p, 1, wait_ms);
+  } while (rc < 0 && errno == EINTR);
+  return rc > 0;
+}
+
+}  // namespace
+
 // What a previous orchestrator on this host left: workers still running in our slots (they got
 // SIGTERM when it died and are draining) are adopted until they exit; registered workers whose
 // process is gone are dead now, not two heartbeat intervals from now.
@@ -201,19 +218,31 @@ void Orchestrator::AdoptOrCleanUpLeftovers() {
     if (w.hostname != hostname_ || w.pid <= 0) continue;
     pid_t pid = static_cast<pid_t>(w.pid);
     if (exec::ProcessAlive(pid)) {
-      int index = SlotIndex(w.slot);
-      bool ours =
-          w.pool == id_ && exec::ProcessHasEnvironmentEntry(pid, "TX_POOL_DB=" + config_.db_path);
-      if (!ours || index < 1 || index > pool_->desired() || orphans_.count(w.slot)) continue;
-      exec::UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
-      if (!pidfd.valid()) continue;
-      spdlog::info(
-          "{}: adopting worker {} (pid {}) left by the previous orchestrator; the slot "
-          "starts again once it has finished",
-          w.slot, w.id, pid);
-      pool_->Adopt(index, pid, now);
-      orphans_[w.slot] = Orphan{pid, std::move(pidfd)};
-      continue;
+      // The pidfd before the look at its environment: a worker killed meanwhile (its
+      // environment then reads empty) is found gone here, or seen to exit once adopted, and not
+      // left for its silence to be taken for a hung worker's.
+      int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+      bool died = fd < 0 && errno == ESRCH;
+      exec::UniqueFd pidfd(fd);
+      if (!died) {
+        int index = SlotIndex(w.slot);
+        bool ours =
+            w.pool == id_ && exec::ProcessHasEnvironmentEntry(pid, "TX_POOL_DB=" + config_.db_path);
+        if (ours && pidfd.valid() && index >= 1 && index <= pool_->desired() &&
+            !orphans_.count(w.slot)) {
+          spdlog::info(
+              "{}: adopting worker {} (pid {}) left by the previous orchestrator; the slot "
+              "starts again once it has finished",
+              w.slot, w.id, pid);
+          pool_->Adopt(index, pid, now);
+          orphans_[w.slot] = Orphan{pid, std::move(pidfd)};
+          continue;
+        }
+        // Our pool's worker whose environment does not name this store was exiting while it
+        // was read, or its pid is another process's now (then it stays as it is).
+        died = w.pool == id_ && !ours && pidfd.valid() && ExitsWithin(pidfd.get(), kExitWaitMs);
+        if (!died) continue;
+      }
     }
     KillAgentAndSay(w, hostname_, config_.container_engines);
     Result<Worker> dead =
