@@ -1379,6 +1379,21 @@ INSTANTIATE_TEST_SUITE_P(Postgres, StoreContract,
 
 // File-only behaviour.
 
+// A fresh folder for a SQLite store of a test's own, removed with what is in it when the test
+// ends, however it ends.
+struct ScratchStore {
+  ScratchStore() {
+    char tmpl[] = "/tmp/tx-store-XXXXXX";
+    dir = mkdtemp(tmpl);
+    path = dir + "/tx.db";
+  }
+  ~ScratchStore() { fs::remove_all(dir); }
+  ScratchStore(const ScratchStore&) = delete;
+  ScratchStore& operator=(const ScratchStore&) = delete;
+  std::string dir;
+  std::string path;
+};
+
 TEST(SqliteStore, OpeningAMissingStoreWithoutCreateSaysToRunInit) {
   auto s = Open({"/tmp/tx-definitely-missing/tx.db", false});
   ASSERT_FALSE(s.ok());
@@ -1386,9 +1401,8 @@ TEST(SqliteStore, OpeningAMissingStoreWithoutCreateSaysToRunInit) {
 }
 
 TEST(SqliteStore, RefusesASchemaNewerThanItKnows) {
-  char tmpl[] = "/tmp/tx-store-XXXXXX";
-  std::string dir = mkdtemp(tmpl);
-  std::string path = dir + "/tx.db";
+  ScratchStore scratch;
+  const std::string& path = scratch.path;
   ASSERT_TRUE(Open({path, true}).ok());
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
@@ -1399,13 +1413,11 @@ TEST(SqliteStore, RefusesASchemaNewerThanItKnows) {
   EXPECT_NE(s.error().message().find("schema version 99, newer than this tx knows"),
             std::string::npos)
       << s.error().message();
-  fs::remove_all(dir);
 }
 
 TEST(SqliteStore, ReopeningKeepsDataAndAppliesNoMigrationTwice) {
-  char tmpl[] = "/tmp/tx-store-XXXXXX";
-  std::string dir = mkdtemp(tmpl);
-  std::string path = dir + "/tx.db";
+  ScratchStore scratch;
+  const std::string& path = scratch.path;
   {
     auto s = Open({path, true});
     ASSERT_TRUE(s.ok());
@@ -1420,15 +1432,13 @@ TEST(SqliteStore, ReopeningKeepsDataAndAppliesNoMigrationTwice) {
                     return Ok();
                   })
                   .ok());
-  fs::remove_all(dir);
 }
 
 // A one-transaction command leaves the WAL for the next process (no checkpoint's fsyncs at
 // exit); a connection that grew the WAL past 500 frames still checkpoints and removes it.
 TEST(SqliteStore, ClosingLeavesASmallWalAndCheckpointsABigOne) {
-  char tmpl[] = "/tmp/tx-store-XXXXXX";
-  std::string dir = mkdtemp(tmpl);
-  std::string path = dir + "/tx.db";
+  ScratchStore scratch;
+  const std::string& path = scratch.path;
   auto append = [&](int events, std::size_t bytes) {
     auto s = Open({path, true});
     ASSERT_TRUE(s.ok()) << s.error().message();
@@ -1458,7 +1468,6 @@ TEST(SqliteStore, ClosingLeavesASmallWalAndCheckpointsABigOne) {
   append(2'000, 1'000);  // a page an event at least: past 500 frames
   EXPECT_FALSE(fs::exists(path + "-wal")) << "checkpointed into the store and removed";
   EXPECT_EQ(events(), 2'001);
-  fs::remove_all(dir);
 }
 
 // The read system calls this process has made (/proc/self/io's syscr counts read and pread).
@@ -1476,9 +1485,8 @@ std::int64_t ReadCalls() {
 // large pieces rather than a read a frame; what it read ahead never serves a later read, which
 // another connection's writes (over a restarted WAL) may have changed.
 TEST(SqliteStore, TheFirstOpenerReadsTheWalBackInFewReadsAndSeesLaterWrites) {
-  char tmpl[] = "/tmp/tx-store-XXXXXX";
-  std::string dir = mkdtemp(tmpl);
-  std::string path = dir + "/tx.db";
+  ScratchStore scratch;
+  const std::string& path = scratch.path;
   auto append = [&](Store& s, int transactions) {
     for (int i = 0; i < transactions; ++i) {
       Event e{0, "x", 1, "", "", {{"i", std::to_string(i)}}};
@@ -1544,16 +1552,14 @@ TEST(SqliteStore, TheFirstOpenerReadsTheWalBackInFewReadsAndSeesLaterWrites) {
   auto third = Open({path, false});
   ASSERT_TRUE(third.ok()) << third.error().message();
   EXPECT_EQ(last_event(**third), 210);
-  fs::remove_all(dir);
 }
 
 // A worker update that leaves the status as this transaction read it does not set it (SQLite
 // would rewrite workers_live's entry, a page more in the WAL: a beat, or a report and the next
 // claim); every status a transaction gives a worker is kept, and the index stays whole.
 TEST(SqliteStore, AWorkerUpdateThatKeepsItsStatusWritesNoIndexPageAndEveryChangeIsKept) {
-  char tmpl[] = "/tmp/tx-store-XXXXXX";
-  std::string dir = mkdtemp(tmpl);
-  std::string path = dir + "/tx.db";
+  ScratchStore scratch;
+  const std::string& path = scratch.path;
   auto s = Open({path, true});
   ASSERT_TRUE(s.ok()) << s.error().message();
   Worker w;
@@ -1630,7 +1636,6 @@ TEST(SqliteStore, AWorkerUpdateThatKeepsItsStatusWritesNoIndexPageAndEveryChange
       &check, nullptr);
   sqlite3_close(raw);
   EXPECT_EQ(check, "ok");
-  fs::remove_all(dir);
 }
 
 // A new SQLite store in a fresh folder, taken back to an older schema by `undo` (SQL run on it):
@@ -1716,9 +1721,8 @@ TEST(SqliteStore, VersionNineGivesOlderWorkersNoBusyInterval) {
 // Tokens are the claims' rowids: deleting the newest claim would hand its token out again, so the
 // schema refuses any delete. A new store also gets small pages (less WAL written per claim).
 TEST(SqliteStore, RefusesToDeleteAClaimItsTaskOrItsWorker) {
-  char tmpl[] = "/tmp/tx-store-XXXXXX";
-  std::string dir = mkdtemp(tmpl);
-  std::string path = dir + "/tx.db";
+  ScratchStore scratch;
+  const std::string& path = scratch.path;
   {
     auto s = Open({path, true});
     ASSERT_TRUE(s.ok());
@@ -1764,15 +1768,14 @@ TEST(SqliteStore, RefusesToDeleteAClaimItsTaskOrItsWorker) {
   EXPECT_EQ(sqlite3_column_int(st, 0), 1);
   sqlite3_finalize(st);
   sqlite3_close(db);
-  fs::remove_all(dir);
 }
 
 // An idle worker sleeps on the watch: a commit by another connection that makes a task ready
 // must make it readable; other commits need not.
 TEST(SqliteStore, ACommitThatMakesATaskReadyWakesTheWatch) {
-  char tmpl[] = "/tmp/tx-store-XXXXXX";
-  std::string dir = mkdtemp(tmpl);
-  std::string path = dir + "/tx.db";
+  ScratchStore scratch;
+  const std::string& path = scratch.path;
+  const std::string& dir = scratch.dir;
   auto watcher = Open({path, true});
   ASSERT_TRUE(watcher.ok());
   auto watch = (*watcher)->Watch();
@@ -1818,7 +1821,6 @@ TEST(SqliteStore, ACommitThatMakesATaskReadyWakesTheWatch) {
   auto none = (*memory)->Watch();
   ASSERT_TRUE(none.ok());
   EXPECT_EQ((*none)->fd(), -1);
-  fs::remove_all(dir);
 }
 
 TEST(SqliteStore, RefusesAnUnknownSynchronousMode) {
