@@ -6,7 +6,6 @@
 #include <spdlog/spdlog.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +17,7 @@
 #include "core/json.h"
 #include "exec/atomic_file.h"
 #include "exec/container.h"
+#include "exec/pidfd.h"
 #include "exec/process_info.h"
 #include "orchestrator/agent_cleanup.h"
 #include "orchestrator/process_liveness.h"
@@ -192,16 +192,6 @@ namespace {
 // How long a leftover worker whose environment could not be read is given to finish exiting.
 constexpr int kExitWaitMs = 500;
 
-// Whether the process behind `pidfd` exits within `wait_ms` (or has).
-bool ExitsWithin(int pidfd, int wait_ms) {
-  pollfd p{pidfd, POLLIN, 0};
-  int rc;
-  do {
-    rc = ::poll(&p, 1, wait_ms);
-  } while (rc < 0 && errno == EINTR);
-  return rc > 0;
-}
-
 }  // namespace
 
 // What a previous orchestrator on this host left: workers still running in our slots (they got
@@ -221,9 +211,9 @@ void Orchestrator::AdoptOrCleanUpLeftovers() {
       // The pidfd before the look at its environment: a worker killed meanwhile (its
       // environment then reads empty) is found gone here, or seen to exit once adopted, and not
       // left for its silence to be taken for a hung worker's.
-      int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
-      bool died = fd < 0 && errno == ESRCH;
-      exec::UniqueFd pidfd(fd);
+      exec::ProcessHandle process = exec::OpenProcess(pid);
+      exec::UniqueFd& pidfd = process.pidfd;
+      bool died = process.gone;
       if (!died) {
         int index = SlotIndex(w.slot);
         bool ours =
@@ -240,7 +230,7 @@ void Orchestrator::AdoptOrCleanUpLeftovers() {
         }
         // Our pool's worker whose environment does not name this store was exiting while it
         // was read, or its pid is another process's now (then it stays as it is).
-        died = w.pool == id_ && !ours && pidfd.valid() && ExitsWithin(pidfd.get(), kExitWaitMs);
+        died = w.pool == id_ && !ours && exec::ExitsWithin(pidfd.get(), kExitWaitMs);
         if (!died) continue;
       }
     }
@@ -312,6 +302,8 @@ void Orchestrator::Apply(const std::vector<Action>& actions) {
         spdlog::info("{}: draining worker (pid {})", a.slot, a.pid);
         if (auto it = children_.find(a.slot); it != children_.end()) {
           it->second.Signal(SIGTERM);
+        } else if (auto orphan = orphans_.find(a.slot); orphan != orphans_.end()) {
+          exec::SignalProcess(orphan->second.pidfd.get(), orphan->second.pid, SIGTERM);
         } else if (a.pid > 0) {
           ::kill(a.pid, SIGTERM);
         }
@@ -791,7 +783,7 @@ void Orchestrator::KillRemaining() {
     kill_agent(child.pid());
   }
   for (auto& [slot, orphan] : orphans_) {
-    ::kill(orphan.pid, SIGKILL);
+    exec::SignalProcess(orphan.pidfd.get(), orphan.pid, SIGKILL);
     kill_agent(orphan.pid);
   }
 }
@@ -810,20 +802,6 @@ void Orchestrator::HandleSignals() {
     if (sig == SIGCHLD) ReapChildren();
   }
 }
-
-namespace {
-
-// Through its pidfd where there is one, so that a process gone meanwhile (its pid reused) is
-// never signalled by mistake.
-void SignalProcess(int pidfd, pid_t pid, int sig) {
-#ifdef SYS_pidfd_send_signal
-  if (pidfd >= 0 && ::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0) == 0) return;
-  if (pidfd >= 0 && errno == ESRCH) return;
-#endif
-  ::kill(pid, sig);
-}
-
-}  // namespace
 
 void Orchestrator::Hangup() {
   std::string done;  // what was done, for the one line that says it
@@ -861,11 +839,11 @@ void Orchestrator::Hangup() {
   int told = 0;
   for (auto& [slot, child] : children_) {
     if (child.exited()) continue;
-    SignalProcess(child.exit_fd(), child.pid(), SIGHUP);
+    exec::SignalProcess(child.exit_fd(), child.pid(), SIGHUP);
     ++told;
   }
   for (auto& [slot, orphan] : orphans_) {
-    SignalProcess(orphan.pidfd.get(), orphan.pid, SIGHUP);
+    exec::SignalProcess(orphan.pidfd.get(), orphan.pid, SIGHUP);
     ++told;
   }
   did("passed on to " + std::to_string(told) + (told == 1 ? " worker" : " workers"));
