@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -301,6 +302,48 @@ TEST_F(ApiTest, AnArrayOfTasksIsAddedInOneTransactionOrNotAtAll) {
         << c.body.substr(0, 80) << " → " << refused.body.dump();
   }
   EXPECT_EQ(TaskCount(), 3u) << "a refused array wrote something";
+}
+
+// A big array's tasks are decoded on another thread while the first are inserted: the first task
+// refused, in order, is the one named, whether its decoding or the service refuses it, and the
+// tasks are added in the array's order.
+TEST_F(ApiTest, ABigArrayIsAddedInItsOrderAndItsFirstRefusedTaskIsNamed) {
+  Serve();
+  auto array = [](int n, const std::map<int, std::string>& odd) {
+    std::string body = "[";
+    for (int i = 1; i <= n; ++i) {
+      if (i > 1) body += ",";
+      auto it = odd.find(i);
+      body += it != odd.end() ? it->second : R"({"title":"t)" + std::to_string(i) + R"("})";
+    }
+    return body + "]";
+  };
+  const std::string typo = R"({"titel":"typo"})";
+  const std::string unknown_after = R"({"title":"x","after":["task-zzzzzzzz"]})";
+  struct Case {
+    std::string body;
+    std::string message;
+  };
+  std::vector<Case> cases = {
+      {array(1'000, {{777, typo}, {900, typo}}), "task 777: unknown field 'titel'"},
+      {array(1'000, {{250, unknown_after}, {600, typo}}),
+       "task 250: task task-zzzzzzzz (in --after) not found"},
+      {array(1'000, {{30, typo}, {250, unknown_after}}), "task 30: unknown field 'titel'"},
+  };
+  for (const auto& c : cases) {
+    Reply refused = Post("/api/tasks", c.body, token_);
+    EXPECT_TRUE(refused.status == 400 || refused.status == 404) << refused.status;
+    EXPECT_EQ(refused.body["error"].value("message", ""), c.message) << refused.body.dump();
+  }
+  EXPECT_EQ(TaskCount(), 0u) << "a refused array wrote something";
+
+  Reply added = Post("/api/tasks", array(1'000, {}), token_);
+  ASSERT_EQ(added.status, 201) << added.body.dump();
+  ASSERT_EQ(added.body["added"], 1'000);
+  ASSERT_EQ(added.body["ids"].size(), 1'000u);
+  for (int i : {0, 99, 100, 555, 999}) {
+    EXPECT_EQ(TxJson({"task", "show", added.body["ids"][i]})["title"], "t" + std::to_string(i + 1));
+  }
 }
 
 TEST_F(ApiTest, CancellingATaskInARepositoryRemovesItsWorktreeAndKeepsItsBranch) {

@@ -23,6 +23,7 @@
 #include "git/worktree.h"
 #include "service/agent_service.h"
 #include "service/claim_service.h"
+#include "service/draft_pipeline.h"
 #include "service/task_service.h"
 #include "service/worker_service.h"
 #include "store/location.h"
@@ -33,8 +34,9 @@ namespace {
 
 using nlohmann::json;
 
-// POST /api/tasks with an array: every task decoded and prepared as a single one is, then added in
-// one transaction, all or none; a refusal names the task by its place ("task 3: ...").
+// POST /api/tasks with an array: every task decoded and prepared as a single one is, and added in
+// one transaction, all or none; a refusal names the task by its place ("task 3: ..."). A big
+// array's tasks are decoded on another core while the transaction inserts the ones before them.
 Result<json> AddTaskArray(const worker::WorkerConfig& config, store::Store& store,
                           const service::ServiceOptions& opts, const json& body) {
   if (body.empty()) return Error::InvalidArgument("the array holds no task");
@@ -42,23 +44,30 @@ Result<json> AddTaskArray(const worker::WorkerConfig& config, store::Store& stor
     return Error::InvalidArgument("an array adds at most " + std::to_string(kMaxTasksPerPost) +
                                   " tasks (this one has " + std::to_string(body.size()) + ")");
   }
-  std::vector<Task> drafts;
-  std::vector<std::string> labels;
-  drafts.reserve(body.size());
-  for (std::size_t i = 0; i < body.size(); ++i) {
-    std::string label = "task " + std::to_string(i + 1);
-    auto at = [&](const Error& e) { return Error(e.code(), label + ": " + e.message()); };
-    if (!body[i].is_object()) return at(Error::InvalidArgument("must be a JSON object"));
-    Result<Task> t = DecodeAndPrepareNewTask(body[i], config);
-    if (!t.ok()) return at(t.error());
-    drafts.push_back(std::move(*t));
-    labels.push_back(std::move(label));
-  }
+  auto label = [](std::size_t i) { return "task " + std::to_string(i + 1); };
+  // Runs of 100: an array of 1,000 (the peers' bulk chunk) has its inserts start after a tenth
+  // of the decoding; one helper keeps ahead of the inserts, which cost four times as much.
+  service::DraftPipeline drafts(
+      body.size(),
+      [&](std::size_t i) -> Result<Task> {
+        auto at = [&](const Error& e) { return Error(e.code(), label(i) + ": " + e.message()); };
+        if (!body[i].is_object()) return at(Error::InvalidArgument("must be a JSON object"));
+        Result<Task> t = DecodeAndPrepareNewTask(body[i], config);
+        if (!t.ok()) return at(t.error());
+        return t;
+      },
+      label, {.run_items = 100, .items_for_threads = 200, .max_threads = 1});
   service::TaskService tasks(store, store.clock(), opts);
-  TX_ASSIGN_OR_RETURN(std::vector<Task> added, tasks.AddMany(std::move(drafts), labels));
+  TX_ASSIGN_OR_RETURN(std::size_t added, tasks.AddEach([&](std::size_t i, std::string& name) {
+    return drafts.At(i, name);
+  }));
   json ids = json::array();
-  for (const Task& t : added) ids.push_back(t.id);
-  return json{{"added", added.size()}, {"ids", std::move(ids)}};
+  std::string name;
+  for (std::size_t i = 0; i < added; ++i) {
+    TX_ASSIGN_OR_RETURN(const Task* t, drafts.At(i, name));
+    ids.push_back(t->id);
+  }
+  return json{{"added", added}, {"ids", std::move(ids)}};
 }
 
 bool Mutating(const std::string& method) { return method != "GET" && method != "HEAD"; }
