@@ -35,18 +35,26 @@ namespace {
 using nlohmann::json;
 
 // POST /api/tasks with an array: every task decoded and prepared as a single one is, and added in
-// one transaction, all or none; a refusal names the task by its place ("task 3: ..."). A big
-// array's tasks are decoded on another core while the transaction inserts the ones before them.
+// one transaction, all or none; a refusal names the first task refused, in the array's order, by
+// its place ("task 3: ..."). A big array's tasks are decoded on a helper thread while the first
+// are inserted; a small one, one with git work (a repo: git runs for each), or one that got no
+// helper is decoded whole before the transaction, so that none of it runs under the store's
+// write lock.
 Result<json> AddTaskArray(const worker::WorkerConfig& config, store::Store& store,
-                          const service::ServiceOptions& opts, const json& body) {
+                          const service::ServiceOptions& opts, const json& body,
+                          service::HelperBudget& helpers) {
   if (body.empty()) return Error::InvalidArgument("the array holds no task");
   if (body.size() > kMaxTasksPerPost) {
     return Error::InvalidArgument("an array adds at most " + std::to_string(kMaxTasksPerPost) +
                                   " tasks (this one has " + std::to_string(body.size()) + ")");
   }
   auto label = [](std::size_t i) { return "task " + std::to_string(i + 1); };
+  bool git = std::any_of(body.begin(), body.end(),
+                         [](const json& t) { return t.is_object() && t.contains("repo"); });
   // Runs of 100: an array of 1,000 (the peers' bulk chunk) has its inserts start after a tenth
   // of the decoding; one helper keeps ahead of the inserts, which cost four times as much.
+  service::DraftPipeline::Options pipeline{
+      .run_items = 100, .items_for_threads = git ? SIZE_MAX : 200, .max_threads = 1};
   service::DraftPipeline drafts(
       body.size(),
       [&](std::size_t i) -> Result<Task> {
@@ -56,11 +64,13 @@ Result<json> AddTaskArray(const worker::WorkerConfig& config, store::Store& stor
         if (!t.ok()) return at(t.error());
         return t;
       },
-      label, {.run_items = 100, .items_for_threads = 200, .max_threads = 1});
+      label, pipeline, &helpers);
+  if (drafts.helpers() == 0) drafts.DecodeAll();
   service::TaskService tasks(store, store.clock(), opts);
-  TX_ASSIGN_OR_RETURN(std::size_t added, tasks.AddEach([&](std::size_t i, std::string& name) {
-    return drafts.At(i, name);
-  }));
+  TX_ASSIGN_OR_RETURN(
+      std::size_t added,
+      tasks.AddEach([&](std::size_t i, std::string& name) { return drafts.At(i, name); },
+                    body.size()));
   json ids = json::array();
   std::string name;
   for (std::size_t i = 0; i < added; ++i) {
@@ -459,7 +469,7 @@ void ApiServer::AddTasks(const httplib::Request& req, httplib::Response& res) {
   ReplyWithStore(stores_, res, 201, [&](store::Store& store) -> Result<JsonText> {
     TX_ASSIGN_OR_RETURN(json body, ParseBody(req.body));
     if (body.is_array()) {
-      TX_ASSIGN_OR_RETURN(json added, AddTaskArray(config_, store, opts, body));
+      TX_ASSIGN_OR_RETURN(json added, AddTaskArray(config_, store, opts, body, decode_helpers_));
       return JsonText{added.dump()};
     }
     if (!body.is_object()) {

@@ -25,6 +25,7 @@
 #include "core/mutex.h"
 #include "core/thread_annotations.h"
 #include "core/worker.h"
+#include "service/draft_pipeline.h"
 #include "service/options.h"
 #include "service/worker_wire.h"
 #include "worker/budgets_source.h"
@@ -153,6 +154,8 @@ class ApiServer {
   std::unique_ptr<worker::BudgetsSource> budgets_;
   // config.toml beside the store, read anew for each branch's diff and merge ([git]).
   std::string config_path_;
+  // Threads that decode big arrays of tasks while they are inserted, shared by every request.
+  service::HelperBudget decode_helpers_{4};
   bool loopback_ = false;       // every address the host resolves to is a loopback one
   AuthFailures auth_failures_;  // clients that present wrong tokens, slowed down
   StorePool stores_;

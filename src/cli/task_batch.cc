@@ -1,5 +1,7 @@
 #include "cli/task_batch.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 
 #include "api/new_task.h"
@@ -36,9 +38,15 @@ Result<std::unique_ptr<TaskBatch>> TaskBatch::Read(std::istream& in,
 
 TaskBatch::TaskBatch(Key, std::vector<Line> lines, const worker::WorkerConfig& config)
     : lines_(std::move(lines)), config_(config) {
+  // A line that may name a repo (a title may say "repo" too: then only the helpers are lost).
+  bool git = std::any_of(lines_.begin(), lines_.end(), [](const Line& l) {
+    return l.text.find("\"repo\"") != std::string::npos;
+  });
+  service::DraftPipeline::Options options = kPipeline;
+  if (git) options.items_for_threads = SIZE_MAX;
   pipeline_.emplace(
       lines_.size(), [this](std::size_t i) { return Decode(i); },
-      [this](std::size_t i) { return "line " + std::to_string(lines_[i].number); }, kPipeline);
+      [this](std::size_t i) { return "line " + std::to_string(lines_[i].number); }, options);
 }
 
 Result<Task> TaskBatch::Decode(std::size_t i) const {

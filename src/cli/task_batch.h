@@ -4,7 +4,8 @@
 // that does not decode, or a task the config or the service refuses, is named by its line number
 // ("line 7: field 'title' is required"), and nothing is written. A big batch's lines are decoded
 // on the machine's other cores while the transaction inserts the ones before them
-// (service::DraftPipeline).
+// (service::DraftPipeline); a batch with git work (a "repo": git runs for each) is decoded whole
+// first, so that git never runs under the store's write lock.
 
 #include <cstddef>
 #include <istream>
@@ -37,6 +38,13 @@ class TaskBatch {
   // (the config's git isolation, known agent profiles), and its label ("line 7"); nullptr after
   // the last; the line's error, named, if it does not decode. TaskService::AddEach's DraftAt.
   Result<Task*> At(std::size_t i, std::string& label) { return pipeline_->At(i, label); }
+  // How many lines hold a task.
+  std::size_t size() const { return lines_.size(); }
+  // With no helper thread (a small batch, one with git work, one core), decodes every line
+  // now, before the transaction: none of it then runs under the store's write lock.
+  void DecodeNowIfUnhelped() {
+    if (pipeline_->helpers() == 0) pipeline_->DecodeAll();
+  }
 
  private:
   Result<Task> Decode(std::size_t i) const;

@@ -126,10 +126,12 @@ Status AddBatch(Context& ctx, const CLI::App& cmd, const std::string& source) {
   TX_ASSIGN_OR_RETURN(std::unique_ptr<TaskBatch> batch,
                       TaskBatch::Read(source == "-" ? std::cin : file, config));
   TX_ASSIGN_OR_RETURN(store::Store * store, ctx.Store());
+  batch->DecodeNowIfUnhelped();
   service::TaskService tasks(*store, ctx.clock(), ctx.options());
-  TX_ASSIGN_OR_RETURN(std::size_t added, tasks.AddEach([&](std::size_t i, std::string& label) {
-    return batch->At(i, label);
-  }));
+  TX_ASSIGN_OR_RETURN(
+      std::size_t added,
+      tasks.AddEach([&](std::size_t i, std::string& label) { return batch->At(i, label); },
+                    batch->size()));
   nlohmann::json ids = nlohmann::json::array();
   std::string label;
   for (std::size_t i = 0; i < added; ++i) {

@@ -1,16 +1,18 @@
 #include "service/draft_pipeline.h"
 
 #include <algorithm>
+#include <exception>
+#include <system_error>
 
 namespace tx::service {
 
-std::atomic<int> DraftPipeline::helpers_in_process_{0};
-
-DraftPipeline::DraftPipeline(std::size_t items, Decode decode, Label label, Options options)
+DraftPipeline::DraftPipeline(std::size_t items, Decode decode, Label label, Options options,
+                             HelperBudget* budget)
     : items_(items),
       decode_(std::move(decode)),
       label_(std::move(label)),
       options_(options),
+      budget_(budget),
       decoded_(runs()) {
   {
     MutexLock lock(mu_);
@@ -20,14 +22,16 @@ DraftPipeline::DraftPipeline(std::size_t items, Decode decode, Label label, Opti
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   unsigned wanted = std::min(cores - 1, options_.max_threads);
   for (unsigned t = 0; t < wanted; ++t) {
-    if (helpers_in_process_.fetch_add(1) >= kMaxHelpers) {
-      helpers_in_process_.fetch_sub(1);
+    if (budget_ != nullptr && !budget_->TryTake()) break;
+    try {
+      threads_.emplace_back([this] {
+        DecodeRuns();
+        if (budget_ != nullptr) budget_->Give();
+      });
+    } catch (const std::system_error&) {  // no thread to be had: decode on the callers' thread
+      if (budget_ != nullptr) budget_->Give();
       break;
     }
-    threads_.emplace_back([this] {
-      DecodeRuns();
-      helpers_in_process_.fetch_sub(1);
-    });
   }
 }
 
@@ -61,7 +65,12 @@ void DraftPipeline::DecodeRun(std::size_t r) {
   std::size_t end = std::min(items_, (r + 1) * options_.run_items);
   out.tasks.reserve(end - r * options_.run_items);
   for (std::size_t i = r * options_.run_items; i < end; ++i) {
-    Result<Task> t = decode_(i);
+    Result<Task> t = Error::Internal("not decoded");
+    try {
+      t = decode_(i);
+    } catch (const std::exception& e) {  // on a helper thread nothing above would catch it
+      t = Error::Internal(label_(i) + ": " + e.what());
+    }
     if (!t.ok()) {
       out.error = t.error();
       break;
@@ -73,20 +82,27 @@ void DraftPipeline::DecodeRun(std::size_t r) {
   done_.NotifyAll();
 }
 
+bool DraftPipeline::DecodeOrWait(std::size_t r) {
+  {
+    MutexLock lock(mu_);
+    if (state_[r] != RunState::kWaiting) {
+      done_.Wait(mu_, [&]() TX_REQUIRES(mu_) { return state_[r] == RunState::kDone; });
+      return false;
+    }
+    state_[r] = RunState::kDecoding;
+  }
+  DecodeRun(r);
+  return true;
+}
+
+void DraftPipeline::DecodeAll() {
+  for (std::size_t r = 0; r < runs(); ++r) DecodeOrWait(r);
+}
+
 Result<Task*> DraftPipeline::At(std::size_t i, std::string& label) {
   if (i >= items_) return nullptr;
   std::size_t r = i / options_.run_items;
-  bool mine = false;
-  {
-    MutexLock lock(mu_);
-    if (state_[r] == RunState::kWaiting) {
-      state_[r] = RunState::kDecoding;
-      mine = true;
-    } else {
-      done_.Wait(mu_, [&]() TX_REQUIRES(mu_) { return state_[r] == RunState::kDone; });
-    }
-  }
-  if (mine) DecodeRun(r);
+  DecodeOrWait(r);
   Run& run = decoded_[r];
   std::size_t k = i % options_.run_items;
   if (k >= run.tasks.size()) return *run.error;

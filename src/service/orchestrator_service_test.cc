@@ -246,6 +246,20 @@ TEST_F(OrchestratorServiceTest, TaskAddPastMaxQueueDepthIsRefusedWithBackpressur
                                             "(max-queue-depth); 2 more refused"),
             std::string::npos)
       << streamed.error().message();
+  // Told how many drafts come, it refuses them all before it asks for the first.
+  int asked = 0;
+  auto counted = [&](std::size_t i, std::string& label) -> Result<Task*> {
+    ++asked;
+    return each(i, label);
+  };
+  auto known = tasks_.AddEach(counted, more.size());
+  ASSERT_FALSE(known.ok());
+  EXPECT_EQ(known.error().code(), ErrorCode::kBackpressure);
+  EXPECT_NE(known.error().message().find("queue full: 2 tasks ready of 2 allowed "
+                                         "(max-queue-depth); 2 more refused"),
+            std::string::npos)
+      << known.error().message();
+  EXPECT_EQ(asked, 0);
   EXPECT_EQ(tasks_.List({}).value().size(), 2u);
   // A claimed task leaves the ready queue and makes room.
   Worker w = Register();

@@ -147,15 +147,16 @@ Result<std::vector<Task>> TaskService::AddMany(std::vector<Task> drafts,
   return drafts;
 }
 
-Result<std::size_t> TaskService::AddEach(const DraftAt& draft_at) {
+Result<std::size_t> TaskService::AddEach(const DraftAt& draft_at, std::size_t expected) {
   Millis now = clock_.NowMs();
   return store_.WriteReturning([&](store::Txn& txn) -> Result<std::size_t> {
+    if (expected > 0) TX_RETURN_IF_ERROR(CheckQueueRoom(txn, expected, options_, now));
     std::int64_t ready = 0;
     std::string label;
     for (std::size_t i = 0;; ++i) {
       TX_ASSIGN_OR_RETURN(Task * t, draft_at(i, label));
       if (t == nullptr) {
-        TX_RETURN_IF_ERROR(CheckQueueRoom(txn, i, options_, now, ready));
+        if (i != expected) TX_RETURN_IF_ERROR(CheckQueueRoom(txn, i, options_, now, ready));
         return i;
       }
       if (t->timeout_ms <= 0) t->timeout_ms = options_.default_task_timeout_ms;

@@ -80,9 +80,11 @@ class TaskService {
   // again. AddEach fills in each draft as Add returns it (id, status, times).
   using DraftAt = std::function<Result<Task*>(std::size_t i, std::string& label)>;
   // Adds every draft `draft_at` hands over in one transaction (all or nothing). The first draft
-  // refused, in order, ends it with its error prefixed by its label; the queue's room
-  // (max-queue-depth) is checked once the last is in, for them all. Returns how many were added.
-  Result<std::size_t> AddEach(const DraftAt& draft_at);
+  // refused, in order, ends it with its error prefixed by its label. The queue's room
+  // (max-queue-depth) is checked for `expected` drafts before the first insert when the caller
+  // knows how many there are (a full queue then refuses them before any is decoded or written),
+  // otherwise once the last is in, for them all. Returns how many were added.
+  Result<std::size_t> AddEach(const DraftAt& draft_at, std::size_t expected = 0);
 
   // Adds `draft` as a subtask of `parent_id` for the agent that holds the parent's claim: one
   // transaction that checks the claim with `token` (active, unexpired, the parent's), then adds
