@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <boost/asio.hpp>
@@ -18,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "api/handler_pool.h"
 #include "core/mutex.h"
 #include "core/thread_annotations.h"
 
@@ -99,7 +101,11 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
     Handler handler;
   };
 
-  explicit Impl(Options o) : options(o), handlers(static_cast<std::size_t>(o.handler_threads)) {
+  explicit Impl(Options o)
+      : options(o),
+        handlers({.max_threads = o.handler_threads,
+                  .min_threads = std::min(2, o.handler_threads),
+                  .idle_timeout = o.handler_idle_timeout}) {
     io.emplace(1);
     acceptor.emplace(*io);
   }
@@ -117,8 +123,8 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   int streams TX_GUARDED_BY(streams_mu) = 0;
   std::map<std::string, int> streams_by_client TX_GUARDED_BY(streams_mu);
 
-  asio::thread_pool handlers;
-  // Requests posted to `handlers` and not yet done: more than its threads means some wait.
+  HandlerPool handlers;
+  // Requests posted to `handlers` and not yet done: more than its most threads means some wait.
   std::atomic<int> handling{0};
   bool RequestsWait() const { return handling.load() > options.handler_threads; }
   // Reset by Stop, the acceptor first: destroying the loop destroys the connections it still
@@ -311,7 +317,7 @@ class Session : public std::enable_shared_from_this<Session> {
     stream_.expires_never();
     if (server_->stopping) return Close();
     ++server_->handling;
-    asio::post(server_->handlers, [self = shared_from_this(), req = TakeRequest()] {
+    server_->handlers.Post([self = shared_from_this(), req = TakeRequest()] {
       self->Serve(req);
       --self->server_->handling;
     });
@@ -623,7 +629,7 @@ void HttpServer::Stop() {
   });
   // Requests in flight finish (their replies may no longer be sent); the streams end once the
   // caller has ended their sources (EventHub::Stop), or at their next write's timeout.
-  s.handlers.join();
+  s.handlers.Join();
   {
     MutexLock lock(s.streams_mu);
     s.streams_cv.Wait(s.streams_mu, [&]() TX_REQUIRES(s.streams_mu) { return s.streams == 0; });
@@ -635,6 +641,8 @@ void HttpServer::Stop() {
 }
 
 int HttpServer::handler_threads() const { return impl_->options.handler_threads; }
+
+int HttpServer::running_handler_threads() const { return impl_->handlers.threads(); }
 
 int HttpServer::open_streams() const {
   MutexLock lock(impl_->streams_mu);

@@ -1,6 +1,7 @@
 #pragma once
 // HttpServer: the API's HTTP/1.1 server. One event loop (Boost.Asio and Beast, Debian's
-// libboost-dev) owns every connection; complete requests run on a pool of handler threads; an
+// libboost-dev) owns every connection; complete requests run on handler threads, started as they
+// are needed and ended when idle (api/handler_pool.h); an
 // event stream or a followed log runs on a thread of its own.
 //
 // Why not cpp-httplib's server, which tx used before: it gives a connection a thread from the
@@ -43,7 +44,8 @@ namespace tx::api {
 class HttpServer {
  public:
   struct Options {
-    int handler_threads = 256;
+    int handler_threads = 256;  // at most; started as requests need them (api/handler_pool.h)
+    std::chrono::milliseconds handler_idle_timeout{10'000};  // a handler idle this long ends
     std::size_t max_body_bytes = 1 << 20;
     std::chrono::milliseconds header_timeout{10'000};  // for the whole header, keep-alive included
     std::chrono::milliseconds body_timeout{30'000};
@@ -78,7 +80,8 @@ class HttpServer {
   // end (the caller ends them first: EventHub::Stop), joins every thread. Idempotent.
   void Stop();
 
-  int handler_threads() const;
+  int handler_threads() const;          // at most
+  int running_handler_threads() const;  // now
   int open_streams() const;
 
   struct Impl;  // the loop, the pools and the connections (http_server.cc)

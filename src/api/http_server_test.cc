@@ -11,9 +11,13 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
+
+#include "core/mutex.h"
 
 namespace tx::api {
 namespace {
@@ -250,6 +254,48 @@ TEST_F(HttpServerTest, StopEndsAConnectionWhoseHandlerWaitsForItsNextRequest) {
   server_->Stop();
   EXPECT_LT(Steady::now() - begin, 5s);
   EXPECT_TRUE(c.Closed());
+}
+
+// A server that waits for nothing holds two handler threads, whatever its maximum; requests that
+// are handled at once get a thread each as they arrive, and those threads end once idle.
+TEST(HttpServerThreads, HandlerThreadsStartForConcurrentRequestsAndEndWhenIdle) {
+  HttpServer server(HttpServer::Options{.handler_threads = 256, .handler_idle_timeout = 100ms});
+  Mutex mu;
+  CondVar changed;
+  int waiting = 0;
+  bool open = false;
+  server.Get("/wait", [&](const httplib::Request&, httplib::Response& res) {
+    MutexLock lock(mu);
+    ++waiting;
+    changed.NotifyAll();
+    changed.Wait(mu, [&] { return open; });
+    res.set_content("done", "text/plain");
+  });
+  Result<int> port = server.Listen("127.0.0.1", 0);
+  ASSERT_TRUE(port.ok()) << port.error().message();
+  EXPECT_EQ(server.running_handler_threads(), 2);
+
+  std::vector<std::unique_ptr<Connection>> clients;
+  for (int i = 0; i < 6; ++i) {
+    clients.push_back(std::make_unique<Connection>(*port));
+    ASSERT_TRUE(clients.back()->connected());
+    clients.back()->Send("GET /wait HTTP/1.1\r\nHost: t\r\n\r\n");
+  }
+  {
+    MutexLock lock(mu);
+    ASSERT_TRUE(changed.WaitFor(mu, 10s, [&] { return waiting == 6; }));  // all six at once
+    open = true;
+    changed.NotifyAll();
+  }
+  EXPECT_EQ(server.running_handler_threads(), 6);
+  for (auto& c : clients) EXPECT_EQ(c->Read().body, "done");
+  auto deadline = Steady::now() + 10s;
+  while (server.running_handler_threads() > 2 && Steady::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(server.running_handler_threads(), 2);
+  server.Stop();
+  EXPECT_EQ(server.running_handler_threads(), 0);
 }
 
 }  // namespace

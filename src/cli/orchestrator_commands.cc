@@ -236,7 +236,8 @@ Handler SetupOrchestratorStart(CLI::App& cmd) {
       "Mirror the pool's heartbeat document to this file (rewritten atomically)", "PATH");
   opt("--http", a->http,
       "Also serve the HTTP API and dashboard on this address (e.g. 127.0.0.1:8787)", "HOST:PORT");
-  opt("--http-threads", a->http_threads, "Threads serving the HTTP API (default 256)", "N");
+  opt("--http-threads", a->http_threads,
+      "Most threads serving the HTTP API at once (default 256, started as needed)", "N");
   opt("--stall-timeout", a->worker.stall, "Stop an agent silent for this long (default off)",
       "DUR");
   opt("--poll-interval", a->worker.poll, "Workers' fallback poll when idle (default 30s)", "DUR");

@@ -22,7 +22,8 @@ Handler SetupServe(CLI::App& cmd) {
                ->type_name("HOST:PORT"));
   auto threads = std::make_shared<std::string>();
   NonEmpty(cmd.add_option("--http-threads", *threads,
-                          "Threads serving requests (default 256; see docs/api.md)")
+                          "Most threads serving requests at once (default 256, started as needed; "
+                          "see docs/api.md)")
                ->type_name("N"));
   return [http, threads](Context& ctx) -> Status {
     TX_ASSIGN_OR_RETURN(auto address, ParseListenAddress(*http));

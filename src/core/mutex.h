@@ -65,6 +65,7 @@ class CondVar {
     Adopted held(mu);
     return cv_.wait_until(held.lock, deadline, std::move(pred));
   }
+  void NotifyOne() { cv_.notify_one(); }
   void NotifyAll() { cv_.notify_all(); }
 
  private:
