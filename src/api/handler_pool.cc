@@ -1,11 +1,11 @@
 #include "api/handler_pool.h"
 
-#include <pthread.h>
-#include <signal.h>
-
 #include <algorithm>
+#include <exception>
 #include <system_error>
 #include <utility>
+
+#include "exec/signals.h"
 
 namespace tx::api {
 
@@ -20,8 +20,15 @@ HandlerPool::Options Clamped(HandlerPool::Options o) {
 }  // namespace
 
 HandlerPool::HandlerPool(Options options) : options_(Clamped(options)) {
-  MutexLock lock(mu_);
-  for (int i = 0; i < options_.min_threads; ++i) Spawn();
+  try {
+    for (int i = 0; i < options_.min_threads; ++i) {
+      MutexLock lock(mu_);
+      Spawn();
+    }
+  } catch (...) {
+    Join();  // the threads that did start
+    throw;
+  }
 }
 
 HandlerPool::~HandlerPool() { Join(); }
@@ -31,27 +38,36 @@ void HandlerPool::Post(std::function<void()> job) {
   MutexLock lock(mu_);
   if (joined_) return;
   jobs_.push_back(std::move(job));
-  // A job more than the threads without one needs a thread of its own: each of those may be
-  // taking a job posted before this one.
+  if (!waiting_.empty()) {
+    Waiter* last = waiting_.back();
+    waiting_.pop_back();
+    last->woken = true;
+    last->wake.NotifyOne();
+    return;
+  }
+  // A job more than the threads without one (each between two jobs, about to look for the next)
+  // needs a thread of its own.
   if (jobs_.size() > static_cast<std::size_t>(idle_) &&
       threads_.size() < static_cast<std::size_t>(options_.max_threads)) {
     try {
       Spawn();
-      return;
-    } catch (const std::system_error&) {
+    } catch (const std::exception&) {
       // No thread to be had (a process or memory limit): the job waits for a running one, and
       // at least one always runs.
     }
   }
-  changed_.NotifyOne();
 }
 
 void HandlerPool::Join() {
   {
     MutexLock lock(mu_);
     joining_ = true;
-    changed_.NotifyAll();
-    changed_.Wait(mu_, [&]() TX_REQUIRES(mu_) { return threads_.empty(); });
+    for (Waiter* w : waiting_) {
+      w->woken = true;
+      w->wake.NotifyOne();
+    }
+    waiting_.clear();
+    ended_one_.Wait(mu_, [&]() TX_REQUIRES(mu_) { return threads_.empty(); });
     joined_ = true;
   }
   JoinEnded();
@@ -63,23 +79,17 @@ int HandlerPool::threads() const {
 }
 
 void HandlerPool::Spawn() {
-  sigset_t all;
-  sigset_t old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, &old);
   threads_.emplace_back();
   Thread self = std::prev(threads_.end());
-  ++idle_;  // from its start: a job posted before it first waits is its to take
   try {
+    exec::AsyncSignalsBlocked blocked;  // inherited by the thread
     // The thread waits for mu_, which the caller holds, before it reads `self`.
     *self = std::thread([this, self] { Run(self); });
   } catch (...) {
-    --idle_;
     threads_.erase(self);
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
     throw;
   }
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  ++idle_;  // from its start: a job posted before it first waits is its to take
 }
 
 void HandlerPool::Run(Thread self) {
@@ -87,7 +97,7 @@ void HandlerPool::Run(Thread self) {
   while (std::function<void()> job = NextJob(self, after_job)) {
     try {
       job();
-    } catch (...) {
+    } catch (const std::exception&) {
       // The job's own business (a handler reports its errors in its answer): the thread goes on.
     }
     after_job = true;
@@ -98,19 +108,27 @@ std::function<void()> HandlerPool::NextJob(Thread self, bool after_job) {
   MutexLock lock(mu_);
   if (after_job) ++idle_;
   for (;;) {
-    bool woken = changed_.WaitFor(mu_, options_.idle_timeout,
-                                  [&]() TX_REQUIRES(mu_) { return !jobs_.empty() || joining_; });
     if (!jobs_.empty()) {
       --idle_;
       std::function<void()> job = std::move(jobs_.front());
       jobs_.pop_front();
       return job;
     }
-    if (joining_ || (!woken && threads_.size() > static_cast<std::size_t>(options_.min_threads))) {
+    bool timed_out = false;
+    if (!joining_) {
+      Waiter me;
+      waiting_.push_back(&me);
+      timed_out =
+          !me.wake.WaitFor(mu_, options_.idle_timeout, [&]() TX_REQUIRES(mu_) { return me.woken; });
+      if (timed_out) std::erase(waiting_, &me);  // (woken: whoever woke it took it off)
+    }
+    if (!jobs_.empty()) continue;
+    if (joining_ ||
+        (timed_out && threads_.size() > static_cast<std::size_t>(options_.min_threads))) {
       --idle_;
       ended_.push_back(std::move(*self));
       threads_.erase(self);
-      changed_.NotifyAll();  // Join waits for the last
+      if (joining_) ended_one_.NotifyAll();
       return {};
     }
   }

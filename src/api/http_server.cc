@@ -318,8 +318,11 @@ class Session : public std::enable_shared_from_this<Session> {
     if (server_->stopping) return Close();
     ++server_->handling;
     server_->handlers.Post([self = shared_from_this(), req = TakeRequest()] {
+      struct Done {
+        std::atomic<int>& handling;
+        ~Done() { --handling; }
+      } done{self->server_->handling};  // also when Serve throws
       self->Serve(req);
-      --self->server_->handling;
     });
   }
 

@@ -259,11 +259,22 @@ TEST_F(HttpServerTest, StopEndsAConnectionWhoseHandlerWaitsForItsNextRequest) {
 // A server that waits for nothing holds two handler threads, whatever its maximum; requests that
 // are handled at once get a thread each as they arrive, and those threads end once idle.
 TEST(HttpServerThreads, HandlerThreadsStartForConcurrentRequestsAndEndWhenIdle) {
-  HttpServer server(HttpServer::Options{.handler_threads = 256, .handler_idle_timeout = 100ms});
   Mutex mu;
   CondVar changed;
   int waiting = 0;
   bool open = false;
+  HttpServer server(HttpServer::Options{.handler_threads = 256, .handler_idle_timeout = 100ms});
+  // However the test ends, the handlers are let go before the server joins them.
+  struct OpenAtEnd {
+    Mutex& mu;
+    CondVar& changed;
+    bool& open;
+    ~OpenAtEnd() {
+      MutexLock lock(mu);
+      open = true;
+      changed.NotifyAll();
+    }
+  } open_at_end{mu, changed, open};
   server.Get("/wait", [&](const httplib::Request&, httplib::Response& res) {
     MutexLock lock(mu);
     ++waiting;
@@ -284,10 +295,10 @@ TEST(HttpServerThreads, HandlerThreadsStartForConcurrentRequestsAndEndWhenIdle) 
   {
     MutexLock lock(mu);
     ASSERT_TRUE(changed.WaitFor(mu, 10s, [&] { return waiting == 6; }));  // all six at once
+    EXPECT_EQ(server.running_handler_threads(), 6);
     open = true;
     changed.NotifyAll();
   }
-  EXPECT_EQ(server.running_handler_threads(), 6);
   for (auto& c : clients) EXPECT_EQ(c->Read().body, "done");
   auto deadline = Steady::now() + 10s;
   while (server.running_handler_threads() > 2 && Steady::now() < deadline) {

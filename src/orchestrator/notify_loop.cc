@@ -1,13 +1,12 @@
 #include "orchestrator/notify_loop.h"
 
-#include <pthread.h>
-#include <signal.h>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
 
 #include "core/mutex.h"
 #include "core/thread_annotations.h"
+#include "exec/signals.h"
 #include "notify/dispatcher.h"
 #include "store/store.h"
 
@@ -72,13 +71,10 @@ struct NotifyLoop::State {
 };
 
 NotifyLoop::NotifyLoop(std::unique_ptr<State> state) : state_(std::move(state)) {
-  // The thread blocks every signal from its first instruction: the orchestrator reads its
-  // signals from a signalfd, and one delivered to this thread would kill the process.
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, &old);
+  // The thread blocks the process's signals from its first instruction: the orchestrator reads
+  // them from a signalfd, and one delivered to this thread would kill the process.
+  exec::AsyncSignalsBlocked blocked;
   thread_ = std::thread([s = state_.get()] { s->Run(); });
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
 NotifyLoop::~NotifyLoop() {

@@ -1,7 +1,6 @@
 #include "worker/agent_gateway.h"
 
 #include <poll.h>
-#include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -16,6 +15,7 @@
 
 #include "core/ids.h"
 #include "exec/command.h"
+#include "exec/signals.h"
 
 namespace tx::worker {
 namespace {
@@ -186,10 +186,8 @@ AgentGateway::Admission::~Admission() {
 }
 
 void AgentGateway::Serve() {
-  // Signals are the worker's main loop's (its signalfd): never delivered to this thread.
-  sigset_t all;
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, nullptr);
+  // The process's signals are the worker's main loop's (its signalfd): never delivered here.
+  exec::BlockAsyncSignals();
   for (;;) {
     pollfd fds[] = {{listener_.get(), POLLIN, 0}, {stop_.get(), POLLIN, 0}};
     if (::poll(fds, 2, -1) < 0) {
